@@ -1,0 +1,56 @@
+# Thin wrapper over CMake. `make demo` and `make test` do all set-up on a fresh Debian machine.
+BUILD    ?= build
+PREFIX   ?= /usr/local
+JOBS     ?= $(shell nproc)
+CMAKE_FLAGS ?=
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Debian packages: build, tests, samples (one list, kept here).
+DEPS := build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-unit ocl-icd-opencl-dev \
+        opencl-headers pocl-opencl-icd clinfo libopenblas-dev zlib1g-dev libpcre2-dev libedit-dev \
+        libjansson-dev libxxhash-dev dataset-fashion-mnist
+
+.PHONY: all deps build test sanitize demo install format lint bench clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitize: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DNETCL_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
+
+demo: build
+	$(BUILD)/bin/netcl-lua samples/devices.lua
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr \
+	  --suppress=missingIncludeSystem -I runtime/include -I runtime -I bindings runtime bindings
+
+bench: build
+	$(BUILD)/bin/netcl-lua tests/bench/run.lua
+
+clean:
+	rm -rf $(BUILD) build-asan

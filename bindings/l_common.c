@@ -1,0 +1,188 @@
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "l_common.h"
+
+static const char STATE_KEY = 'S'; /* registry key (its address): module state table */
+
+int nc_lua_fail(lua_State *L, const char *fname) {
+  return luaL_error(L, "%s: %s", fname, nc_last_error());
+}
+
+void nc_lua_raise(lua_State *L, const char *fname) {
+  luaL_error(L, "%s: %s", fname, nc_last_error());
+  abort(); /* not reached: luaL_error does not return */
+}
+
+int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return luaL_error(L, "%s: argument %d: %s", fname, arg, msg);
+}
+
+static const char *type_name(lua_State *L, int idx) {
+  if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) {
+    const char *n = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    return n; /* interned in the metatable, stays alive */
+  }
+  return luaL_typename(L, idx);
+}
+
+/* ---- module state --------------------------------------------------------------------------- */
+static void push_state(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &STATE_KEY) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &STATE_KEY);
+}
+
+nc_rng *nc_lua_rng(lua_State *L) {
+  push_state(L);
+  nc_rng *g;
+  if (lua_getfield(L, -1, "rng") == LUA_TUSERDATA) {
+    g = lua_touserdata(L, -1);
+  } else {
+    lua_pop(L, 1);
+    g = lua_newuserdatauv(L, sizeof *g, 0);
+    nc_rng_seed(g, 0x5eed);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "rng");
+  }
+  lua_pop(L, 2);
+  return g;
+}
+
+nc_device *nc_lua_default_device(lua_State *L) {
+  push_state(L);
+  nc_device *d = NULL;
+  if (lua_getfield(L, -1, "default_device") == LUA_TLIGHTUSERDATA) d = lua_touserdata(L, -1);
+  lua_pop(L, 2);
+  if (d) return d;
+  if (nc_device_find(NULL, &d) != NC_OK) {
+    nc_lua_fail(L, "netcl.default_device");
+    return NULL;
+  }
+  nc_lua_set_default_device(L, d);
+  return d;
+}
+
+void nc_lua_set_default_device(lua_State *L, nc_device *dev) {
+  push_state(L);
+  lua_pushlightuserdata(L, dev);
+  lua_setfield(L, -2, "default_device");
+  lua_pop(L, 1);
+}
+
+/* ---- tensors ------------------------------------------------------------------------------------ */
+void nc_lua_pushtensor_owned(lua_State *L, nc_tensor *t) {
+  nc_lua_tensor_box *b = lua_newuserdatauv(L, sizeof *b, 1);
+  b->t = t;
+  luaL_setmetatable(L, NC_TENSOR_MT);
+}
+
+nc_tensor *nc_lua_totensor(lua_State *L, int idx) {
+  nc_lua_tensor_box *b = luaL_testudata(L, idx, NC_TENSOR_MT);
+  return b ? b->t : NULL;
+}
+
+nc_tensor *nc_lua_checktensor_f(lua_State *L, int idx, const char *fname) {
+  nc_lua_tensor_box *b = luaL_testudata(L, idx, NC_TENSOR_MT);
+  if (!b) {
+    nc_lua_argerror(L, fname, idx, "expected Tensor, got %s", type_name(L, idx));
+    return NULL;
+  }
+  if (!b->t) nc_lua_argerror(L, fname, idx, "the tensor was freed (t:free() or <close>)");
+  return b->t;
+}
+
+/* ---- shapes and dims ----------------------------------------------------------------------------- */
+static int64_t check_size(lua_State *L, int idx, int dim, const char *fname) {
+  int isint;
+  lua_Integer v = lua_tointegerx(L, idx, &isint);
+  if (!isint) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      return nc_lua_argerror(L, fname, 1, "size %s at dim %d is not an integer", lua_tostring(L, idx), dim);
+    return nc_lua_argerror(L, fname, 1, "size at dim %d is a %s, expected an integer", dim, luaL_typename(L, idx));
+  }
+  if (v < 0) return nc_lua_argerror(L, fname, 1, "size %lld at dim %d is negative", (long long)v, dim);
+  return (int64_t)v;
+}
+
+int nc_lua_checkshape(lua_State *L, int idx, int64_t *shape, const char *fname) {
+  idx = lua_absindex(L, idx);
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    shape[0] = check_size(L, idx, 1, fname);
+    return 1;
+  }
+  if (!lua_istable(L, idx))
+    return nc_lua_argerror(L, fname, idx, "expected a shape (table of sizes), got %s", type_name(L, idx));
+  lua_Integer n = luaL_len(L, idx);
+  if (n > NC_MAX_DIMS)
+    return nc_lua_argerror(L, fname, idx, "shape has %lld dims; at most %d are supported", (long long)n, NC_MAX_DIMS);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, idx, i + 1);
+    shape[i] = check_size(L, -1, i + 1, fname);
+    lua_pop(L, 1);
+  }
+  return (int)n;
+}
+
+void nc_lua_pushshape(lua_State *L, int ndim, const int64_t *v) {
+  lua_createtable(L, ndim, 0);
+  for (int i = 0; i < ndim; i++) {
+    lua_pushinteger(L, v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+int nc_lua_checkdim(lua_State *L, int idx, int ndim, const char *fname) {
+  int isint;
+  lua_Integer d = lua_tointegerx(L, idx, &isint);
+  if (!isint) return nc_lua_argerror(L, fname, idx, "dim must be an integer, got %s", luaL_typename(L, idx));
+  lua_Integer z = d < 0 ? d + ndim : d - 1;
+  if (d == 0 || z < 0 || z >= ndim)
+    return nc_lua_argerror(L, fname, idx, "dim %lld out of range for %d dims (expected 1..%d or -%d..-1)",
+                           (long long)d, ndim, ndim, ndim);
+  return (int)z;
+}
+
+/* ---- dtypes and devices ---------------------------------------------------------------------------- */
+nc_dtype nc_lua_checkdtype(lua_State *L, int idx, const char *fname) {
+  const char *name = lua_tostring(L, idx);
+  nc_dtype d;
+  if (!name || lua_type(L, idx) != LUA_TSTRING)
+    return (nc_dtype)nc_lua_argerror(L, fname, idx, "dtype must be a string, got %s", luaL_typename(L, idx));
+  if (nc_dtype_parse(name, &d) != NC_OK) return (nc_dtype)nc_lua_fail(L, fname);
+  return d;
+}
+
+nc_dtype nc_lua_opt_dtype(lua_State *L, int idx, nc_dtype def, const char *fname) {
+  if (lua_isnoneornil(L, idx)) return def;
+  luaL_checktype(L, idx, LUA_TTABLE);
+  nc_dtype d = def;
+  if (lua_getfield(L, idx, "dtype") != LUA_TNIL) d = nc_lua_checkdtype(L, -1, fname);
+  lua_pop(L, 1);
+  return d;
+}
+
+nc_device *nc_lua_opt_device(lua_State *L, int idx, const char *fname) {
+  if (lua_isnoneornil(L, idx)) return nc_lua_default_device(L);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  nc_device *d;
+  if (lua_getfield(L, idx, "device") != LUA_TNIL) d = nc_lua_checkdevice(L, lua_gettop(L), fname);
+  else d = nc_lua_default_device(L);
+  lua_pop(L, 1);
+  return d;
+}
+
+/* ---- GC accounting -------------------------------------------------------------------------------- */
+void nc_lua_account(lua_State *L, size_t nbytes) {
+  if (nbytes < 1024) return;
+  size_t kb = nbytes / 1024;
+  lua_gc(L, LUA_GCSTEP, kb > 0x3fffffff ? 0x3fffffff : (int)kb);
+}

@@ -1,0 +1,65 @@
+/* Shared helpers of the Lua binding: userdata boxes, argument checking, errors, module state.
+ * Binding files hold no math: they check arguments, call libnetcl, and push results. */
+#ifndef NETCL_L_COMMON_H
+#define NETCL_L_COMMON_H
+
+#include <lauxlib.h>
+#include <lua.h>
+#include "netcl/netcl.h"
+
+#define NC_TENSOR_MT "netcl.Tensor"
+#define NC_DEVICE_MT "netcl.Device"
+
+typedef struct {
+  nc_tensor *t; /* NULL once freed */
+} nc_lua_tensor_box;
+
+/* Raises "fname: <nc_last_error()>". */
+int nc_lua_fail(lua_State *L, const char *fname);
+__attribute__((noreturn)) void nc_lua_raise(lua_State *L, const char *fname);
+#define NC_LUA_CHECK(L, fname, expr)              \
+  do {                                            \
+    if ((expr) != NC_OK) nc_lua_raise(L, fname);  \
+  } while (0)
+
+/* Argument errors that name the function and the argument. */
+int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, ...);
+
+/* Tensors. pushtensor takes over the caller's reference. */
+void nc_lua_pushtensor_owned(lua_State *L, nc_tensor *t);
+nc_tensor *nc_lua_checktensor_f(lua_State *L, int idx, const char *fname);
+nc_tensor *nc_lua_totensor(lua_State *L, int idx); /* NULL if not a live Tensor */
+
+/* Devices. */
+void nc_lua_pushdevice(lua_State *L, nc_device *dev);
+nc_device *nc_lua_checkdevice(lua_State *L, int idx, const char *fname); /* Device or spec string */
+nc_device *nc_lua_default_device(lua_State *L);
+void nc_lua_set_default_device(lua_State *L, nc_device *dev);
+
+/* Per-state random generator. */
+nc_rng *nc_lua_rng(lua_State *L);
+
+/* Shapes: a table of non-negative integers (or one integer). Returns ndim. */
+int nc_lua_checkshape(lua_State *L, int idx, int64_t *shape, const char *fname);
+void nc_lua_pushshape(lua_State *L, int ndim, const int64_t *v);
+
+/* Dims: 1-based, negative from the end; returns 0-based. ndim is the rank to index into. */
+int nc_lua_checkdim(lua_State *L, int idx, int ndim, const char *fname);
+
+/* Options table helpers (idx may be absent or nil). */
+nc_dtype nc_lua_opt_dtype(lua_State *L, int idx, nc_dtype def, const char *fname);
+nc_device *nc_lua_opt_device(lua_State *L, int idx, const char *fname);
+nc_dtype nc_lua_checkdtype(lua_State *L, int idx, const char *fname);
+
+/* Reports n bytes of device memory to Lua's collector so garbage tensors are reclaimed in
+ * step with device allocations. */
+void nc_lua_account(lua_State *L, size_t nbytes);
+
+/* Registration of each binding file into the module table on the stack top. */
+void nc_lua_add_device(lua_State *L);
+void nc_lua_add_tensor(lua_State *L);
+void nc_lua_add_creation(lua_State *L);
+
+int nc_lua_open_core(lua_State *L);
+
+#endif

@@ -1,0 +1,250 @@
+/* Creation functions: nc.tensor, zeros, ones, full, empty, arange, linspace, eye, rand, randn,
+ * from_bytes; and the generator seed. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include "l_common.h"
+
+#define CHECK(fname, expr) NC_LUA_CHECK(L, fname, expr)
+
+/* Allocates the result as a Lua-owned tensor first, so an error later frees it. */
+static nc_tensor *new_tensor(lua_State *L, nc_device *dev, nc_dtype dt, int ndim, const int64_t *shape,
+                             const char *fname) {
+  nc_tensor *t;
+  CHECK(fname, nc_tensor_empty(dev, dt, ndim, shape, 0, &t));
+  nc_lua_pushtensor_owned(L, t);
+  nc_lua_account(L, nc_tensor_nbytes(t));
+  return t;
+}
+
+static int filled(lua_State *L, const char *fname, int opts, int has_value, double value) {
+  int64_t shape[NC_MAX_DIMS];
+  int n = nc_lua_checkshape(L, 1, shape, fname);
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
+  nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
+  if (has_value) CHECK(fname, nc_fill(t, value));
+  return 1;
+}
+
+static int l_zeros(lua_State *L) { return filled(L, "netcl.zeros", 2, 1, 0.0); }
+static int l_ones(lua_State *L) { return filled(L, "netcl.ones", 2, 1, 1.0); }
+static int l_empty(lua_State *L) { return filled(L, "netcl.empty", 2, 0, 0.0); }
+static int l_full(lua_State *L) {
+  double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
+  return filled(L, "netcl.full", 3, 1, v);
+}
+
+static int random_tensor(lua_State *L, const char *fname, int normal) {
+  int64_t shape[NC_MAX_DIMS];
+  int n = nc_lua_checkshape(L, 1, shape, fname);
+  nc_dtype dt = nc_lua_opt_dtype(L, 2, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, 2, fname);
+  if (!nc_dtype_is_float(dt)) return luaL_error(L, "%s: needs a floating dtype, got %s", fname, nc_dtype_name(dt));
+  nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
+  nc_rng *g = nc_lua_rng(L);
+  CHECK(fname, normal ? nc_normal(t, g, 0.0, 1.0) : nc_uniform(t, g, 0.0, 1.0));
+  return 1;
+}
+static int l_rand(lua_State *L) { return random_tensor(L, "netcl.rand", 0); }
+static int l_randn(lua_State *L) { return random_tensor(L, "netcl.randn", 1); }
+
+/* nc.arange(stop) | nc.arange(start, stop, step?, opts?) */
+static int l_arange(lua_State *L) {
+  const char *fname = "netcl.arange";
+  double start = 0, stop, step = 1;
+  int opts;
+  if (!lua_isnumber(L, 2)) {
+    stop = luaL_checknumber(L, 1);
+    opts = 2;
+  } else {
+    start = luaL_checknumber(L, 1);
+    stop = luaL_checknumber(L, 2);
+    if (lua_isnumber(L, 3)) {
+      step = lua_tonumber(L, 3);
+      opts = 4;
+    } else {
+      opts = 3;
+    }
+  }
+  if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(stop))
+    return luaL_error(L, "%s: needs finite start, stop and a non-zero step", fname);
+  double count = ceil((stop - start) / step);
+  if (count > 9.0e15) return luaL_error(L, "%s: range too large", fname);
+  int64_t n = count > 0 ? (int64_t)count : 0;
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
+  nc_tensor *t = new_tensor(L, dev, dt, 1, &n, fname);
+  CHECK(fname, nc_arange_fill(t, start, step));
+  return 1;
+}
+
+static int l_linspace(lua_State *L) {
+  const char *fname = "netcl.linspace";
+  double a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
+  lua_Integer n = luaL_checkinteger(L, 3);
+  if (n < 0) return nc_lua_argerror(L, fname, 3, "count %lld is negative", (long long)n);
+  nc_dtype dt = nc_lua_opt_dtype(L, 4, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, 4, fname);
+  int64_t shape = n;
+  nc_tensor *t = new_tensor(L, dev, dt, 1, &shape, fname);
+  CHECK(fname, nc_arange_fill(t, a, n > 1 ? (b - a) / (double)(n - 1) : 0.0));
+  return 1;
+}
+
+static int l_eye(lua_State *L) {
+  const char *fname = "netcl.eye";
+  lua_Integer n = luaL_checkinteger(L, 1);
+  int opts = 2;
+  lua_Integer m = n;
+  if (lua_isinteger(L, 2)) {
+    m = lua_tointeger(L, 2);
+    opts = 3;
+  }
+  if (n < 0 || m < 0) return luaL_error(L, "%s: sizes must be non-negative", fname);
+  int64_t shape[2] = {n, m};
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
+  nc_tensor *t = new_tensor(L, dev, dt, 2, shape, fname);
+  CHECK(fname, nc_fill(t, 0));
+  int64_t k = n < m ? n : m, stride = m + 1;
+  if (k > 0) {
+    nc_tensor *diag;
+    CHECK(fname, nc_tensor_from_storage(t->storage, dt, 1, &k, &stride, 0, &diag));
+    nc_status s = nc_fill(diag, 1);
+    nc_tensor_release(diag);
+    CHECK(fname, s);
+  }
+  return 1;
+}
+
+/* ---- nc.tensor(data, opts) ---------------------------------------------------------------------- */
+typedef struct {
+  int ndim;
+  int64_t shape[NC_MAX_DIMS];
+} nested_shape;
+
+static void infer_shape(lua_State *L, int idx, nested_shape *s, const char *fname) {
+  s->ndim = 0;
+  lua_pushvalue(L, idx);
+  while (lua_istable(L, -1)) {
+    if (s->ndim == NC_MAX_DIMS) luaL_error(L, "%s: data nests deeper than %d dims", fname, NC_MAX_DIMS);
+    s->shape[s->ndim++] = (int64_t)luaL_len(L, -1);
+    if (luaL_len(L, -1) == 0) break;
+    lua_geti(L, -1, 1);
+    lua_remove(L, -2);
+  }
+  lua_pop(L, 1);
+}
+
+static void store(lua_State *L, int idx, nc_dtype dt, char *dst, const char *fname) {
+  int t = lua_type(L, idx);
+  if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
+    luaL_error(L, "%s: data holds a %s where a number was expected", fname, luaL_typename(L, idx));
+  double v = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
+  switch (dt) {
+    case NC_FLOAT32: *(float *)dst = (float)v; break;
+    case NC_FLOAT64: *(double *)dst = v; break;
+    case NC_INT32: *(int32_t *)dst = (int32_t)v; break;
+    case NC_INT64: *(int64_t *)dst = lua_isinteger(L, idx) ? (int64_t)lua_tointeger(L, idx) : (int64_t)v; break;
+    case NC_UINT8: *(uint8_t *)dst = (uint8_t)v; break;
+    default: *(uint8_t *)dst = v != 0; break;
+  }
+}
+
+static void fill_nested(lua_State *L, int idx, const nested_shape *s, int dim, nc_dtype dt, char **p,
+                        const char *fname) {
+  if (dim == s->ndim) {
+    store(L, idx, dt, *p, fname);
+    *p += nc_dtype_size(dt);
+    return;
+  }
+  if (!lua_istable(L, idx) || luaL_len(L, idx) != s->shape[dim])
+    luaL_error(L, "%s: ragged data: expected %lld elements at depth %d", fname, (long long)s->shape[dim], dim + 1);
+  luaL_checkstack(L, 4, fname);
+  for (int64_t i = 0; i < s->shape[dim]; i++) {
+    lua_geti(L, idx, i + 1);
+    fill_nested(L, lua_gettop(L), s, dim + 1, dt, p, fname);
+    lua_pop(L, 1);
+  }
+}
+
+static int l_tensor(lua_State *L) {
+  const char *fname = "netcl.tensor";
+  nc_dtype dt = nc_lua_opt_dtype(L, 2, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, 2, fname);
+  nested_shape s;
+  bool flat_with_shape = false;
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "shape");
+    if (!lua_isnil(L, -1)) {
+      s.ndim = nc_lua_checkshape(L, lua_gettop(L), s.shape, fname);
+      flat_with_shape = true;
+    }
+    lua_pop(L, 1);
+  }
+  if (!lua_istable(L, 1) && lua_type(L, 1) != LUA_TNUMBER && !lua_isboolean(L, 1))
+    return nc_lua_argerror(L, fname, 1, "expected a number or a (nested) table, got %s", luaL_typename(L, 1));
+  if (!flat_with_shape) infer_shape(L, 1, &s, fname);
+  int64_t numel = 1;
+  for (int i = 0; i < s.ndim; i++) numel *= s.shape[i];
+  size_t nbytes = (size_t)numel * nc_dtype_size(dt);
+  char *buf = lua_newuserdatauv(L, nbytes ? nbytes : 1, 0);
+  char *p = buf;
+  if (flat_with_shape) {
+    if (!lua_istable(L, 1) || luaL_len(L, 1) != numel)
+      return luaL_error(L, "%s: shape holds %lld elements but the flat data has %lld", fname, (long long)numel,
+                        lua_istable(L, 1) ? (long long)luaL_len(L, 1) : 1LL);
+    for (int64_t i = 0; i < numel; i++) {
+      lua_geti(L, 1, i + 1);
+      store(L, -1, dt, p, fname);
+      p += nc_dtype_size(dt);
+      lua_pop(L, 1);
+    }
+  } else {
+    fill_nested(L, 1, &s, 0, dt, &p, fname);
+  }
+  nc_tensor *t = new_tensor(L, dev, dt, s.ndim, s.shape, fname);
+  CHECK(fname, nc_tensor_write_host(t, buf, nbytes));
+  return 1;
+}
+
+static int l_from_bytes(lua_State *L) {
+  const char *fname = "netcl.from_bytes";
+  size_t len;
+  const char *str = luaL_checklstring(L, 1, &len);
+  int64_t shape[NC_MAX_DIMS];
+  int n = nc_lua_checkshape(L, 2, shape, fname);
+  nc_dtype dt = nc_lua_checkdtype(L, 3, fname);
+  nc_device *dev = nc_lua_opt_device(L, 4, fname);
+  int64_t numel = 1;
+  for (int i = 0; i < n; i++) numel *= shape[i];
+  if ((uint64_t)numel * nc_dtype_size(dt) != len)
+    return luaL_error(L, "%s: %zu bytes do not hold %lld elements of %s (%lld bytes)", fname, len, (long long)numel,
+                      nc_dtype_name(dt), (long long)numel * (long long)nc_dtype_size(dt));
+  nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
+  CHECK(fname, nc_tensor_write_host(t, str, len));
+  return 1;
+}
+
+static int l_manual_seed(lua_State *L) {
+  lua_Integer seed = luaL_checkinteger(L, 1);
+  nc_rng_seed(nc_lua_rng(L), (uint64_t)seed);
+  return 0;
+}
+
+static int l_clock(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
+void nc_lua_add_creation(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+      {"tensor", l_tensor},   {"zeros", l_zeros},       {"ones", l_ones},     {"full", l_full},
+      {"empty", l_empty},     {"arange", l_arange},     {"linspace", l_linspace}, {"eye", l_eye},
+      {"rand", l_rand},       {"randn", l_randn},       {"from_bytes", l_from_bytes},
+      {"manual_seed", l_manual_seed}, {"clock", l_clock}, {NULL, NULL}};
+  luaL_setfuncs(L, funcs, 0);
+}

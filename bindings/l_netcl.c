@@ -1,0 +1,13 @@
+/* The C module table (netcl.core): every binding file adds its part. */
+#include "l_common.h"
+
+int nc_lua_open_core(lua_State *L) {
+  if (nc_init() != NC_OK) return luaL_error(L, "netcl: %s", nc_last_error());
+  lua_newtable(L);
+  nc_lua_add_device(L);
+  nc_lua_add_tensor(L);
+  nc_lua_add_creation(L);
+  lua_pushstring(L, nc_version());
+  lua_setfield(L, -2, "version");
+  return 1;
+}

@@ -1,0 +1,447 @@
+/* Tensor userdata: fields, views, host transfers, lifetime. */
+#include <stdlib.h>
+#include <string.h>
+#include "l_common.h"
+
+#define CHECK(fname, expr) NC_LUA_CHECK(L, fname, expr)
+
+static nc_tensor *self(lua_State *L, const char *fname) { return nc_lua_checktensor_f(L, 1, fname); }
+
+/* Pushes a tensor that owns new device memory, reporting its bytes to the collector. */
+static void push_new(lua_State *L, nc_tensor *t) {
+  nc_lua_pushtensor_owned(L, t);
+  nc_lua_account(L, nc_tensor_nbytes(t));
+}
+
+/* A shape argument that may hold one -1 (view, reshape, expand). */
+static int check_shape_m1(lua_State *L, int idx, int64_t *shape, const char *fname) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    shape[0] = luaL_checkinteger(L, idx);
+    return 1;
+  }
+  if (!lua_istable(L, idx)) return nc_lua_argerror(L, fname, idx, "expected a shape table, got %s", luaL_typename(L, idx));
+  lua_Integer n = luaL_len(L, idx);
+  if (n > NC_MAX_DIMS) return nc_lua_argerror(L, fname, idx, "shape has %lld dims; at most %d are supported", (long long)n, NC_MAX_DIMS);
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, idx, i + 1);
+    int isint;
+    lua_Integer v = lua_tointegerx(L, -1, &isint);
+    if (!isint) return nc_lua_argerror(L, fname, idx, "size at dim %d is not an integer", i + 1);
+    if (v < -1) return nc_lua_argerror(L, fname, idx, "size %lld at dim %d is negative", (long long)v, i + 1);
+    shape[i] = v;
+    lua_pop(L, 1);
+  }
+  return (int)n;
+}
+
+/* 1-based position (negative from the end) into a dim of size n; returns 0-based. */
+static int64_t check_pos(lua_State *L, int idx, int64_t n, const char *fname) {
+  int isint;
+  lua_Integer i = lua_tointegerx(L, idx, &isint);
+  if (!isint) return nc_lua_argerror(L, fname, idx, "index must be an integer, got %s", luaL_typename(L, idx));
+  int64_t z = i < 0 ? i + n : i - 1;
+  if (i == 0 || z < 0 || z >= n)
+    return nc_lua_argerror(L, fname, idx, "index %lld out of range for a dim of size %lld", (long long)i, (long long)n);
+  return z;
+}
+
+/* ---- fields and simple queries ---------------------------------------------------------------- */
+static int t_numel(lua_State *L) {
+  lua_pushinteger(L, nc_tensor_numel(self(L, "netcl.numel")));
+  return 1;
+}
+
+static int t_size(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.size");
+  if (lua_isnoneornil(L, 2)) {
+    nc_lua_pushshape(L, t->ndim, t->shape);
+    return 1;
+  }
+  lua_pushinteger(L, t->shape[nc_lua_checkdim(L, 2, t->ndim, "netcl.size")]);
+  return 1;
+}
+
+static int t_is_contiguous(lua_State *L) {
+  lua_pushboolean(L, nc_tensor_is_contiguous(self(L, "netcl.is_contiguous")));
+  return 1;
+}
+
+static void push_value(lua_State *L, nc_dtype dt, const void *p) {
+  switch (dt) {
+    case NC_FLOAT32: lua_pushnumber(L, *(const float *)p); break;
+    case NC_FLOAT64: lua_pushnumber(L, *(const double *)p); break;
+    case NC_INT32: lua_pushinteger(L, *(const int32_t *)p); break;
+    case NC_INT64: lua_pushinteger(L, *(const int64_t *)p); break;
+    case NC_UINT8: lua_pushinteger(L, *(const uint8_t *)p); break;
+    default: lua_pushboolean(L, *(const uint8_t *)p != 0); break;
+  }
+}
+
+static int t_item(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.item");
+  if (nc_tensor_numel(t) != 1)
+    return luaL_error(L, "netcl.item: needs a tensor with one element, this one has %lld", (long long)nc_tensor_numel(t));
+  char buf[8];
+  CHECK("netcl.item", nc_read_values(t, buf, nc_dtype_size(t->dtype)));
+  push_value(L, t->dtype, buf);
+  return 1;
+}
+
+static void build_list(lua_State *L, const nc_tensor *t, int dim, const char **p) {
+  if (dim == t->ndim) {
+    push_value(L, t->dtype, *p);
+    *p += nc_dtype_size(t->dtype);
+    return;
+  }
+  luaL_checkstack(L, 4, "netcl.tolist");
+  lua_createtable(L, (int)t->shape[dim], 0);
+  for (int64_t i = 0; i < t->shape[dim]; i++) {
+    build_list(L, t, dim + 1, p);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+/* Reads t's values into a userdata-owned buffer (freed by the collector even on error). */
+static char *read_all(lua_State *L, nc_tensor *t, const char *fname) {
+  size_t n = nc_tensor_nbytes(t);
+  char *buf = lua_newuserdatauv(L, n ? n : 1, 0);
+  CHECK(fname, nc_read_values(t, buf, n));
+  return buf;
+}
+
+static int t_tolist(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.tolist");
+  const char *p = read_all(L, t, "netcl.tolist");
+  build_list(L, t, 0, &p);
+  return 1;
+}
+
+static int t_bytes(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.bytes");
+  const char *p = read_all(L, t, "netcl.bytes");
+  lua_pushlstring(L, p, nc_tensor_nbytes(t));
+  return 1;
+}
+
+/* t:to(device | dtype | {device=, dtype=}) */
+static int t_to(lua_State *L) {
+  const char *fname = "netcl.to";
+  nc_tensor *t = self(L, fname);
+  nc_device *dev = nc_tensor_device(t);
+  nc_dtype dt = t->dtype;
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    if (nc_dtype_parse(lua_tostring(L, 2), &dt) != NC_OK) dev = nc_lua_checkdevice(L, 2, fname);
+  } else if (lua_istable(L, 2)) {
+    dt = nc_lua_opt_dtype(L, 2, dt, fname);
+    lua_getfield(L, 2, "device");
+    if (!lua_isnil(L, -1)) dev = nc_lua_checkdevice(L, -1, fname);
+    lua_pop(L, 1);
+  } else {
+    dev = nc_lua_checkdevice(L, 2, fname);
+  }
+  if (dev == nc_tensor_device(t) && dt == t->dtype) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  nc_tensor *r;
+  CHECK(fname, nc_to(t, dev, dt, &r));
+  push_new(L, r);
+  return 1;
+}
+
+static int t_clone(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.clone"), *r;
+  CHECK("netcl.clone", nc_to(t, nc_tensor_device(t), t->dtype, &r));
+  push_new(L, r);
+  return 1;
+}
+
+static int t_contiguous(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.contiguous"), *r;
+  if (nc_tensor_is_contiguous(t)) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  CHECK("netcl.contiguous", nc_contiguous(t, &r));
+  push_new(L, r);
+  return 1;
+}
+
+static int t_free(lua_State *L) {
+  nc_lua_tensor_box *b = luaL_checkudata(L, 1, NC_TENSOR_MT);
+  if (b->t) {
+    nc_tensor_release(b->t);
+    b->t = NULL;
+  }
+  return 0;
+}
+
+/* ---- views -------------------------------------------------------------------------------------- */
+static int t_view(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.view"), *r;
+  int64_t shape[NC_MAX_DIMS];
+  int n = check_shape_m1(L, 2, shape, "netcl.view");
+  CHECK("netcl.view", nc_tensor_view(t, n, shape, &r));
+  nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_reshape(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.reshape"), *r;
+  int64_t shape[NC_MAX_DIMS];
+  int n = check_shape_m1(L, 2, shape, "netcl.reshape");
+  bool copies = false;
+  int64_t st[NC_MAX_DIMS];
+  {
+    int64_t sh[NC_MAX_DIMS];
+    memcpy(sh, shape, sizeof shape);
+    if (nc_shape_infer(nc_tensor_numel(t), n, sh) == NC_OK) copies = !nc_view_strides(t, n, sh, st);
+  }
+  CHECK("netcl.reshape", nc_reshape(t, n, shape, &r));
+  if (copies) push_new(L, r);
+  else nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_transpose(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.transpose"), *r;
+  int d1 = nc_lua_checkdim(L, 2, t->ndim, "netcl.transpose");
+  int d2 = nc_lua_checkdim(L, 3, t->ndim, "netcl.transpose");
+  CHECK("netcl.transpose", nc_tensor_transpose(t, d1, d2, &r));
+  nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_permute(lua_State *L) {
+  const char *fname = "netcl.permute";
+  nc_tensor *t = self(L, fname), *r;
+  int dims[NC_MAX_DIMS];
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (luaL_len(L, 2) != t->ndim)
+    return nc_lua_argerror(L, fname, 2, "needs %d dims, got %lld", t->ndim, (long long)luaL_len(L, 2));
+  for (int i = 0; i < t->ndim; i++) {
+    lua_geti(L, 2, i + 1);
+    dims[i] = nc_lua_checkdim(L, -1, t->ndim, fname);
+    lua_pop(L, 1);
+  }
+  CHECK(fname, nc_tensor_permute(t, dims, &r));
+  nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_narrow(lua_State *L) {
+  const char *fname = "netcl.narrow";
+  nc_tensor *t = self(L, fname), *r;
+  int d = nc_lua_checkdim(L, 2, t->ndim, fname);
+  lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
+  if (start < 0) start += t->shape[d] + 1;
+  if (start < 1) return nc_lua_argerror(L, fname, 3, "start %lld is out of range", (long long)luaL_checkinteger(L, 3));
+  CHECK(fname, nc_tensor_narrow(t, d, start - 1, len, &r));
+  nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_select(lua_State *L) {
+  const char *fname = "netcl.select";
+  nc_tensor *t = self(L, fname), *r;
+  if (t->ndim == 0) return luaL_error(L, "%s: cannot select from a 0-dim tensor", fname);
+  int d = nc_lua_checkdim(L, 2, t->ndim, fname);
+  int64_t i = check_pos(L, 3, t->shape[d], fname);
+  CHECK(fname, nc_tensor_select(t, d, i, &r));
+  nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_expand(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.expand"), *r;
+  int64_t shape[NC_MAX_DIMS];
+  int n = check_shape_m1(L, 2, shape, "netcl.expand");
+  CHECK("netcl.expand", nc_tensor_expand(t, n, shape, &r));
+  nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_squeeze(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.squeeze"), *r;
+  int d = lua_isnoneornil(L, 2) ? -1 : nc_lua_checkdim(L, 2, t->ndim, "netcl.squeeze");
+  CHECK("netcl.squeeze", nc_tensor_squeeze(t, d, &r));
+  nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_unsqueeze(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.unsqueeze"), *r;
+  int d = nc_lua_checkdim(L, 2, t->ndim + 1, "netcl.unsqueeze");
+  CHECK("netcl.unsqueeze", nc_tensor_unsqueeze(t, d, &r));
+  nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+static int t_flatten(lua_State *L) {
+  const char *fname = "netcl.flatten";
+  nc_tensor *t = self(L, fname), *r;
+  if (t->ndim == 0) {
+    int64_t one = 1;
+    CHECK(fname, nc_reshape(t, 1, &one, &r));
+    nc_lua_pushtensor_owned(L, r);
+    return 1;
+  }
+  int d1 = lua_isnoneornil(L, 2) ? 0 : nc_lua_checkdim(L, 2, t->ndim, fname);
+  int d2 = lua_isnoneornil(L, 3) ? t->ndim - 1 : nc_lua_checkdim(L, 3, t->ndim, fname);
+  if (d1 > d2) return nc_lua_argerror(L, fname, 3, "end dim %d comes before start dim %d", d2 + 1, d1 + 1);
+  int64_t shape[NC_MAX_DIMS];
+  int n = 0;
+  for (int i = 0; i < d1; i++) shape[n++] = t->shape[i];
+  int64_t m = 1;
+  for (int i = d1; i <= d2; i++) m *= t->shape[i];
+  shape[n++] = m;
+  for (int i = d2 + 1; i < t->ndim; i++) shape[n++] = t->shape[i];
+  int64_t st[NC_MAX_DIMS];
+  bool copies = !nc_view_strides(t, n, shape, st);
+  CHECK(fname, nc_reshape(t, n, shape, &r));
+  if (copies) push_new(L, r);
+  else nc_lua_pushtensor_owned(L, r);
+  return 1;
+}
+
+/* ---- in place ------------------------------------------------------------------------------------- */
+static double check_scalar(lua_State *L, int idx, const char *fname) {
+  if (lua_isboolean(L, idx)) return lua_toboolean(L, idx);
+  int ok;
+  double v = lua_tonumberx(L, idx, &ok);
+  if (!ok) return nc_lua_argerror(L, fname, idx, "expected a number, got %s", luaL_typename(L, idx));
+  return v;
+}
+
+static int t_fill_(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.fill_");
+  CHECK("netcl.fill_", nc_fill(t, check_scalar(L, 2, "netcl.fill_")));
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int t_zero_(lua_State *L) {
+  CHECK("netcl.zero_", nc_fill(self(L, "netcl.zero_"), 0));
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int t_copy_(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.copy_");
+  nc_tensor *src = nc_lua_checktensor_f(L, 2, "netcl.copy_");
+  CHECK("netcl.copy_", nc_copy(t, src));
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* Fills a contiguous temporary and copies into t when t is strided. */
+static int random_(lua_State *L, int normal, const char *fname) {
+  nc_tensor *t = self(L, fname);
+  double a = luaL_optnumber(L, 2, normal ? 0.0 : 0.0), b = luaL_optnumber(L, 3, 1.0);
+  nc_rng *g = nc_lua_rng(L);
+  nc_tensor *dst = t;
+  if (!nc_tensor_is_contiguous(t))
+    CHECK(fname, nc_tensor_empty(nc_tensor_device(t), t->dtype, t->ndim, t->shape, 0, &dst));
+  nc_status s = normal ? nc_normal(dst, g, a, b) : nc_uniform(dst, g, a, b);
+  if (s == NC_OK && dst != t) s = nc_copy(t, dst);
+  if (dst != t) nc_tensor_release(dst);
+  CHECK(fname, s);
+  lua_settop(L, 1);
+  return 1;
+}
+static int t_uniform_(lua_State *L) { return random_(L, 0, "netcl.uniform_"); }
+static int t_normal_(lua_State *L) { return random_(L, 1, "netcl.normal_"); }
+
+/* ---- metamethods -------------------------------------------------------------------------------- */
+static int t_gc(lua_State *L) {
+  nc_lua_tensor_box *b = lua_touserdata(L, 1);
+  if (b && b->t) {
+    nc_tensor_release(b->t);
+    b->t = NULL;
+  }
+  return 0;
+}
+
+static int t_tostring(lua_State *L) {
+  nc_lua_tensor_box *b = luaL_checkudata(L, 1, NC_TENSOR_MT);
+  if (!b->t) {
+    lua_pushliteral(L, "tensor(<freed>)");
+    return 1;
+  }
+  char *s;
+  CHECK("netcl.tostring", nc_tensor_format(b->t, &s));
+  lua_pushstring(L, s);
+  free(s);
+  return 1;
+}
+
+static int t_len(lua_State *L) {
+  nc_tensor *t = self(L, "netcl.#");
+  if (t->ndim == 0) return luaL_error(L, "netcl.#: a 0-dim tensor has no length");
+  lua_pushinteger(L, t->shape[0]);
+  return 1;
+}
+
+static int t_index(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    nc_tensor *t = self(L, "netcl.index"), *r;
+    if (t->ndim == 0) return luaL_error(L, "netcl.index: cannot index a 0-dim tensor");
+    int64_t i = check_pos(L, 2, t->shape[0], "netcl.index");
+    CHECK("netcl.index", nc_tensor_select(t, 0, i, &r));
+    nc_lua_pushtensor_owned(L, r);
+    return 1;
+  }
+  const char *k = lua_tostring(L, 2);
+  if (!k) return 0;
+  lua_getmetatable(L, 1);
+  lua_getfield(L, -1, "methods");
+  if (lua_getfield(L, -1, k) != LUA_TNIL) return 1;
+  lua_pop(L, 3);
+  nc_tensor *t = self(L, "netcl.index");
+  if (!strcmp(k, "shape")) nc_lua_pushshape(L, t->ndim, t->shape);
+  else if (!strcmp(k, "strides")) nc_lua_pushshape(L, t->ndim, t->strides);
+  else if (!strcmp(k, "ndim")) lua_pushinteger(L, t->ndim);
+  else if (!strcmp(k, "dtype")) lua_pushstring(L, nc_dtype_name(t->dtype));
+  else if (!strcmp(k, "device")) nc_lua_pushdevice(L, nc_tensor_device(t));
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int t_newindex(lua_State *L) {
+  const char *fname = "netcl.setindex";
+  nc_tensor *t = self(L, fname), *r;
+  if (lua_type(L, 2) != LUA_TNUMBER)
+    return luaL_error(L, "%s: tensors take integer keys (t[i] = v), not %s", fname, luaL_typename(L, 2));
+  if (t->ndim == 0) return luaL_error(L, "%s: cannot index a 0-dim tensor", fname);
+  int64_t i = check_pos(L, 2, t->shape[0], fname);
+  CHECK(fname, nc_tensor_select(t, 0, i, &r));
+  nc_status s;
+  nc_tensor *src = nc_lua_totensor(L, 3);
+  if (src) s = nc_copy(r, src);
+  else if (lua_type(L, 3) == LUA_TNUMBER || lua_isboolean(L, 3)) s = nc_fill(r, check_scalar(L, 3, fname));
+  else s = nc_error(NC_ERR_ARG, "value must be a number, boolean or Tensor, got %s", luaL_typename(L, 3));
+  nc_tensor_release(r);
+  CHECK(fname, s);
+  return 0;
+}
+
+void nc_lua_add_tensor(lua_State *L) {
+  static const luaL_Reg methods[] = {
+      {"numel", t_numel}, {"size", t_size}, {"is_contiguous", t_is_contiguous}, {"item", t_item},
+      {"tolist", t_tolist}, {"bytes", t_bytes}, {"to", t_to}, {"clone", t_clone},
+      {"contiguous", t_contiguous}, {"free", t_free}, {"view", t_view}, {"reshape", t_reshape},
+      {"transpose", t_transpose}, {"permute", t_permute}, {"narrow", t_narrow}, {"select", t_select},
+      {"expand", t_expand}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"flatten", t_flatten},
+      {"fill_", t_fill_}, {"zero_", t_zero_}, {"copy_", t_copy_}, {"uniform_", t_uniform_},
+      {"normal_", t_normal_}, {NULL, NULL}};
+  static const luaL_Reg meta[] = {{"__gc", t_gc},       {"__close", t_gc},       {"__tostring", t_tostring},
+                                  {"__len", t_len},     {"__index", t_index},    {"__newindex", t_newindex},
+                                  {NULL, NULL}};
+  luaL_newmetatable(L, NC_TENSOR_MT);
+  luaL_setfuncs(L, meta, 0);
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "methods");
+  lua_pop(L, 1);
+  /* Methods are also module functions: nc.view(t, shape) == t:view(shape). */
+  luaL_setfuncs(L, methods, 0);
+}

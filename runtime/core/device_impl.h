@@ -1,0 +1,50 @@
+/* The backend interface and the device structure, shared by core and the backends.
+ * Core calls backends only through this table; backends register devices with
+ * nc_device_register. Shapes and devices are validated by the ops layer before any entry here
+ * is called; entries may assume same-device operands and matching element counts. */
+#ifndef NETCL_CORE_DEVICE_IMPL_H
+#define NETCL_CORE_DEVICE_IMPL_H
+
+#include <pthread.h>
+#include "netcl/device.h"
+#include "netcl/memory.h"
+#include "netcl/tensor.h"
+
+struct nc_pool;
+
+enum { NC_RANDOM_UNIFORM = 0, NC_RANDOM_NORMAL = 1 };
+
+typedef struct nc_backend {
+  const char *name;
+  /* Raw buffers (the pool caches them). alloc may fail with NC_ERR_OOM. */
+  nc_status (*alloc)(nc_device *d, size_t nbytes, void **handle);
+  void (*release)(nc_device *d, void *handle);
+  void *(*host_ptr)(nc_device *d, void *handle); /* NULL when not host-addressable */
+  /* write is asynchronous and stages src; read waits for queued work. */
+  nc_status (*write)(nc_device *d, void *handle, size_t off, const void *src, size_t n);
+  nc_status (*read)(nc_device *d, void *handle, size_t off, void *dst, size_t n);
+  nc_status (*sync)(nc_device *d);
+  /* Backend counters merged into nc_memory_stats (programs built/loaded, pinned bytes). */
+  void (*stats)(nc_device *d, nc_memory_stats *st);
+  /* Ops. */
+  nc_status (*fill)(nc_tensor *t, double v);
+  /* dst = src elementwise with dtype conversion; same shape (src strides may be 0). */
+  nc_status (*copy)(nc_tensor *dst, const nc_tensor *src);
+  nc_status (*arange)(nc_tensor *t, double start, double step);
+  /* kind: NC_RANDOM_*; (a, b) = (lo, hi) or (mean, std). Floating dtypes only. */
+  nc_status (*random)(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
+} nc_backend;
+
+struct nc_device {
+  nc_device_info info;
+  const nc_backend *backend;
+  void *impl; /* backend state */
+  struct nc_pool *pool;       /* BufferPool */
+  struct nc_pool *persistent; /* PersistentBufferPool */
+  pthread_mutex_t lock;       /* serializes launches from several threads */
+};
+
+/* Adds a device to the registry (takes ownership of dev; called during nc_init only). */
+nc_status nc_device_register(nc_device *dev);
+
+#endif

@@ -1,0 +1,46 @@
+/* Devices: the CPU backend (always present) and every OpenCL device the ICD loader finds. */
+#ifndef NETCL_DEVICE_H
+#define NETCL_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "status.h"
+
+typedef struct nc_device nc_device;
+
+typedef enum { NC_DEVICE_CPU = 0, NC_DEVICE_OPENCL } nc_device_kind;
+
+typedef struct {
+  char name[256];
+  char vendor[256];
+  char driver_version[128];
+  char spec[32];          /* "cpu" or "opencl:P:D": accepted by nc_device_find */
+  nc_device_kind kind;
+  bool is_gpu;
+  uint64_t memory;        /* bytes of global memory */
+  uint64_t max_alloc;     /* largest single buffer in bytes */
+  int compute_units;
+  size_t max_work_group_size;
+  bool fp64;
+} nc_device_info;
+
+/* Discovers devices on first call (thread-safe). Fails only if the CPU backend cannot start. */
+nc_status nc_init(void);
+
+/* Number of devices; index 0 is always the CPU backend. */
+int nc_device_count(void);
+nc_device *nc_device_get(int index);
+
+/* Looks a device up by spec: NULL or "" = default (NETCL_DEVICE if set, else the first OpenCL
+ * GPU, else the CPU backend), "cpu", "gpu", "opencl" (first OpenCL device), "opencl:P:D"
+ * (platform P, device D, 0-based). Errors: NC_ERR_ARG for a malformed spec, NC_ERR_DEVICE when
+ * no device matches. */
+nc_status nc_device_find(const char *spec, nc_device **out);
+
+const nc_device_info *nc_device_info_of(const nc_device *dev);
+
+/* Waits for all work queued on the device. */
+nc_status nc_device_sync(nc_device *dev);
+
+#endif

@@ -1,0 +1,19 @@
+/* libnetcl: tensors, devices and ops in C. Include this one header. */
+#ifndef NETCL_H
+#define NETCL_H
+
+#include "status.h"
+#include "dtype.h"
+#include "device.h"
+#include "memory.h"
+#include "storage.h"
+#include "tensor.h"
+#include "random.h"
+#include "creation.h"
+#include "copy.h"
+#include "format.h"
+
+/* The library version ("x.y.z"). */
+const char *nc_version(void);
+
+#endif

@@ -1,0 +1,47 @@
+/* Storage: a refcounted device buffer that tensors view. */
+#ifndef NETCL_STORAGE_H
+#define NETCL_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "device.h"
+
+typedef struct nc_storage nc_storage;
+
+enum {
+  NC_ALLOC_DEFAULT = 0,
+  NC_ALLOC_PERSISTENT = 1 /* long-lived: parameters, optimizer state */
+};
+
+/* New storage of nbytes (0 is legal) on dev; refcount 1. Errors: NC_ERR_OOM. */
+nc_status nc_storage_new(nc_device *dev, size_t nbytes, unsigned flags, nc_storage **out);
+
+/* Wraps host memory the caller owns as CPU-backend storage without copying. release(ud) is
+ * called when the last reference goes (may be NULL). */
+nc_status nc_storage_wrap_host(void *ptr, size_t nbytes, void (*release)(void *ud), void *ud,
+                               nc_storage **out);
+
+nc_storage *nc_storage_retain(nc_storage *s);
+void nc_storage_release(nc_storage *s);
+
+nc_device *nc_storage_device(const nc_storage *s);
+size_t nc_storage_nbytes(const nc_storage *s);
+
+/* Backend handle of the buffer (cl_mem for OpenCL, a host pointer for the CPU backend). */
+void *nc_storage_handle(const nc_storage *s);
+
+/* Host pointer of CPU-backend storage, NULL for other devices. */
+void *nc_storage_host_ptr(const nc_storage *s);
+
+/* Bumped by every in-place write; autograd uses it to detect changes to saved tensors. */
+uint64_t nc_storage_version(const nc_storage *s);
+void nc_storage_bump_version(nc_storage *s);
+
+/* Copies nbytes of host memory into the storage at byte offset off. Asynchronous on devices
+ * with a queue: src may be reused as soon as this returns (it is staged). */
+nc_status nc_storage_write(nc_storage *s, size_t off, const void *src, size_t nbytes);
+
+/* Copies nbytes at byte offset off to host memory; waits for queued work. */
+nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nbytes);
+
+#endif

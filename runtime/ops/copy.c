@@ -1,0 +1,91 @@
+#include <stdlib.h>
+#include <string.h>
+#include "core/device_impl.h"
+#include "netcl/copy.h"
+
+/* src viewed with dst's shape: same shape, or broadcast (expand) to it. */
+static nc_status broadcast_to(nc_tensor *src, const nc_tensor *dst, nc_tensor **out) {
+  bool same = src->ndim == dst->ndim;
+  for (int i = 0; same && i < dst->ndim; i++) same = src->shape[i] == dst->shape[i];
+  if (same) return nc_tensor_alias(src, out);
+  nc_status s = nc_tensor_expand(src, dst->ndim, dst->shape, out);
+  if (s != NC_OK) return nc_error(NC_ERR_SHAPE, "copy: source shape cannot be broadcast to the destination's");
+  return s;
+}
+
+nc_status nc_copy(nc_tensor *dst, nc_tensor *src) {
+  nc_tensor *s;
+  NC_TRY(broadcast_to(src, dst, &s));
+  nc_status st = NC_OK;
+  if (nc_tensor_numel(dst) == 0) goto done;
+  nc_storage_bump_version(dst->storage);
+  nc_device *dd = nc_tensor_device(dst), *sd = nc_tensor_device(s);
+  if (dd == sd) {
+    st = dd->backend->copy(dst, s);
+    goto done;
+  }
+  /* Between devices: values go through the host, already in dst's dtype. The write stages
+   * the host array, so it can be freed at once. */
+  nc_tensor *dense = NULL, *tmp = NULL;
+  void *host = NULL;
+  st = nc_to(s, sd, dst->dtype, &dense);
+  size_t nbytes = dense ? nc_tensor_nbytes(dense) : 0;
+  if (st == NC_OK && !(host = malloc(nbytes ? nbytes : 1)))
+    st = nc_error(NC_ERR_OOM, "out of host memory staging %zu bytes", nbytes);
+  if (st == NC_OK) st = nc_tensor_read_host(dense, host, nbytes);
+  if (st == NC_OK && nc_tensor_is_contiguous(dst)) {
+    st = nc_tensor_write_host(dst, host, nbytes);
+  } else if (st == NC_OK) {
+    st = nc_tensor_empty(dd, dst->dtype, dst->ndim, dst->shape, 0, &tmp);
+    if (st == NC_OK) st = nc_tensor_write_host(tmp, host, nbytes);
+    if (st == NC_OK) st = dd->backend->copy(dst, tmp);
+  }
+  free(host);
+  nc_tensor_release(tmp);
+  nc_tensor_release(dense);
+done:
+  nc_tensor_release(s);
+  return st;
+}
+
+nc_status nc_to(nc_tensor *t, nc_device *dev, nc_dtype dtype, nc_tensor **out) {
+  nc_tensor *r;
+  NC_TRY(nc_tensor_empty(dev, dtype, t->ndim, t->shape, 0, &r));
+  nc_status s = nc_copy(r, t);
+  if (s != NC_OK) {
+    nc_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return NC_OK;
+}
+
+nc_status nc_contiguous(nc_tensor *t, nc_tensor **out) {
+  if (nc_tensor_is_contiguous(t)) {
+    *out = nc_tensor_retain(t);
+    return NC_OK;
+  }
+  return nc_to(t, nc_tensor_device(t), t->dtype, out);
+}
+
+nc_status nc_reshape(nc_tensor *t, int ndim, const int64_t *shape, nc_tensor **out) {
+  int64_t sh[NC_MAX_DIMS], strides[NC_MAX_DIMS];
+  if (ndim < 0 || ndim > NC_MAX_DIMS)
+    return nc_error(NC_ERR_SHAPE, "a tensor has 0 to %d dims, got %d", NC_MAX_DIMS, ndim);
+  if (ndim) memcpy(sh, shape, sizeof(int64_t) * (size_t)ndim);
+  NC_TRY(nc_shape_infer(nc_tensor_numel(t), ndim, sh));
+  if (nc_view_strides(t, ndim, sh, strides)) return nc_tensor_view(t, ndim, sh, out);
+  nc_tensor *c;
+  NC_TRY(nc_to(t, nc_tensor_device(t), t->dtype, &c));
+  nc_status s = nc_tensor_view(c, ndim, sh, out);
+  nc_tensor_release(c);
+  return s;
+}
+
+nc_status nc_read_values(nc_tensor *t, void *dst, size_t nbytes) {
+  nc_tensor *c;
+  NC_TRY(nc_contiguous(t, &c));
+  nc_status s = nc_tensor_read_host(c, dst, nbytes);
+  nc_tensor_release(c);
+  return s;
+}
