@@ -1,0 +1,56 @@
+/* Prepended to every program. */
+#ifdef NC_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double nc_acc; /* accumulation type for host-provided reals */
+#else
+typedef float nc_acc;
+#endif
+/* Same rounding as the CPU backend: no fused multiply-add contraction. */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* Mirrors nc_cl_layout (runtime/backend/opencl/cl_backend.h). */
+typedef struct {
+  long offset;
+  int ndim;
+  int contiguous;
+  long shape[8];
+  long strides[8];
+} nc_layout;
+
+/* Element offset of flat (row-major) index i. */
+inline long nc_offset(const nc_layout *l, long i) {
+  if (l->contiguous) return l->offset + i;
+  long off = l->offset;
+  for (int d = l->ndim - 1; d >= 0; d--) {
+    long s = l->shape[d];
+    long q = i / s;
+    off += (i - q * s) * l->strides[d];
+    i = q;
+  }
+  return off;
+}
+
+#define NC_GRID_LOOP(i, n) for (long i = get_global_id(0); i < (n); i += get_global_size(0))
+
+#define NC_CONV_PLAIN(T, x) ((T)(x))
+#define NC_CONV_BOOL(T, x) ((T)((x) != 0))
+
+/* Philox 4x32-10, as runtime/core/random.c. */
+inline uint4 nc_philox(uint4 c, uint2 k) {
+  for (int r = 0; r < 10; r++) {
+    uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+    uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+    c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    k += (uint2)(0x9E3779B9u, 0xBB67AE85u);
+  }
+  return c;
+}
+
+inline uint4 nc_philox_element(ulong seed, ulong counter) {
+  return nc_philox((uint4)((uint)counter, (uint)(counter >> 32), 0u, 0u), (uint2)((uint)seed, (uint)(seed >> 32)));
+}
+
+inline float nc_u24(uint w) { return (float)(w >> 8) * 0x1p-24f; }
+#ifdef NC_FP64
+inline double nc_u53(uint a, uint b) { return (double)(((ulong)(a >> 5) << 26) | (ulong)(b >> 6)) * 0x1p-53; }
+#endif

@@ -1,0 +1,170 @@
+/* The OpenCL backend's vtable: buffers, transfers, and the foundation ops (fill, copy,
+ * arange, random) on kernels/core.cl. */
+#include <string.h>
+#include "cl_backend.h"
+
+static nc_status cl_alloc(nc_device *dev, size_t n, void **h) {
+  nc_cl_device *cd;
+  NC_TRY(nc_cl_ready(dev, &cd));
+  cl_int err;
+  cl_mem m = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_READ_WRITE, n, NULL, &err);
+  if (err != CL_SUCCESS) return nc_cl_fail(err, "allocating a device buffer", dev);
+  *h = m;
+  return NC_OK;
+}
+
+static void cl_release(nc_device *dev, void *h) { nc_cl.clReleaseMemObject((cl_mem)h); }
+static void *cl_host_ptr(nc_device *dev, void *h) { return NULL; }
+
+static nc_status cl_write(nc_device *dev, void *h, size_t off, const void *src, size_t n) {
+  nc_cl_device *cd;
+  NC_TRY(nc_cl_ready(dev, &cd));
+  return nc_cl_staging_write(dev, cd, (cl_mem)h, off, src, n);
+}
+
+static nc_status cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t n) {
+  nc_cl_device *cd;
+  NC_TRY(nc_cl_ready(dev, &cd));
+  pthread_mutex_lock(&dev->lock);
+  cl_int err = nc_cl.clEnqueueReadBuffer(cd->queue, (cl_mem)h, CL_TRUE, off, n, dst, 0, NULL, NULL);
+  pthread_mutex_unlock(&dev->lock);
+  if (err != CL_SUCCESS) return nc_cl_fail(err, "reading a device buffer", dev);
+  return NC_OK;
+}
+
+static nc_status cl_sync(nc_device *dev) {
+  nc_cl_device *cd = dev->impl;
+  if (!cd->ready) return NC_OK;
+  cl_int err = nc_cl.clFinish(cd->queue);
+  if (err != CL_SUCCESS) return nc_cl_fail(err, "waiting for the queue", dev);
+  return NC_OK;
+}
+
+static void cl_stats(nc_device *dev, nc_memory_stats *st) {
+  nc_cl_device *cd = dev->impl;
+  pthread_mutex_lock(&cd->programs_lock);
+  st->programs_built = cd->programs_built;
+  st->programs_loaded = cd->programs_loaded;
+  pthread_mutex_unlock(&cd->programs_lock);
+  pthread_mutex_lock(&dev->lock);
+  st->pinned_bytes = cd->ready ? nc_cl_staging_bytes(cd) : 0;
+  pthread_mutex_unlock(&dev->lock);
+}
+
+static nc_status dtype_supported(nc_device *dev, nc_dtype dt) {
+  if (dt == NC_FLOAT64 && !dev->info.fp64)
+    return nc_error(NC_ERR_UNSUPPORTED, "%s has no float64 support (cl_khr_fp64)", dev->info.name);
+  return NC_OK;
+}
+
+static nc_status kernel_for(nc_device *dev, cl_kernel *k, const char *fmt, const char *a, const char *b) {
+  char name[96];
+  snprintf(name, sizeof name, fmt, a, b);
+  return nc_cl_kernel(dev, "core", "", name, k);
+}
+
+/* A scalar of dtype dt holding v, as a kernel argument. */
+typedef union {
+  cl_float f;
+  cl_double d;
+  cl_int i;
+  cl_long l;
+  cl_uchar u;
+} scalar;
+
+static nc_cl_arg scalar_arg(nc_dtype dt, double v, scalar *s) {
+  switch (dt) {
+    case NC_FLOAT32: s->f = (cl_float)v; return (nc_cl_arg){sizeof s->f, &s->f};
+    case NC_FLOAT64: s->d = v; return (nc_cl_arg){sizeof s->d, &s->d};
+    case NC_INT32: s->i = (cl_int)v; return (nc_cl_arg){sizeof s->i, &s->i};
+    case NC_INT64: s->l = (cl_long)v; return (nc_cl_arg){sizeof s->l, &s->l};
+    case NC_BOOL: s->u = v != 0; return (nc_cl_arg){sizeof s->u, &s->u};
+    default: s->u = (cl_uchar)v; return (nc_cl_arg){sizeof s->u, &s->u};
+  }
+}
+
+static nc_status cl_fill(nc_tensor *t, double v) {
+  nc_device *dev = nc_tensor_device(t);
+  NC_TRY(dtype_supported(dev, t->dtype));
+  cl_kernel k;
+  NC_TRY(kernel_for(dev, &k, "fill_%s%s", nc_dtype_name(t->dtype), ""));
+  cl_mem m = nc_cl_mem(t);
+  nc_cl_layout l;
+  nc_cl_layout_of(t, &l);
+  scalar s;
+  cl_long n = nc_tensor_numel(t);
+  nc_cl_arg args[] = {NC_CL_ARG(m), NC_CL_ARG(l), scalar_arg(t->dtype, v, &s), NC_CL_ARG(n)};
+  return nc_cl_launch(dev, k, 4, args, nc_cl_global_size(dev, n), 0);
+}
+
+static nc_status cl_copy(nc_tensor *dst, const nc_tensor *src) {
+  nc_device *dev = nc_tensor_device(dst);
+  NC_TRY(dtype_supported(dev, dst->dtype));
+  NC_TRY(dtype_supported(dev, src->dtype));
+  cl_long n = nc_tensor_numel(dst);
+  if (dst->dtype == src->dtype && nc_tensor_is_contiguous(dst) && nc_tensor_is_contiguous(src)) {
+    nc_cl_device *cd;
+    NC_TRY(nc_cl_ready(dev, &cd));
+    size_t es = nc_dtype_size(dst->dtype);
+    pthread_mutex_lock(&dev->lock);
+    cl_int err = nc_cl.clEnqueueCopyBuffer(cd->queue, nc_cl_mem(src), nc_cl_mem(dst), (size_t)src->offset * es,
+                                           (size_t)dst->offset * es, (size_t)n * es, 0, NULL, NULL);
+    pthread_mutex_unlock(&dev->lock);
+    if (err != CL_SUCCESS) return nc_cl_fail(err, "copying a device buffer", dev);
+    return NC_OK;
+  }
+  cl_kernel k;
+  NC_TRY(kernel_for(dev, &k, "copy_%s_%s", nc_dtype_name(dst->dtype), nc_dtype_name(src->dtype)));
+  cl_mem dm = nc_cl_mem(dst), sm = nc_cl_mem(src);
+  nc_cl_layout dl, sl;
+  nc_cl_layout_of(dst, &dl);
+  nc_cl_layout_of(src, &sl);
+  nc_cl_arg args[] = {NC_CL_ARG(dm), NC_CL_ARG(dl), NC_CL_ARG(sm), NC_CL_ARG(sl), NC_CL_ARG(n)};
+  return nc_cl_launch(dev, k, 5, args, nc_cl_global_size(dev, n), 0);
+}
+
+/* A real for an nc_acc kernel parameter (double where the device has fp64). */
+static nc_cl_arg acc_arg(nc_device *dev, double v, scalar *s) {
+  return scalar_arg(dev->info.fp64 ? NC_FLOAT64 : NC_FLOAT32, v, s);
+}
+
+static nc_status cl_arange(nc_tensor *t, double start, double step) {
+  nc_device *dev = nc_tensor_device(t);
+  NC_TRY(dtype_supported(dev, t->dtype));
+  cl_kernel k;
+  NC_TRY(kernel_for(dev, &k, "arange_%s%s", nc_dtype_name(t->dtype), ""));
+  cl_mem m = nc_cl_mem(t);
+  cl_long off = t->offset, n = nc_tensor_numel(t);
+  scalar a, b;
+  nc_cl_arg args[] = {NC_CL_ARG(m), NC_CL_ARG(off), acc_arg(dev, start, &a), acc_arg(dev, step, &b), NC_CL_ARG(n)};
+  return nc_cl_launch(dev, k, 5, args, nc_cl_global_size(dev, n), 0);
+}
+
+static nc_status cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b) {
+  nc_device *dev = nc_tensor_device(t);
+  NC_TRY(dtype_supported(dev, t->dtype));
+  cl_kernel k;
+  NC_TRY(kernel_for(dev, &k, kind == NC_RANDOM_UNIFORM ? "uniform_%s%s" : "normal_%s%s", nc_dtype_name(t->dtype), ""));
+  cl_mem m = nc_cl_mem(t);
+  cl_long off = t->offset, n = nc_tensor_numel(t);
+  cl_ulong sd = seed, of = offset;
+  scalar sa, sb;
+  nc_cl_arg args[] = {NC_CL_ARG(m),  NC_CL_ARG(off), NC_CL_ARG(sd), NC_CL_ARG(of), scalar_arg(t->dtype, a, &sa),
+                      scalar_arg(t->dtype, b, &sb), NC_CL_ARG(n)};
+  return nc_cl_launch(dev, k, 7, args, nc_cl_global_size(dev, n), 0);
+}
+
+const nc_backend nc_opencl_backend = {
+    .name = "opencl",
+    .alloc = cl_alloc,
+    .release = cl_release,
+    .host_ptr = cl_host_ptr,
+    .write = cl_write,
+    .read = cl_read,
+    .sync = cl_sync,
+    .stats = cl_stats,
+    .fill = cl_fill,
+    .copy = cl_copy,
+    .arange = cl_arange,
+    .random = cl_random,
+};

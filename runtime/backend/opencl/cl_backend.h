@@ -1,0 +1,91 @@
+/* The OpenCL backend: device discovery, the per-device context and queue, the program cache,
+ * pinned staging, and the launch helpers that op kernels use. */
+#ifndef NETCL_CL_BACKEND_H
+#define NETCL_CL_BACKEND_H
+
+#include "cl_api.h"
+#include "core/device_impl.h"
+
+typedef struct nc_cl_kernel_entry {
+  char name[96];
+  cl_kernel kernel;
+  struct nc_cl_kernel_entry *next;
+} nc_cl_kernel_entry;
+
+typedef struct nc_cl_program {
+  uint64_t key;
+  cl_program program;
+  nc_cl_kernel_entry *kernels;
+  struct nc_cl_program *next;
+} nc_cl_program;
+
+typedef struct nc_cl_staging nc_cl_staging;
+
+typedef struct {
+  cl_platform_id platform;
+  cl_device_id id;
+  char platform_name[256];
+  pthread_mutex_t init_lock;
+  bool ready;
+  nc_status init_status;
+  char init_error[768];
+  cl_context ctx;
+  cl_command_queue queue;
+  pthread_mutex_t programs_lock;
+  nc_cl_program *programs;
+  nc_cl_staging *staging;
+  uint64_t programs_built, programs_loaded;
+} nc_cl_device;
+
+/* Finds every OpenCL device and hands each to add (the registry). Silent when there is no
+ * loader or no platform. */
+void nc_opencl_discover(nc_status (*add)(nc_device *dev));
+
+/* The device's context and queue, created on first use. */
+nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out);
+
+/* Layout of a tensor as kernels take it (mirrors nc_layout in kernels/common.cl). */
+typedef struct {
+  cl_long offset;
+  cl_int ndim;
+  cl_int contiguous;
+  cl_long shape[NC_MAX_DIMS];
+  cl_long strides[NC_MAX_DIMS];
+} nc_cl_layout;
+
+void nc_cl_layout_of(const nc_tensor *t, nc_cl_layout *l);
+
+/* Kernel `name` of kernels/<program>.cl (built with common.cl in front and `options`; the
+ * build is cached in memory and on disk). */
+nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options, const char *name,
+                       cl_kernel *out);
+
+/* Builds (or loads from the disk cache) every program for the device: --warmup. */
+nc_status nc_cl_build_all(nc_device *dev);
+
+typedef struct {
+  size_t size;
+  const void *value;
+} nc_cl_arg;
+
+#define NC_CL_ARG(v) ((nc_cl_arg){sizeof(v), &(v)})
+
+/* Sets the arguments and enqueues k over `global` work-items (1-D; local 0 = driver's choice).
+ * Serialized per device so several threads may launch. */
+nc_status nc_cl_launch(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args, size_t global,
+                       size_t local);
+
+/* Work-items for a grid-stride loop over n elements. */
+size_t nc_cl_global_size(nc_device *dev, int64_t n);
+
+/* The cl_mem under a tensor. */
+static inline cl_mem nc_cl_mem(const nc_tensor *t) { return (cl_mem)nc_storage_handle(t->storage); }
+
+/* Staging (cl_staging.c): asynchronous host-to-device writes through pinned buffers. */
+nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src, size_t n);
+void nc_cl_staging_free(nc_cl_device *cd);
+uint64_t nc_cl_staging_bytes(nc_cl_device *cd);
+
+nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev);
+
+#endif

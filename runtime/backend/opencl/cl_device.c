@@ -1,0 +1,144 @@
+/* OpenCL device discovery and the lazily created context and in-order queue. */
+#include <stdlib.h>
+#include <string.h>
+#include "cl_backend.h"
+
+extern const nc_backend nc_opencl_backend;
+
+nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev) {
+  return nc_error(err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ? NC_ERR_OOM : NC_ERR_DEVICE,
+                  "%s failed on %s: %s (%d)", what, dev ? dev->info.name : "OpenCL", nc_cl_strerror(err), err);
+}
+
+static void info_str(cl_device_id d, cl_device_info what, char *buf, size_t n) {
+  buf[0] = 0;
+  if (nc_cl.clGetDeviceInfo(d, what, n, buf, NULL) != CL_SUCCESS) buf[0] = 0;
+  buf[n - 1] = 0;
+}
+
+static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
+  nc_device_info *info = &dev->info;
+  cl_device_type type = 0;
+  cl_ulong mem = 0, max_alloc = 0;
+  cl_uint cus = 0;
+  size_t wg = 0;
+  cl_device_fp_config fp64 = 0;
+  info_str(cd->id, CL_DEVICE_NAME, info->name, sizeof info->name);
+  info_str(cd->id, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+  info_str(cd->id, CL_DRIVER_VERSION, info->driver_version, sizeof info->driver_version);
+  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL);
+  snprintf(info->spec, sizeof info->spec, "opencl:%d:%d", p, d);
+  info->kind = NC_DEVICE_OPENCL;
+  info->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+  info->memory = mem;
+  info->max_alloc = max_alloc;
+  info->compute_units = (int)cus;
+  info->max_work_group_size = wg;
+  info->fp64 = fp64 != 0;
+}
+
+void nc_opencl_discover(nc_status (*add)(nc_device *dev)) {
+  if (!nc_cl_load()) return;
+  cl_uint np = 0;
+  if (nc_cl.clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return;
+  cl_platform_id *plats = calloc(np, sizeof *plats);
+  if (!plats || nc_cl.clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
+    free(plats);
+    return;
+  }
+  for (cl_uint p = 0; p < np; p++) {
+    cl_uint nd = 0;
+    if (nc_cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0) continue;
+    cl_device_id *ids = calloc(nd, sizeof *ids);
+    if (!ids || nc_cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL) != CL_SUCCESS) {
+      free(ids);
+      continue;
+    }
+    for (cl_uint d = 0; d < nd; d++) {
+      nc_device *dev = calloc(1, sizeof *dev);
+      nc_cl_device *cd = calloc(1, sizeof *cd);
+      if (!dev || !cd) {
+        free(dev);
+        free(cd);
+        break;
+      }
+      cd->platform = plats[p];
+      cd->id = ids[d];
+      nc_cl.clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof cd->platform_name, cd->platform_name, NULL);
+      cd->platform_name[sizeof cd->platform_name - 1] = 0;
+      pthread_mutex_init(&cd->init_lock, NULL);
+      pthread_mutex_init(&cd->programs_lock, NULL);
+      dev->backend = &nc_opencl_backend;
+      dev->impl = cd;
+      describe(dev, cd, (int)p, (int)d);
+      if (add(dev) != NC_OK) {
+        free(cd);
+        free(dev);
+      }
+    }
+    free(ids);
+  }
+  free(plats);
+}
+
+nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
+  nc_cl_device *cd = dev->impl;
+  *out = cd;
+  if (__atomic_load_n(&cd->ready, __ATOMIC_ACQUIRE)) return NC_OK;
+  pthread_mutex_lock(&cd->init_lock);
+  if (!cd->ready && cd->init_status == NC_OK) {
+    cl_int err;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform, 0};
+    cd->ctx = nc_cl.clCreateContext(props, 1, &cd->id, NULL, NULL, &err);
+    if (err == CL_SUCCESS) {
+      cd->queue = nc_cl.clCreateCommandQueue(cd->ctx, cd->id, 0, &err);
+      if (err != CL_SUCCESS) nc_cl.clReleaseContext(cd->ctx);
+    }
+    if (err == CL_SUCCESS) {
+      __atomic_store_n(&cd->ready, true, __ATOMIC_RELEASE);
+    } else {
+      cd->init_status = nc_cl_fail(err, "creating an OpenCL context and queue", dev);
+      snprintf(cd->init_error, sizeof cd->init_error, "%s", nc_last_error());
+    }
+  }
+  nc_status s = cd->ready ? NC_OK : cd->init_status;
+  if (s != NC_OK) nc_error(s, "%s", cd->init_error);
+  pthread_mutex_unlock(&cd->init_lock);
+  return s;
+}
+
+void nc_cl_layout_of(const nc_tensor *t, nc_cl_layout *l) {
+  memset(l, 0, sizeof *l);
+  l->offset = t->offset;
+  l->ndim = t->ndim;
+  l->contiguous = nc_tensor_is_contiguous(t);
+  for (int i = 0; i < t->ndim; i++) {
+    l->shape[i] = t->shape[i];
+    l->strides[i] = t->strides[i];
+  }
+}
+
+size_t nc_cl_global_size(nc_device *dev, int64_t n) {
+  const size_t group = 256;
+  size_t cap = (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 2048;
+  if (cap < 65536) cap = 65536;
+  size_t want = ((size_t)n + group - 1) / group * group;
+  return want < cap ? want : cap / group * group;
+}
+
+nc_status nc_cl_launch(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args, size_t global, size_t local) {
+  nc_cl_device *cd;
+  NC_TRY(nc_cl_ready(dev, &cd));
+  pthread_mutex_lock(&dev->lock);
+  cl_int err = CL_SUCCESS;
+  for (int i = 0; i < nargs && err == CL_SUCCESS; i++) err = nc_cl.clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+  if (err == CL_SUCCESS) err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
+  pthread_mutex_unlock(&dev->lock);
+  if (err != CL_SUCCESS) return nc_cl_fail(err, "launching a kernel", dev);
+  return NC_OK;
+}

@@ -1,0 +1,238 @@
+/* Program cache. A program is kernels/common.cl followed by kernels/<name>.cl, built with
+ * options. Key: xxh64 over (sources, options, device name, driver version, platform, library
+ * version). Built programs stay in memory for the process and their binaries go to
+ * $NETCL_CACHE_DIR (default $XDG_CACHE_HOME/netcl or ~/.cache/netcl), written atomically
+ * (temporary file, fsync, rename). A cache file that is short, corrupt or for another key is
+ * ignored and the program is rebuilt from source. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include "cl_backend.h"
+
+typedef struct {
+  const char *name;
+  const char *data;
+  size_t size;
+} nc_embedded_file;
+extern const nc_embedded_file nc_embedded_kernels[];
+
+static const char CACHE_MAGIC[8] = {'N', 'C', 'L', 'B', 'I', 'N', '0', '1'};
+
+static const nc_embedded_file *find_source(const char *file) {
+  for (const nc_embedded_file *f = nc_embedded_kernels; f->name; f++)
+    if (strcmp(f->name, file) == 0) return f;
+  return NULL;
+}
+
+static nc_status cache_dir(char *buf, size_t n) {
+  const char *env = getenv("NETCL_CACHE_DIR");
+  if (env && *env) snprintf(buf, n, "%s", env);
+  else if ((env = getenv("XDG_CACHE_HOME")) && *env) snprintf(buf, n, "%s/netcl", env);
+  else if ((env = getenv("HOME")) && *env) snprintf(buf, n, "%s/.cache/netcl", env);
+  else return NC_ERR_IO;
+  /* mkdir -p */
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    mkdir(buf, 0755);
+    *p = '/';
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST) return NC_ERR_IO;
+  return NC_OK;
+}
+
+static bool cache_path(uint64_t key, char *path, size_t n) {
+  char dir[900];
+  if (cache_dir(dir, sizeof dir) != NC_OK) return false;
+  snprintf(path, n, "%s/%016llx.clbin", dir, (unsigned long long)key);
+  return true;
+}
+
+/* Reads a cached binary for key; NULL if absent or invalid. */
+static unsigned char *cache_read(uint64_t key, size_t *len) {
+  char path[1024];
+  if (!cache_path(key, path, sizeof path)) return NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char magic[8];
+  uint64_t hdr[3]; /* key, size, checksum */
+  unsigned char *bin = NULL;
+  if (fread(magic, 1, 8, f) == 8 && memcmp(magic, CACHE_MAGIC, 8) == 0 && fread(hdr, sizeof hdr, 1, f) == 1 &&
+      hdr[0] == key && hdr[1] > 0 && hdr[1] < ((uint64_t)1 << 31) && (bin = malloc(hdr[1]))) {
+    if (fread(bin, 1, hdr[1], f) != hdr[1] || fgetc(f) != EOF || XXH64(bin, hdr[1], 0) != hdr[2]) {
+      free(bin);
+      bin = NULL;
+    } else {
+      *len = hdr[1];
+    }
+  }
+  fclose(f);
+  return bin;
+}
+
+static void cache_write(uint64_t key, const unsigned char *bin, size_t len) {
+  char path[1024], tmp[1100];
+  if (!cache_path(key, path, sizeof path)) return;
+  snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  if (fd < 0) return;
+  uint64_t hdr[3] = {key, len, XXH64(bin, len, 0)};
+  bool ok = write(fd, CACHE_MAGIC, 8) == 8 && write(fd, hdr, sizeof hdr) == (ssize_t)sizeof hdr &&
+            write(fd, bin, len) == (ssize_t)len && fsync(fd) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+static nc_status build_log(nc_device *dev, nc_cl_device *cd, cl_program prog, const char *file,
+                           const char *options, cl_int err) {
+  size_t n = 0;
+  nc_cl.clGetProgramBuildInfo(prog, cd->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+  char *log = malloc(n + 1);
+  if (log) {
+    log[0] = 0;
+    nc_cl.clGetProgramBuildInfo(prog, cd->id, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+    log[n] = 0;
+  }
+  nc_status s = nc_error(NC_ERR_DEVICE, "building kernel program %s (options: %s) for %s failed: %s (%d)\n%s", file,
+                         options, dev->info.name, nc_cl_strerror(err), err, log ? log : "(no build log)");
+  free(log);
+  return s;
+}
+
+static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *program, const char *options,
+                               uint64_t *key_out, cl_program *out) {
+  char file[128];
+  snprintf(file, sizeof file, "%s.cl", program);
+  const nc_embedded_file *common = find_source("common.cl"), *src = find_source(file);
+  if (!src || !common) return nc_error(NC_ERR_ARG, "no kernel source %s in this build", file);
+  char opts[1024];
+  snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s", dev->info.fp64 ? "-DNC_FP64=1 " : "", options ? options : "");
+
+  XXH64_state_t *h = XXH64_createState();
+  if (!h) return nc_error(NC_ERR_OOM, "out of host memory hashing a kernel");
+  XXH64_reset(h, 0);
+  XXH64_update(h, common->data, common->size);
+  XXH64_update(h, src->data, src->size);
+  XXH64_update(h, opts, strlen(opts) + 1);
+  XXH64_update(h, dev->info.name, strlen(dev->info.name) + 1);
+  XXH64_update(h, dev->info.driver_version, strlen(dev->info.driver_version) + 1);
+  XXH64_update(h, cd->platform_name, strlen(cd->platform_name) + 1);
+  XXH64_update(h, NC_VERSION_STRING, sizeof NC_VERSION_STRING);
+  uint64_t key = XXH64_digest(h);
+  XXH64_freeState(h);
+  *key_out = key;
+
+  for (nc_cl_program *p = cd->programs; p; p = p->next)
+    if (p->key == key) return *out = p->program, NC_OK;
+
+  cl_int err;
+  cl_program prog = NULL;
+  size_t blen = 0;
+  unsigned char *bin = cache_read(key, &blen);
+  if (bin) {
+    cl_int bstatus;
+    const unsigned char *bins[1] = {bin};
+    prog = nc_cl.clCreateProgramWithBinary(cd->ctx, 1, &cd->id, &blen, bins, &bstatus, &err);
+    if (err == CL_SUCCESS && bstatus == CL_SUCCESS) err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL);
+    else if (err == CL_SUCCESS) err = bstatus;
+    free(bin);
+    if (err == CL_SUCCESS) {
+      cd->programs_loaded++;
+    } else {
+      if (prog) nc_cl.clReleaseProgram(prog);
+      prog = NULL; /* stale or corrupt: rebuild from source below */
+    }
+  }
+  if (!prog) {
+    const char *srcs[2] = {common->data, src->data};
+    size_t lens[2] = {common->size, src->size};
+    prog = nc_cl.clCreateProgramWithSource(cd->ctx, 2, srcs, lens, &err);
+    if (err != CL_SUCCESS) return nc_cl_fail(err, "creating a program", dev);
+    err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL);
+    if (err != CL_SUCCESS) {
+      nc_status s = build_log(dev, cd, prog, file, opts, err);
+      nc_cl.clReleaseProgram(prog);
+      return s;
+    }
+    cd->programs_built++;
+    size_t size = 0;
+    if (nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) == CL_SUCCESS && size > 0) {
+      unsigned char *b = malloc(size);
+      unsigned char *bins[1] = {b};
+      if (b && nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
+        cache_write(key, b, size);
+      free(b);
+    }
+  }
+  nc_cl_program *entry = calloc(1, sizeof *entry);
+  if (!entry) {
+    nc_cl.clReleaseProgram(prog);
+    return nc_error(NC_ERR_OOM, "out of host memory");
+  }
+  entry->key = key;
+  entry->program = prog;
+  entry->next = cd->programs;
+  cd->programs = entry;
+  *out = prog;
+  return NC_OK;
+}
+
+nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options, const char *name, cl_kernel *out) {
+  nc_cl_device *cd;
+  NC_TRY(nc_cl_ready(dev, &cd));
+  pthread_mutex_lock(&cd->programs_lock);
+  uint64_t key;
+  cl_program prog;
+  nc_status s = build_program(dev, cd, program, options, &key, &prog);
+  if (s != NC_OK) goto out;
+  nc_cl_program *entry = cd->programs;
+  while (entry && entry->key != key) entry = entry->next;
+  for (nc_cl_kernel_entry *k = entry->kernels; k; k = k->next)
+    if (strcmp(k->name, name) == 0) {
+      *out = k->kernel;
+      goto out;
+    }
+  cl_int err;
+  cl_kernel k = nc_cl.clCreateKernel(prog, name, &err);
+  if (err != CL_SUCCESS) {
+    s = nc_error(NC_ERR_DEVICE, "kernel %s not found in program %s.cl: %s", name, program, nc_cl_strerror(err));
+    goto out;
+  }
+  nc_cl_kernel_entry *ke = calloc(1, sizeof *ke);
+  if (!ke) {
+    nc_cl.clReleaseKernel(k);
+    s = nc_error(NC_ERR_OOM, "out of host memory");
+    goto out;
+  }
+  snprintf(ke->name, sizeof ke->name, "%s", name);
+  ke->kernel = k;
+  ke->next = entry->kernels;
+  entry->kernels = ke;
+  *out = k;
+out:
+  pthread_mutex_unlock(&cd->programs_lock);
+  return s;
+}
+
+nc_status nc_cl_build_all(nc_device *dev) {
+  nc_cl_device *cd;
+  NC_TRY(nc_cl_ready(dev, &cd));
+  for (const nc_embedded_file *f = nc_embedded_kernels; f->name; f++) {
+    size_t len = strlen(f->name);
+    if (strcmp(f->name, "common.cl") == 0 || len < 4) continue;
+    char program[128];
+    snprintf(program, sizeof program, "%.*s", (int)(len - 3), f->name);
+    pthread_mutex_lock(&cd->programs_lock);
+    uint64_t key;
+    cl_program prog;
+    nc_status s = build_program(dev, cd, program, "", &key, &prog);
+    pthread_mutex_unlock(&cd->programs_lock);
+    NC_TRY(s);
+  }
+  return NC_OK;
+}

@@ -1,0 +1,116 @@
+/* PinnedBufferPool: page-locked (CL_MEM_ALLOC_HOST_PTR, mapped) staging buffers for
+ * host-to-device writes. A write copies the caller's bytes into a free staging buffer and
+ * enqueues a non-blocking transfer; the buffer is busy until the transfer's event completes,
+ * so the caller's memory is free at once and the copy overlaps with compute. */
+#include <stdlib.h>
+#include <string.h>
+#include "cl_backend.h"
+
+#define STAGING_MIN ((size_t)1 << 20)
+#define STAGING_CAP ((size_t)256 << 20) /* total pinned bytes kept */
+
+typedef struct nc_cl_staging {
+  cl_mem mem;
+  void *host;
+  size_t size;
+  cl_event busy; /* NULL when free */
+  struct nc_cl_staging *next;
+} staging_buf;
+
+static bool is_done(staging_buf *b) {
+  if (!b->busy) return true;
+  cl_int st = CL_QUEUED;
+  if (nc_cl.clGetEventInfo(b->busy, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS || st <= CL_COMPLETE) {
+    /* complete, or failed (negative): either way the buffer is no longer read */
+    nc_cl.clReleaseEvent(b->busy);
+    b->busy = NULL;
+    return true;
+  }
+  return false;
+}
+
+uint64_t nc_cl_staging_bytes(nc_cl_device *cd) {
+  uint64_t n = 0;
+  for (staging_buf *b = cd->staging; b; b = b->next) n += b->size;
+  return n;
+}
+
+static void free_buf(staging_buf *b) {
+  if (b->busy) {
+    nc_cl.clWaitForEvents(1, &b->busy);
+    nc_cl.clReleaseEvent(b->busy);
+  }
+  nc_cl.clReleaseMemObject(b->mem); /* also drops the mapping's pinned pages */
+  free(b);
+}
+
+void nc_cl_staging_free(nc_cl_device *cd) {
+  while (cd->staging) {
+    staging_buf *b = cd->staging;
+    cd->staging = b->next;
+    free_buf(b);
+  }
+}
+
+static staging_buf *new_buf(nc_cl_device *cd, size_t n) {
+  size_t size = STAGING_MIN;
+  while (size < n) size *= 2;
+  cl_int err;
+  cl_mem mem = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, size, NULL, &err);
+  if (err != CL_SUCCESS) return NULL;
+  void *host = nc_cl.clEnqueueMapBuffer(cd->queue, mem, CL_TRUE, CL_MAP_WRITE, 0, size, 0, NULL, NULL, &err);
+  staging_buf *b = err == CL_SUCCESS ? calloc(1, sizeof *b) : NULL;
+  if (!b) {
+    nc_cl.clReleaseMemObject(mem);
+    return NULL;
+  }
+  b->mem = mem;
+  b->host = host;
+  b->size = size;
+  return b;
+}
+
+/* A free staging buffer of at least n bytes, or NULL when pinned memory is at its cap. */
+static staging_buf *acquire(nc_cl_device *cd, size_t n) {
+  staging_buf *best = NULL;
+  for (staging_buf *b = cd->staging; b; b = b->next)
+    if (b->size >= n && is_done(b) && (!best || b->size < best->size)) best = b;
+  if (best) return best;
+  if (nc_cl_staging_bytes(cd) + n > STAGING_CAP) {
+    /* Trade the smallest free buffers for one that fits, if that keeps us under the cap. */
+    for (staging_buf **pp = &cd->staging; *pp;) {
+      staging_buf *b = *pp;
+      if (is_done(b) && b->size < n) {
+        *pp = b->next;
+        free_buf(b);
+      } else {
+        pp = &b->next;
+      }
+    }
+    if (nc_cl_staging_bytes(cd) + n > STAGING_CAP) return NULL;
+  }
+  staging_buf *b = new_buf(cd, n);
+  if (b) {
+    b->next = cd->staging;
+    cd->staging = b;
+  }
+  return b;
+}
+
+nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src, size_t n) {
+  pthread_mutex_lock(&dev->lock);
+  staging_buf *b = n <= STAGING_CAP / 2 ? acquire(cd, n) : NULL;
+  cl_int err;
+  if (b) {
+    memcpy(b->host, src, n);
+    err = nc_cl.clEnqueueWriteBuffer(cd->queue, dst, CL_FALSE, off, n, b->host, 0, NULL, &b->busy);
+    if (err != CL_SUCCESS) b->busy = NULL;
+    else nc_cl.clFlush(cd->queue);
+  } else {
+    /* Larger than the staging cap: a blocking write straight from the caller's memory. */
+    err = nc_cl.clEnqueueWriteBuffer(cd->queue, dst, CL_TRUE, off, n, src, 0, NULL, NULL);
+  }
+  pthread_mutex_unlock(&dev->lock);
+  if (err != CL_SUCCESS) return nc_cl_fail(err, "writing to a device buffer", dev);
+  return NC_OK;
+}
