@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cpu_backend.h"
+#include "cpu_linalg.h"
 #include "netcl/random.h"
 #include "strided.h"
 
@@ -180,6 +181,7 @@ static const nc_backend cpu_backend = {
     .copy = cpu_copy,
     .arange = cpu_arange,
     .random = cpu_random,
+    .gemm = nc_cpu_gemm,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

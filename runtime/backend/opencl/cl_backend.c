@@ -2,6 +2,7 @@
  * arange, random) on kernels/core.cl. */
 #include <string.h>
 #include "cl_backend.h"
+#include "cl_linalg.h"
 
 static nc_status cl_alloc(nc_device *dev, size_t n, void **h) {
   nc_cl_device *cd;
@@ -167,4 +168,5 @@ const nc_backend nc_opencl_backend = {
     .copy = cl_copy,
     .arange = cl_arange,
     .random = cl_random,
+    .gemm = nc_cl_gemm,
 };

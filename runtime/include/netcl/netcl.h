@@ -12,6 +12,12 @@
 #include "creation.h"
 #include "copy.h"
 #include "format.h"
+#include "linalg.h"
+#include "conv.h"
+#include "pool.h"
+#include "norm.h"
+#include "embedding.h"
+#include "loss.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
