@@ -52,16 +52,16 @@
     Bs[kk_][j_] = (n_ < N && k_ < K) ? (REAL)(EXPR(k_, n_)) : (REAL)0;  \
   }
 
-/* The main loop: declares acc[TM][TNV] and runs over K. Expects M, N, K, lid, m0, n0 and
- * the loader statements LOAD_A / LOAD_B (which see k0, As, Bs). */
-#define NC_GEMM_MAIN(LOAD_A, LOAD_B)                                                  \
+/* The main loop: declares acc[TM][TNV] and runs k0 from KSTART to K. Expects M, N, K, lid,
+ * m0, n0 and the loader statements LOAD_A / LOAD_B (which see k0, As, Bs). */
+#define NC_GEMM_MAIN(KSTART, LOAD_A, LOAD_B)                                          \
   __local REAL As[KWG][MWG];                                                          \
   __local REAL Bs[KWG][NWG];                                                          \
   REALV acc[TM][TNV];                                                                 \
   for (int i = 0; i < TM; i++)                                                        \
     for (int j = 0; j < TNV; j++) acc[i][j] = (REALV)0;                               \
   const int tn = get_local_id(0), tm = get_local_id(1);                               \
-  for (long k0 = 0; k0 < K; k0 += KWG) {                                              \
+  for (long k0 = (KSTART); k0 < K; k0 += KWG) {                                                \
     LOAD_A;                                                                           \
     LOAD_B;                                                                           \
     barrier(CLK_LOCAL_MEM_FENCE);                                                     \
@@ -155,6 +155,6 @@ void gemm(const long M, const long N, const long K,
   bias += bias_off;
   const int lid = get_local_id(1) * WGN + get_local_id(0);
   const long m0 = (long)get_group_id(1) * MWG, n0 = (long)get_group_id(0) * NWG;
-  NC_GEMM_MAIN(LOAD_A_STRIDED, LOAD_B_STRIDED)
+  NC_GEMM_MAIN(0, LOAD_A_STRIDED, LOAD_B_STRIDED)
   NC_GEMM_STORE(STORE_C)
 }

@@ -182,6 +182,9 @@ static const nc_backend cpu_backend = {
     .arange = cpu_arange,
     .random = cpu_random,
     .gemm = nc_cpu_gemm,
+    .conv2d = nc_cpu_conv2d,
+    .conv2d_backward_input = nc_cpu_conv2d_backward_input,
+    .conv2d_backward_weight = nc_cpu_conv2d_backward_weight,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

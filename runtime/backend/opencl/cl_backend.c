@@ -169,4 +169,7 @@ const nc_backend nc_opencl_backend = {
     .arange = cl_arange,
     .random = cl_random,
     .gemm = nc_cl_gemm,
+    .conv2d = nc_cl_conv2d,
+    .conv2d_backward_input = nc_cl_conv2d_backward_input,
+    .conv2d_backward_weight = nc_cl_conv2d_backward_weight,
 };

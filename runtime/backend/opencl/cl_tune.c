@@ -22,7 +22,7 @@ const nc_gemm_config nc_gemm_candidates[] = {
 const int nc_gemm_candidate_count = (int)(sizeof nc_gemm_candidates / sizeof nc_gemm_candidates[0]);
 
 /* Defaults when nothing is tuned: measured on PoCL (CPU) and a common GPU shape. */
-static const nc_gemm_config default_cpu = {64, 64, 32, 8, 1, 8};
+static const nc_gemm_config default_cpu = {64, 128, 32, 8, 1, 16};
 static const nc_gemm_config default_gpu = {64, 64, 16, 4, 1, 8};
 static const nc_gemm_config default_f64 = {64, 64, 16, 4, 1, 4};
 
