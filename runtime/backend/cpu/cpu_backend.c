@@ -185,6 +185,8 @@ static const nc_backend cpu_backend = {
     .conv2d = nc_cpu_conv2d,
     .conv2d_backward_input = nc_cpu_conv2d_backward_input,
     .conv2d_backward_weight = nc_cpu_conv2d_backward_weight,
+    .pool2d = nc_cpu_pool2d,
+    .pool2d_backward = nc_cpu_pool2d_backward,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

@@ -172,4 +172,6 @@ const nc_backend nc_opencl_backend = {
     .conv2d = nc_cl_conv2d,
     .conv2d_backward_input = nc_cl_conv2d_backward_input,
     .conv2d_backward_weight = nc_cl_conv2d_backward_weight,
+    .pool2d = nc_cl_pool2d,
+    .pool2d_backward = nc_cl_pool2d_backward,
 };
