@@ -70,18 +70,20 @@ typedef struct nc_backend {
   nc_status (*pool2d)(const struct nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices);
   nc_status (*pool2d_backward)(const struct nc_pool2d_desc *p, const nc_tensor *dy,
                                const nc_tensor *indices, nc_tensor *dx);
-  /* Batch norm over x viewed as [N, C, S] (contiguous). Training: mean/invstd from the batch
-   * into save_mean/save_invstd, and running stats (may be NULL) updated with momentum and the
-   * unbiased variance. Inference: running stats normalize; save_* untouched. weight, bias
-   * may be NULL. */
+  /* Batch norm over x viewed as [N, C, S] (contiguous). Training: normalizes with the batch
+   * mean and biased variance, and updates the running stats (may be NULL) with momentum and
+   * the unbiased variance. Inference: normalizes with the running stats. Either way
+   * save_mean/save_invstd ([C]) receive the mean and 1/sqrt(var + eps) used. weight, bias may
+   * be NULL. */
   nc_status (*batch_norm)(const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
                           nc_tensor *running_mean, nc_tensor *running_var, bool training,
                           double momentum, double eps, nc_tensor *y, nc_tensor *save_mean,
                           nc_tensor *save_invstd);
-  /* dx, dweight, dbias (each may be NULL) from dy, x and the mean/invstd used forward. */
+  /* dx, dweight, dbias (each may be NULL) from dy, x and the saved mean/invstd; training says
+   * whether the statistics depended on x. */
   nc_status (*batch_norm_backward)(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
-                                   const nc_tensor *mean, const nc_tensor *invstd, nc_tensor *dx,
-                                   nc_tensor *dweight, nc_tensor *dbias);
+                                   const nc_tensor *mean, const nc_tensor *invstd, bool training,
+                                   nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias);
   /* Row norms over x viewed as [R, D] (contiguous): layer norm (rms = false) or RMS norm
    * (rms = true; mean is NULL and bias ignored). Saves per-row mean and rstd. */
   nc_status (*row_norm)(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,

@@ -4,6 +4,7 @@
 #include "netcl/conv.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"
+#include "ops/dense.h"
 
 static nc_status plan_shapes(nc_conv2d_desc *p, const int64_t *x, const int64_t *w) {
   for (int i = 0; i < 2; i++) {
@@ -60,8 +61,8 @@ static nc_status same_float(const nc_tensor *a, const nc_tensor *b, const char *
 
 static nc_status dense_pair(nc_tensor *a, nc_tensor *b, nc_tensor **ca, nc_tensor **cb) {
   *ca = *cb = NULL;
-  nc_status s = nc_contiguous(a, ca);
-  if (s == NC_OK) s = nc_contiguous(b, cb);
+  nc_status s = nc_dense_operand(a, ca);
+  if (s == NC_OK) s = nc_dense_operand(b, cb);
   if (s != NC_OK) {
     nc_tensor_release(*ca);
     *ca = NULL;
@@ -83,7 +84,7 @@ nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_c
   nc_tensor *y, *cx, *cw, *cb = NULL;
   NC_TRY(nc_tensor_empty(dev, x->dtype, 4, shape, 0, &y));
   nc_status s = dense_pair(x, weight, &cx, &cw);
-  if (s == NC_OK && bias) s = nc_contiguous(bias, &cb);
+  if (s == NC_OK && bias) s = nc_dense_operand(bias, &cb);
   if (s == NC_OK && nc_tensor_numel(y) > 0) s = dev->backend->conv2d(&p, cx, cw, cb, y);
   nc_tensor_release(cx);
   nc_tensor_release(cw);

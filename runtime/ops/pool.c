@@ -4,6 +4,7 @@
 #include "netcl/copy.h"
 #include "netcl/creation.h"
 #include "netcl/pool.h"
+#include "ops/dense.h"
 
 static const char *kind_name(int kind) {
   return kind == NC_POOL_MAX ? "max_pool2d" : kind == NC_POOL_AVG ? "avg_pool2d" : "adaptive_avg_pool2d";
@@ -81,7 +82,7 @@ nc_status nc_pool2d(nc_tensor *x, const nc_pool2d_desc *params, nc_tensor **out,
   nc_tensor *y = NULL, *idx = NULL, *cx = NULL;
   nc_status s = nc_tensor_empty(dev, x->dtype, x->ndim, shape, 0, &y);
   if (s == NC_OK && p.kind == NC_POOL_MAX) s = nc_tensor_empty(dev, NC_INT64, x->ndim, shape, 0, &idx);
-  if (s == NC_OK) s = nc_contiguous(x, &cx);
+  if (s == NC_OK) s = nc_dense_operand(x, &cx);
   if (s == NC_OK && nc_tensor_numel(y) > 0) s = dev->backend->pool2d(&p, cx, y, idx);
   nc_tensor_release(cx);
   if (s != NC_OK) {
@@ -132,8 +133,8 @@ nc_status nc_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, 
   }
   nc_tensor *r = NULL, *cdy = NULL;
   nc_status s = nc_tensor_empty(dev, dy->dtype, input_ndim, input_shape, 0, &r);
-  if (s == NC_OK) s = nc_contiguous(dy, &cdy);
-  if (s == NC_OK && indices) s = nc_contiguous(indices, &cidx);
+  if (s == NC_OK) s = nc_dense_operand(dy, &cdy);
+  if (s == NC_OK && indices) s = nc_dense_operand(indices, &cidx);
   if (s == NC_OK && nc_tensor_numel(r) > 0) {
     if (nc_tensor_numel(dy) == 0) s = nc_fill(r, 0.0);
     else s = dev->backend->pool2d_backward(&p, cdy, cidx, r);

@@ -69,6 +69,17 @@ static void run_case(nc_device *dev, nc_dtype dt, const conv_case *k) {
   CHECK_OK(nc_tensor_transpose(xtc, 2, 3, &xv));
   CHECK_OK(nc_conv2d(xv, tw, tb, &p, &ty2));
   CHECK(ref_tensor_error(ty2, y, ny) <= tol);
+  nc_tensor_release(ty2);
+  /* So does a contiguous view that starts inside its storage (one extra image in front). */
+  int64_t xbs[4] = {k->n + 1, k->c, k->h, k->w};
+  double *xbig = calloc((size_t)(nx + nx / k->n), 8);
+  memcpy(xbig + nx / k->n, x, sizeof(double) * (size_t)nx);
+  nc_tensor *tbig = ref_tensor(dev, dt, 4, xbs, xbig), *xn = NULL;
+  CHECK_OK(nc_tensor_narrow(tbig, 0, 1, k->n, &xn));
+  CHECK_OK(nc_conv2d(xn, tw, tb, &p, &ty2));
+  CHECK(ref_tensor_error(ty2, y, ny) <= tol);
+  free(xbig);
+  nc_tensor_release(tbig), nc_tensor_release(xn);
   nc_tensor_release(xt), nc_tensor_release(xtc), nc_tensor_release(xv), nc_tensor_release(ty2);
   nc_tensor_release(tx), nc_tensor_release(tw), nc_tensor_release(tb), nc_tensor_release(tdy);
   nc_tensor_release(ty), nc_tensor_release(tdx), nc_tensor_release(tdw);

@@ -187,6 +187,10 @@ static const nc_backend cpu_backend = {
     .conv2d_backward_weight = nc_cpu_conv2d_backward_weight,
     .pool2d = nc_cpu_pool2d,
     .pool2d_backward = nc_cpu_pool2d_backward,
+    .batch_norm = nc_cpu_batch_norm,
+    .batch_norm_backward = nc_cpu_batch_norm_backward,
+    .row_norm = nc_cpu_row_norm,
+    .row_norm_backward = nc_cpu_row_norm_backward,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

@@ -174,4 +174,8 @@ const nc_backend nc_opencl_backend = {
     .conv2d_backward_weight = nc_cl_conv2d_backward_weight,
     .pool2d = nc_cl_pool2d,
     .pool2d_backward = nc_cl_pool2d_backward,
+    .batch_norm = nc_cl_batch_norm,
+    .batch_norm_backward = nc_cl_batch_norm_backward,
+    .row_norm = nc_cl_row_norm,
+    .row_norm_backward = nc_cl_row_norm_backward,
 };

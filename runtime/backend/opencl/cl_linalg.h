@@ -49,7 +49,7 @@ nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc
                            nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
                            double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd);
 nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
-                                    const nc_tensor *mean, const nc_tensor *invstd, nc_tensor *dx,
+                                    const nc_tensor *mean, const nc_tensor *invstd, bool training, nc_tensor *dx,
                                     nc_tensor *dweight, nc_tensor *dbias);
 nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias, double eps,
                          nc_tensor *y, nc_tensor *mean, nc_tensor *rstd);
