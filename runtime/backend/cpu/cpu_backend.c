@@ -191,6 +191,10 @@ static const nc_backend cpu_backend = {
     .batch_norm_backward = nc_cpu_batch_norm_backward,
     .row_norm = nc_cpu_row_norm,
     .row_norm_backward = nc_cpu_row_norm_backward,
+    .embedding = nc_cpu_embedding,
+    .embedding_backward = nc_cpu_embedding_backward,
+    .cross_entropy = nc_cpu_cross_entropy,
+    .cross_entropy_backward = nc_cpu_cross_entropy_backward,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

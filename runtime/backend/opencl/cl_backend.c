@@ -178,4 +178,8 @@ const nc_backend nc_opencl_backend = {
     .batch_norm_backward = nc_cl_batch_norm_backward,
     .row_norm = nc_cl_row_norm,
     .row_norm_backward = nc_cl_row_norm_backward,
+    .embedding = nc_cl_embedding,
+    .embedding_backward = nc_cl_embedding_backward,
+    .cross_entropy = nc_cl_cross_entropy,
+    .cross_entropy_backward = nc_cl_cross_entropy_backward,
 };

@@ -11,7 +11,7 @@ nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt) {
   return NC_OK;
 }
 
-const char *nc_cl_real_options(nc_dtype dt) { return dt == NC_FLOAT64 ? "-DREAL=double" : ""; }
+const char *nc_cl_real_options(nc_dtype dt) { return dt == NC_FLOAT64 ? "-DREAL=double -DNC_REAL_DOUBLE=1" : ""; }
 
 void nc_gemm_config_options(const nc_gemm_config *c, nc_dtype dt, char *buf, size_t n) {
   snprintf(buf, n, "-DREAL=%s -DMWG=%d -DNWG=%d -DKWG=%d -DTM=%d -DTNV=%d -DVW=%d",

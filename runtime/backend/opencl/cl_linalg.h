@@ -65,10 +65,19 @@ nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *
                                        const nc_tensor *lse, int64_t ignore_index, double label_smoothing,
                                        int reduction, nc_tensor *dlogits);
 
+/* Work-group size of reduction kernels: the largest power of two <= min(256, the device's
+ * limit). */
+size_t nc_cl_group_size(nc_device *dev);
+
+/* A device int32 flag holding INT_MAX, which kernels atomic-min a bad position + 1 into, and
+ * its read-back (0 = nothing bad). */
+nc_status nc_cl_flag_new(nc_device *dev, nc_tensor **out);
+nc_status nc_cl_flag_read(nc_tensor *flag, int64_t *bad);
+
 /* Float64 needs cl_khr_fp64. */
 nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt);
 
-/* "-DREAL=double" for float64, "" for float32 (so --warmup's default build is the float32
+/* "-DREAL=double -DNC_REAL_DOUBLE=1" for float64, "" for float32 (so --warmup's default build is the float32
  * variant). */
 const char *nc_cl_real_options(nc_dtype dt);
 

@@ -11,8 +11,7 @@ static nc_cl_arg real_of(nc_dtype dt, double v, real_arg *r) {
   return r->f = (cl_float)v, (nc_cl_arg){sizeof r->f, &r->f};
 }
 
-/* The largest power of two <= min(256, the device's work-group limit). */
-static size_t group_size(nc_device *dev) {
+size_t nc_cl_group_size(nc_device *dev) {
   size_t cap = dev->info.max_work_group_size < 256 ? dev->info.max_work_group_size : 256, g = 1;
   while (g * 2 <= cap) g *= 2;
   return g;
@@ -27,7 +26,7 @@ static nc_status kernel(nc_device *dev, nc_dtype dt, const char *name, cl_kernel
 }
 
 static nc_status launch_groups(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args, int64_t groups) {
-  size_t ls = group_size(dev), global = (size_t)groups * ls;
+  size_t ls = nc_cl_group_size(dev), global = (size_t)groups * ls;
   return nc_cl_launch_nd(dev, k, nargs, args, 1, &global, &ls);
 }
 
