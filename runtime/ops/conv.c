@@ -49,10 +49,10 @@ nc_status nc_conv2d_plan(nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor 
 
 static nc_status same_float(const nc_tensor *a, const nc_tensor *b, const char *what) {
   if (!nc_dtype_is_float(a->dtype) || a->dtype != b->dtype)
-    return nc_error(NC_ERR_DTYPE, "%s: expected float32 or float64 tensors of one dtype, got %s and %s", what,
+    return nc_error(NC_ERR_DTYPE, "expected float32 or float64 tensors of one dtype, got %s and %s",
                     nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));
   if (nc_tensor_device(a) != nc_tensor_device(b))
-    return nc_error(NC_ERR_DEVICE, "%s: tensors are on different devices", what);
+    return nc_error(NC_ERR_DEVICE, "tensors are on different devices");
   return NC_OK;
 }
 

@@ -4,21 +4,20 @@
 #include "netcl/embedding.h"
 #include "ops/dense.h"
 
-static nc_status check_idx(const nc_tensor *idx, const nc_device *dev, const char *op) {
+static nc_status check_idx(const nc_tensor *idx, const nc_device *dev) {
   if (idx->dtype != NC_INT64 && idx->dtype != NC_INT32)
-    return nc_error(NC_ERR_DTYPE, "%s: indices must be int64 or int32, got %s", op, nc_dtype_name(idx->dtype));
-  if (nc_tensor_device(idx) != dev) return nc_error(NC_ERR_DEVICE, "%s: indices are on another device", op);
-  if (idx->ndim + 1 > NC_MAX_DIMS) return nc_error(NC_ERR_SHAPE, "%s: indices have too many dims", op);
+    return nc_error(NC_ERR_DTYPE, "indices must be int64 or int32, got %s", nc_dtype_name(idx->dtype));
+  if (nc_tensor_device(idx) != dev) return nc_error(NC_ERR_DEVICE, "indices are on another device");
+  if (idx->ndim + 1 > NC_MAX_DIMS) return nc_error(NC_ERR_SHAPE, "indices have too many dims");
   return NC_OK;
 }
 
 nc_status nc_embedding(nc_tensor *weight, nc_tensor *idx, nc_tensor **out) {
-  const char *op = "embedding";
   if (!nc_dtype_is_float(weight->dtype))
-    return nc_error(NC_ERR_DTYPE, "%s: weight must be float32 or float64, got %s", op, nc_dtype_name(weight->dtype));
-  if (weight->ndim != 2) return nc_error(NC_ERR_SHAPE, "%s: weight must be 2-D [num_embeddings, dim], got %d dims", op, weight->ndim);
+    return nc_error(NC_ERR_DTYPE, "weight must be float32 or float64, got %s", nc_dtype_name(weight->dtype));
+  if (weight->ndim != 2) return nc_error(NC_ERR_SHAPE, "weight must be 2-D [num_embeddings, dim], got %d dims", weight->ndim);
   nc_device *dev = nc_tensor_device(weight);
-  NC_TRY(check_idx(idx, dev, op));
+  NC_TRY(check_idx(idx, dev));
   int64_t shape[NC_MAX_DIMS];
   for (int i = 0; i < idx->ndim; i++) shape[i] = idx->shape[i];
   shape[idx->ndim] = weight->shape[1];
@@ -42,7 +41,7 @@ nc_status nc_embedding(nc_tensor *weight, nc_tensor *idx, nc_tensor **out) {
       }
     }
     nc_tensor_release(flat), nc_tensor_release(one);
-    s = nc_error(NC_ERR_INDEX, "%s: index %lld at position %lld is out of range for %lld embeddings (0-based)", op,
+    s = nc_error(NC_ERR_INDEX, "index %lld at position %lld is out of range for %lld embeddings (0-based)",
                  (long long)v, (long long)bad, (long long)weight->shape[0]);
   }
   nc_tensor_release(dw), nc_tensor_release(di);
@@ -56,15 +55,14 @@ nc_status nc_embedding(nc_tensor *weight, nc_tensor *idx, nc_tensor **out) {
 
 nc_status nc_embedding_backward(nc_tensor *dout, nc_tensor *idx, int64_t num_embeddings, int64_t padding_idx,
                                 nc_tensor **dweight) {
-  const char *op = "embedding_backward";
   if (!nc_dtype_is_float(dout->dtype))
-    return nc_error(NC_ERR_DTYPE, "%s: the gradient must be float32 or float64, got %s", op, nc_dtype_name(dout->dtype));
+    return nc_error(NC_ERR_DTYPE, "the gradient must be float32 or float64, got %s", nc_dtype_name(dout->dtype));
   nc_device *dev = nc_tensor_device(dout);
-  NC_TRY(check_idx(idx, dev, op));
+  NC_TRY(check_idx(idx, dev));
   bool ok = dout->ndim == idx->ndim + 1;
   for (int i = 0; ok && i < idx->ndim; i++) ok = dout->shape[i] == idx->shape[i];
-  if (!ok) return nc_error(NC_ERR_SHAPE, "%s: the gradient must have the indices' shape plus the embedding dim", op);
-  if (num_embeddings < 0) return nc_error(NC_ERR_ARG, "%s: negative num_embeddings", op);
+  if (!ok) return nc_error(NC_ERR_SHAPE, "the gradient must have the indices' shape plus the embedding dim");
+  if (num_embeddings < 0) return nc_error(NC_ERR_ARG, "negative num_embeddings");
   int64_t shape[2] = {num_embeddings, dout->shape[dout->ndim - 1]};
   nc_tensor *r = NULL, *dd = NULL, *di = NULL;
   nc_status s = nc_tensor_empty(dev, dout->dtype, 2, shape, 0, &r);

@@ -5,26 +5,26 @@
 #include "netcl/norm.h"
 #include "ops/dense.h"
 
-static nc_status check_param(const nc_tensor *p, const nc_tensor *x, int ndim, const int64_t *shape, const char *op,
+static nc_status check_param(const nc_tensor *p, const nc_tensor *x, int ndim, const int64_t *shape,
                              const char *what) {
   if (!p) return NC_OK;
   if (p->dtype != x->dtype)
-    return nc_error(NC_ERR_DTYPE, "%s: %s is %s but the input is %s", op, what, nc_dtype_name(p->dtype), nc_dtype_name(x->dtype));
-  if (nc_tensor_device(p) != nc_tensor_device(x)) return nc_error(NC_ERR_DEVICE, "%s: %s is on another device", op, what);
+    return nc_error(NC_ERR_DTYPE, "%s is %s but the input is %s", what, nc_dtype_name(p->dtype), nc_dtype_name(x->dtype));
+  if (nc_tensor_device(p) != nc_tensor_device(x)) return nc_error(NC_ERR_DEVICE, "%s is on another device", what);
   bool ok = p->ndim == ndim;
   for (int i = 0; ok && i < ndim; i++) ok = p->shape[i] == shape[i];
   if (!ok) {
     char buf[128];
     int len = 0;
     for (int i = 0; i < ndim; i++) len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%lld", i ? "," : "", (long long)shape[i]);
-    return nc_error(NC_ERR_SHAPE, "%s: %s must have shape [%s]", op, what, buf);
+    return nc_error(NC_ERR_SHAPE, "%s must have shape [%s]", what, buf);
   }
   return NC_OK;
 }
 
-static nc_status check_float(const nc_tensor *x, const char *op) {
+static nc_status check_float(const nc_tensor *x) {
   if (!nc_dtype_is_float(x->dtype))
-    return nc_error(NC_ERR_DTYPE, "%s: expected a float32 or float64 input, got %s", op, nc_dtype_name(x->dtype));
+    return nc_error(NC_ERR_DTYPE, "expected a float32 or float64 input, got %s", nc_dtype_name(x->dtype));
   return NC_OK;
 }
 
@@ -47,30 +47,29 @@ static void release_all(nc_tensor **t, int n) {
 }
 
 /* Running stats are updated in place, so they must be contiguous themselves. */
-static nc_status check_inplace(const nc_tensor *t, const char *op, const char *what) {
-  if (t && !nc_tensor_is_contiguous(t)) return nc_error(NC_ERR_ARG, "%s: %s must be contiguous (it is updated in place)", op, what);
+static nc_status check_inplace(const nc_tensor *t, const char *what) {
+  if (t && !nc_tensor_is_contiguous(t)) return nc_error(NC_ERR_ARG, "%s must be contiguous (it is updated in place)", what);
   return NC_OK;
 }
 
 nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor *running_mean,
                         nc_tensor *running_var, bool training, double momentum, double eps, nc_tensor **y,
                         nc_tensor **save_mean, nc_tensor **save_invstd) {
-  const char *op = "batch_norm";
-  NC_TRY(check_float(x, op));
-  if (x->ndim < 2) return nc_error(NC_ERR_SHAPE, "%s: needs an input [N, C, ...], got %d dims", op, x->ndim);
+  NC_TRY(check_float(x));
+  if (x->ndim < 2) return nc_error(NC_ERR_SHAPE, "needs an input [N, C, ...], got %d dims", x->ndim);
   int64_t c = x->shape[1], per_channel = nc_tensor_numel(x) / (c ? c : 1);
-  NC_TRY(check_param(weight, x, 1, &c, op, "weight"));
-  NC_TRY(check_param(bias, x, 1, &c, op, "bias"));
-  NC_TRY(check_param(running_mean, x, 1, &c, op, "running_mean"));
-  NC_TRY(check_param(running_var, x, 1, &c, op, "running_var"));
-  NC_TRY(check_inplace(running_mean, op, "running_mean"));
-  NC_TRY(check_inplace(running_var, op, "running_var"));
-  if (!(eps > 0)) return nc_error(NC_ERR_ARG, "%s: eps must be > 0, got %g", op, eps);
+  NC_TRY(check_param(weight, x, 1, &c, "weight"));
+  NC_TRY(check_param(bias, x, 1, &c, "bias"));
+  NC_TRY(check_param(running_mean, x, 1, &c, "running_mean"));
+  NC_TRY(check_param(running_var, x, 1, &c, "running_var"));
+  NC_TRY(check_inplace(running_mean, "running_mean"));
+  NC_TRY(check_inplace(running_var, "running_var"));
+  if (!(eps > 0)) return nc_error(NC_ERR_ARG, "eps must be > 0, got %g", eps);
   if ((running_mean == NULL) != (running_var == NULL))
-    return nc_error(NC_ERR_ARG, "%s: give both running_mean and running_var, or neither", op);
-  if (!training && !running_mean) return nc_error(NC_ERR_ARG, "%s: inference needs running_mean and running_var", op);
+    return nc_error(NC_ERR_ARG, "give both running_mean and running_var, or neither");
+  if (!training && !running_mean) return nc_error(NC_ERR_ARG, "inference needs running_mean and running_var");
   if (training && per_channel < 2)
-    return nc_error(NC_ERR_SHAPE, "%s: training needs more than 1 value per channel, got input shape with %lld", op,
+    return nc_error(NC_ERR_SHAPE, "training needs more than 1 value per channel, got %lld",
                     (long long)per_channel);
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[3] = {x, weight, bias}, *d[3], *r = NULL, *m = NULL, *is = NULL;
@@ -108,16 +107,15 @@ nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_ten
 nc_status nc_batch_norm_backward(nc_tensor *dy, nc_tensor *x, nc_tensor *weight, nc_tensor *save_mean,
                                  nc_tensor *save_invstd, bool training, nc_tensor **dx, nc_tensor **dweight,
                                  nc_tensor **dbias) {
-  const char *op = "batch_norm_backward";
-  NC_TRY(check_float(x, op));
-  if (x->ndim < 2) return nc_error(NC_ERR_SHAPE, "%s: needs an input [N, C, ...], got %d dims", op, x->ndim);
+  NC_TRY(check_float(x));
+  if (x->ndim < 2) return nc_error(NC_ERR_SHAPE, "needs an input [N, C, ...], got %d dims", x->ndim);
   int64_t c = x->shape[1];
-  NC_TRY(check_param(dy, x, x->ndim, x->shape, op, "the output gradient"));
-  NC_TRY(check_param(weight, x, 1, &c, op, "weight"));
-  NC_TRY(check_param(save_mean, x, 1, &c, op, "save_mean"));
-  NC_TRY(check_param(save_invstd, x, 1, &c, op, "save_invstd"));
-  if (!save_mean || !save_invstd) return nc_error(NC_ERR_ARG, "%s: needs the saved mean and invstd", op);
-  if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "%s: affine gradients need the weight", op);
+  NC_TRY(check_param(dy, x, x->ndim, x->shape, "the output gradient"));
+  NC_TRY(check_param(weight, x, 1, &c, "weight"));
+  NC_TRY(check_param(save_mean, x, 1, &c, "save_mean"));
+  NC_TRY(check_param(save_invstd, x, 1, &c, "save_invstd"));
+  if (!save_mean || !save_invstd) return nc_error(NC_ERR_ARG, "needs the saved mean and invstd");
+  if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "affine gradients need the weight");
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[5] = {dy, x, weight, save_mean, save_invstd}, *d[5], *out[3] = {NULL, NULL, NULL};
   NC_TRY(dense(in, d, 5));
@@ -138,21 +136,20 @@ nc_status nc_batch_norm_backward(nc_tensor *dy, nc_tensor *x, nc_tensor *weight,
   return NC_OK;
 }
 
-static nc_status check_row(const nc_tensor *x, int nd, const char *op) {
-  NC_TRY(check_float(x, op));
+static nc_status check_row(const nc_tensor *x, int nd) {
+  NC_TRY(check_float(x));
   if (nd < 1 || nd > x->ndim)
-    return nc_error(NC_ERR_SHAPE, "%s: cannot normalize over the last %d dims of a %d-dim input", op, nd, x->ndim);
+    return nc_error(NC_ERR_SHAPE, "cannot normalize over the last %d dims of a %d-dim input", nd, x->ndim);
   return NC_OK;
 }
 
 static nc_status row_forward(bool rms, nc_tensor *x, int nd, nc_tensor *weight, nc_tensor *bias, double eps,
                              nc_tensor **y, nc_tensor **mean, nc_tensor **rstd) {
-  const char *op = rms ? "rms_norm" : "layer_norm";
-  NC_TRY(check_row(x, nd, op));
+  NC_TRY(check_row(x, nd));
   const int64_t *norm_shape = x->shape + (x->ndim - nd);
-  NC_TRY(check_param(weight, x, nd, norm_shape, op, "weight"));
-  NC_TRY(check_param(bias, x, nd, norm_shape, op, "bias"));
-  if (!(eps > 0)) return nc_error(NC_ERR_ARG, "%s: eps must be > 0, got %g", op, eps);
+  NC_TRY(check_param(weight, x, nd, norm_shape, "weight"));
+  NC_TRY(check_param(bias, x, nd, norm_shape, "bias"));
+  if (!(eps > 0)) return nc_error(NC_ERR_ARG, "eps must be > 0, got %g", eps);
   nc_device *dev = nc_tensor_device(x);
   int lead = x->ndim - nd;
   nc_tensor *in[3] = {x, weight, bias}, *d[3], *r = NULL, *m = NULL, *rs = NULL;
@@ -176,16 +173,15 @@ static nc_status row_forward(bool rms, nc_tensor *x, int nd, nc_tensor *weight, 
 
 static nc_status row_backward(bool rms, nc_tensor *dy, nc_tensor *x, int nd, nc_tensor *weight, nc_tensor *mean,
                               nc_tensor *rstd, nc_tensor **dx, nc_tensor **dweight, nc_tensor **dbias) {
-  const char *op = rms ? "rms_norm_backward" : "layer_norm_backward";
-  NC_TRY(check_row(x, nd, op));
+  NC_TRY(check_row(x, nd));
   int lead = x->ndim - nd;
   const int64_t *norm_shape = x->shape + lead;
-  NC_TRY(check_param(dy, x, x->ndim, x->shape, op, "the output gradient"));
-  NC_TRY(check_param(weight, x, nd, norm_shape, op, "weight"));
-  if (!rms) NC_TRY(check_param(mean, x, lead, x->shape, op, "mean"));
-  NC_TRY(check_param(rstd, x, lead, x->shape, op, "rstd"));
-  if (!rstd || (!rms && !mean)) return nc_error(NC_ERR_ARG, "%s: needs the statistics saved by the forward op", op);
-  if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "%s: affine gradients need the weight", op);
+  NC_TRY(check_param(dy, x, x->ndim, x->shape, "the output gradient"));
+  NC_TRY(check_param(weight, x, nd, norm_shape, "weight"));
+  if (!rms) NC_TRY(check_param(mean, x, lead, x->shape, "mean"));
+  NC_TRY(check_param(rstd, x, lead, x->shape, "rstd"));
+  if (!rstd || (!rms && !mean)) return nc_error(NC_ERR_ARG, "needs the statistics saved by the forward op");
+  if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "affine gradients need the weight");
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[5] = {dy, x, weight, rms ? NULL : mean, rstd}, *d[5], *out[3] = {NULL, NULL, NULL};
   NC_TRY(dense(in, d, 5));

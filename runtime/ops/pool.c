@@ -6,10 +6,6 @@
 #include "netcl/pool.h"
 #include "ops/dense.h"
 
-static const char *kind_name(int kind) {
-  return kind == NC_POOL_MAX ? "max_pool2d" : kind == NC_POOL_AVG ? "avg_pool2d" : "adaptive_avg_pool2d";
-}
-
 nc_pool2d_desc nc_pool2d_defaults(int kind, int64_t kh, int64_t kw) {
   nc_pool2d_desc p = {.kind = kind, .kernel = {kh, kw}, .stride = {kh, kw}, .dilation = {1, 1},
                       .count_include_pad = true};
@@ -27,29 +23,28 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t pad, int64_t d
 
 /* Fills the derived fields from the input shape (3-D [C,H,W] or 4-D [N,C,H,W]). */
 static nc_status plan(nc_pool2d_desc *p, int ndim, const int64_t *shape) {
-  const char *op = kind_name(p->kind);
   if (ndim != 3 && ndim != 4)
-    return nc_error(NC_ERR_SHAPE, "%s needs a 3-D [C,H,W] or 4-D [N,C,H,W] input, got %d dims", op, ndim);
+    return nc_error(NC_ERR_SHAPE, "needs a 3-D [C,H,W] or 4-D [N,C,H,W] input, got %d dims", ndim);
   p->planes = shape[0] * (ndim == 4 ? shape[1] : 1);
   p->h = shape[ndim - 2];
   p->w = shape[ndim - 1];
   if (p->kind == NC_POOL_ADAPTIVE_AVG) {
     if (p->out_size[0] < 1 || p->out_size[1] < 1)
-      return nc_error(NC_ERR_ARG, "%s: output size must be positive, got %lldx%lld", op, (long long)p->out_size[0],
+      return nc_error(NC_ERR_ARG, "output size must be positive, got %lldx%lld", (long long)p->out_size[0],
                       (long long)p->out_size[1]);
     if (p->h < 1 || p->w < 1)
-      return nc_error(NC_ERR_SHAPE, "%s: input plane %lldx%lld is empty", op, (long long)p->h, (long long)p->w);
+      return nc_error(NC_ERR_SHAPE, "input plane %lldx%lld is empty", (long long)p->h, (long long)p->w);
     p->oh = p->out_size[0];
     p->ow = p->out_size[1];
     return NC_OK;
   }
   if (p->kind != NC_POOL_MAX && p->kind != NC_POOL_AVG) return nc_error(NC_ERR_ARG, "unknown pooling kind %d", p->kind);
   for (int i = 0; i < 2; i++) {
-    if (p->kernel[i] < 1) return nc_error(NC_ERR_ARG, "%s: kernel size must be >= 1, got %lld", op, (long long)p->kernel[i]);
-    if (p->stride[i] < 1) return nc_error(NC_ERR_ARG, "%s: stride must be >= 1, got %lld", op, (long long)p->stride[i]);
-    if (p->dilation[i] < 1) return nc_error(NC_ERR_ARG, "%s: dilation must be >= 1, got %lld", op, (long long)p->dilation[i]);
+    if (p->kernel[i] < 1) return nc_error(NC_ERR_ARG, "kernel size must be >= 1, got %lld", (long long)p->kernel[i]);
+    if (p->stride[i] < 1) return nc_error(NC_ERR_ARG, "stride must be >= 1, got %lld", (long long)p->stride[i]);
+    if (p->dilation[i] < 1) return nc_error(NC_ERR_ARG, "dilation must be >= 1, got %lld", (long long)p->dilation[i]);
     if (p->padding[i] < 0 || p->padding[i] > p->kernel[i] / 2)
-      return nc_error(NC_ERR_ARG, "%s: padding %lld must be between 0 and half the kernel size %lld", op,
+      return nc_error(NC_ERR_ARG, "padding %lld must be between 0 and half the kernel size %lld",
                       (long long)p->padding[i], (long long)p->kernel[i]);
   }
   if (p->kind == NC_POOL_AVG && (p->dilation[0] != 1 || p->dilation[1] != 1))
@@ -57,22 +52,21 @@ static nc_status plan(nc_pool2d_desc *p, int ndim, const int64_t *shape) {
   p->oh = out_size(p->h, p->kernel[0], p->stride[0], p->padding[0], p->dilation[0], p->ceil_mode);
   p->ow = out_size(p->w, p->kernel[1], p->stride[1], p->padding[1], p->dilation[1], p->ceil_mode);
   if (p->oh < 1 || p->ow < 1)
-    return nc_error(NC_ERR_SHAPE, "%s: kernel %lldx%lld is larger than the padded input %lldx%lld", op,
+    return nc_error(NC_ERR_SHAPE, "kernel %lldx%lld is larger than the padded input %lldx%lld",
                     (long long)((p->kernel[0] - 1) * p->dilation[0] + 1), (long long)((p->kernel[1] - 1) * p->dilation[1] + 1),
                     (long long)(p->h + 2 * p->padding[0]), (long long)(p->w + 2 * p->padding[1]));
   return NC_OK;
 }
 
-static nc_status check_float(const nc_tensor *t, const char *op) {
+static nc_status check_float(const nc_tensor *t) {
   if (!nc_dtype_is_float(t->dtype))
-    return nc_error(NC_ERR_DTYPE, "%s: expected a float32 or float64 tensor, got %s", op, nc_dtype_name(t->dtype));
+    return nc_error(NC_ERR_DTYPE, "expected a float32 or float64 tensor, got %s", nc_dtype_name(t->dtype));
   return NC_OK;
 }
 
 nc_status nc_pool2d(nc_tensor *x, const nc_pool2d_desc *params, nc_tensor **out, nc_tensor **indices) {
   nc_pool2d_desc p = *params;
-  const char *op = kind_name(p.kind);
-  NC_TRY(check_float(x, op));
+  NC_TRY(check_float(x));
   NC_TRY(plan(&p, x->ndim, x->shape));
   int64_t shape[4];
   for (int i = 0; i < x->ndim - 2; i++) shape[i] = x->shape[i];
@@ -114,13 +108,12 @@ nc_status nc_adaptive_avg_pool2d(nc_tensor *x, int64_t oh, int64_t ow, nc_tensor
 nc_status nc_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, const int64_t *input_shape,
                              const nc_pool2d_desc *params, nc_tensor **dx) {
   nc_pool2d_desc p = *params;
-  const char *op = kind_name(p.kind);
-  NC_TRY(check_float(dy, op));
+  NC_TRY(check_float(dy));
   NC_TRY(nc_shape_check(input_ndim, input_shape));
   NC_TRY(plan(&p, input_ndim, input_shape));
   bool ok = dy->ndim == input_ndim && dy->shape[input_ndim - 2] == p.oh && dy->shape[input_ndim - 1] == p.ow;
   for (int i = 0; ok && i < input_ndim - 2; i++) ok = dy->shape[i] == input_shape[i];
-  if (!ok) return nc_error(NC_ERR_SHAPE, "%s backward: the output gradient does not have the pooled shape", op);
+  if (!ok) return nc_error(NC_ERR_SHAPE, "the output gradient does not have the pooled shape");
   nc_device *dev = nc_tensor_device(dy);
   nc_tensor *cidx = NULL;
   if (p.kind == NC_POOL_MAX) {
