@@ -22,6 +22,9 @@ __attribute__((noreturn)) void nc_lua_raise(lua_State *L, const char *fname);
     if ((expr) != NC_OK) nc_lua_raise(L, fname);  \
   } while (0)
 
+/* luaL_error with printf formats (%lld, %zu, ...), which lua_pushfstring lacks. */
+int nc_lua_errorf(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Argument errors that name the function and the argument. */
 int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, ...);
 
