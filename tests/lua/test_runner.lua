@@ -50,7 +50,9 @@ function TestRunner:test_stock_lua_requires_netcl()
   if not lua or not build then
     lu.skip("lua5.4 not installed")
   end
-  local cmd = string.format("LUA_CPATH='%s/lib/lua/5.4/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' %s -e " ..
+  local preload = os.getenv("NETCL_TEST_PRELOAD") -- sanitizer builds
+  preload = preload and ("LD_PRELOAD=" .. preload .. " ASAN_OPTIONS=detect_leaks=0 ") or ""
+  local cmd = preload .. string.format("LUA_CPATH='%s/lib/lua/5.4/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' %s -e " ..
                             "'local nc = require \"netcl\"; print(nc.ones({2, 2}, {device = \"cpu\"}):tolist()[2][2])'",
                             build, lua)
   local out, code = sh(cmd)

@@ -23,7 +23,7 @@ void nc_cpu_iter_init(nc_cpu_iter *it, int nops, const nc_tensor *const *ts);
 /* Element offsets of each operand at the start of row r. */
 static inline void nc_cpu_iter_row(const nc_cpu_iter *it, int64_t r, int64_t *offs) {
   for (int k = 0; k < it->nops; k++) offs[k] = it->offset[k];
-  for (int d = it->ndim - 2; d >= 0 && r; d--) {
+  for (int d = it->ndim - 2; d >= 0; d--) {
     int64_t i = r % it->shape[d];
     r /= it->shape[d];
     for (int k = 0; k < it->nops; k++) offs[k] += i * it->strides[k][d];

@@ -104,8 +104,9 @@ static nc_status build_log(nc_device *dev, nc_cl_device *cd, cl_program prog, co
   return s;
 }
 
+/* The cache entry of a program, built or loaded on first request. */
 static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *program, const char *options,
-                               uint64_t *key_out, cl_program *out) {
+                               nc_cl_program **out) {
   char file[128];
   snprintf(file, sizeof file, "%s.cl", program);
   const nc_embedded_file *common = find_source("common.cl"), *src = find_source(file);
@@ -125,10 +126,8 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   XXH64_update(h, NC_VERSION_STRING, sizeof NC_VERSION_STRING);
   uint64_t key = XXH64_digest(h);
   XXH64_freeState(h);
-  *key_out = key;
-
   for (nc_cl_program *p = cd->programs; p; p = p->next)
-    if (p->key == key) return *out = p->program, NC_OK;
+    if (p->key == key) return *out = p, NC_OK;
 
   cl_int err;
   cl_program prog = NULL;
@@ -178,7 +177,7 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   entry->program = prog;
   entry->next = cd->programs;
   cd->programs = entry;
-  *out = prog;
+  *out = entry;
   return NC_OK;
 }
 
@@ -186,19 +185,16 @@ nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options,
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
   pthread_mutex_lock(&cd->programs_lock);
-  uint64_t key;
-  cl_program prog;
-  nc_status s = build_program(dev, cd, program, options, &key, &prog);
+  nc_cl_program *entry;
+  nc_status s = build_program(dev, cd, program, options, &entry);
   if (s != NC_OK) goto out;
-  nc_cl_program *entry = cd->programs;
-  while (entry && entry->key != key) entry = entry->next;
   for (nc_cl_kernel_entry *k = entry->kernels; k; k = k->next)
     if (strcmp(k->name, name) == 0) {
       *out = k->kernel;
       goto out;
     }
   cl_int err;
-  cl_kernel k = nc_cl.clCreateKernel(prog, name, &err);
+  cl_kernel k = nc_cl.clCreateKernel(entry->program, name, &err);
   if (err != CL_SUCCESS) {
     s = nc_error(NC_ERR_DEVICE, "kernel %s not found in program %s.cl: %s", name, program, nc_cl_strerror(err));
     goto out;
@@ -228,9 +224,8 @@ nc_status nc_cl_build_all(nc_device *dev) {
     char program[128];
     snprintf(program, sizeof program, "%.*s", (int)(len - 3), f->name);
     pthread_mutex_lock(&cd->programs_lock);
-    uint64_t key;
-    cl_program prog;
-    nc_status s = build_program(dev, cd, program, "", &key, &prog);
+    nc_cl_program *entry;
+    nc_status s = build_program(dev, cd, program, "", &entry);
     pthread_mutex_unlock(&cd->programs_lock);
     NC_TRY(s);
   }
