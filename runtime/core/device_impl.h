@@ -33,6 +33,9 @@ typedef struct nc_backend {
   nc_status (*arange)(nc_tensor *t, double start, double step);
   /* kind: NC_RANDOM_*; (a, b) = (lo, hi) or (mean, std). Floating dtypes only. */
   nc_status (*random)(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
+  /* Builds (or loads from the disk cache) every kernel program the device uses; NULL when the
+   * backend compiles nothing. */
+  nc_status (*warmup)(nc_device *d);
 } nc_backend;
 
 struct nc_device {

@@ -167,4 +167,5 @@ const nc_backend nc_opencl_backend = {
     .copy = cl_copy,
     .arange = cl_arange,
     .random = cl_random,
+    .warmup = nc_cl_build_all,
 };
