@@ -167,4 +167,7 @@ const nc_backend nc_opencl_backend = {
     .copy = cl_copy,
     .arange = cl_arange,
     .random = cl_random,
+    .unary = nc_cl_unary,
+    .binary = nc_cl_binary,
+    .where = nc_cl_where,
 };
