@@ -12,6 +12,8 @@
 #include "creation.h"
 #include "copy.h"
 #include "format.h"
+#include "optable.h"
+#include "elementwise.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
