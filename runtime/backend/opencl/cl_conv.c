@@ -15,7 +15,7 @@ static cl_conv geometry(const nc_conv2d_desc *p) {
 }
 
 static nc_status conv_kernel(nc_device *dev, nc_dtype dt, const char *name, cl_kernel *k, nc_gemm_config *cfg) {
-  NC_TRY(nc_cl_check_dtype(dev, dt));
+  NC_TRY(nc_cl_check_real(dev, dt));
   NC_TRY(nc_cl_gemm_config(dev, dt, cfg));
   char opts[256];
   nc_gemm_config_options(cfg, dt, opts, sizeof opts);

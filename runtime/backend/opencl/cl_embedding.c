@@ -23,7 +23,7 @@ nc_status nc_cl_flag_read(nc_tensor *flag, int64_t *bad) {
 
 nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad) {
   nc_device *dev = nc_tensor_device(out);
-  NC_TRY(nc_cl_check_dtype(dev, out->dtype));
+  NC_TRY(nc_cl_check_real(dev, out->dtype));
   cl_kernel k;
   NC_TRY(nc_cl_kernel(dev, "embedding", nc_cl_real_options(out->dtype),
                       idx->dtype == NC_INT64 ? "embedding_fwd_int64" : "embedding_fwd_int32", &k));
@@ -41,7 +41,7 @@ nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tens
 nc_status nc_cl_embedding_backward(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx,
                                    nc_tensor *dweight) {
   nc_device *dev = nc_tensor_device(dweight);
-  NC_TRY(nc_cl_check_dtype(dev, dweight->dtype));
+  NC_TRY(nc_cl_check_real(dev, dweight->dtype));
   const char *opts = nc_cl_real_options(dweight->dtype);
   cl_kernel zero, k;
   NC_TRY(nc_cl_kernel(dev, "embedding", opts, "embedding_zero", &zero));

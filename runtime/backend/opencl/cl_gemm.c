@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include "cl_linalg.h"
 
-nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt) {
+nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt) {
   if (dt == NC_FLOAT64 && !dev->info.fp64)
     return nc_error(NC_ERR_UNSUPPORTED, "%s has no float64 support (cl_khr_fp64)", dev->info.name);
   if (dt != NC_FLOAT32 && dt != NC_FLOAT64)
@@ -48,7 +48,7 @@ static nc_cl_arg real_of(nc_dtype dt, double v, real_arg *r) {
 nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg) {
   nc_device *dev = nc_tensor_device(g->c);
   nc_dtype dt = g->c->dtype;
-  NC_TRY(nc_cl_check_dtype(dev, dt));
+  NC_TRY(nc_cl_check_real(dev, dt));
   char opts[256];
   nc_gemm_config_options(cfg, dt, opts, sizeof opts);
   cl_kernel k;

@@ -74,8 +74,8 @@ size_t nc_cl_group_size(nc_device *dev);
 nc_status nc_cl_flag_new(nc_device *dev, nc_tensor **out);
 nc_status nc_cl_flag_read(nc_tensor *flag, int64_t *bad);
 
-/* Float64 needs cl_khr_fp64. */
-nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt);
+/* The layer kernels take float32, and float64 where the device has cl_khr_fp64. */
+nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt);
 
 /* "-DREAL=double -DNC_REAL_DOUBLE=1" for float64, "" for float32 (so --warmup's default build is the float32
  * variant). */

@@ -21,7 +21,7 @@ nc_status nc_cl_cross_entropy(const nc_tensor *logits, const nc_tensor *targets,
                               double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse, int64_t *bad) {
   nc_device *dev = nc_tensor_device(logits);
   nc_dtype dt = logits->dtype;
-  NC_TRY(nc_cl_check_dtype(dev, dt));
+  NC_TRY(nc_cl_check_real(dev, dt));
   const char *opts = nc_cl_real_options(dt);
   cl_kernel fwd, red;
   NC_TRY(nc_cl_kernel(dev, "loss", opts, "ce_fwd", &fwd));
@@ -54,7 +54,7 @@ nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *
                                        int reduction, nc_tensor *dlogits) {
   nc_device *dev = nc_tensor_device(logits);
   nc_dtype dt = logits->dtype;
-  NC_TRY(nc_cl_check_dtype(dev, dt));
+  NC_TRY(nc_cl_check_real(dev, dt));
   const char *opts = nc_cl_real_options(dt);
   cl_kernel cnt, bwd;
   NC_TRY(nc_cl_kernel(dev, "loss", opts, "ce_count", &cnt));

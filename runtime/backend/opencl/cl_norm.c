@@ -21,7 +21,7 @@ size_t nc_cl_group_size(nc_device *dev) {
 static cl_mem mem_or(const nc_tensor *t, const nc_tensor *fallback) { return nc_cl_mem(t ? t : fallback); }
 
 static nc_status kernel(nc_device *dev, nc_dtype dt, const char *name, cl_kernel *k) {
-  NC_TRY(nc_cl_check_dtype(dev, dt));
+  NC_TRY(nc_cl_check_real(dev, dt));
   return nc_cl_kernel(dev, "norm", nc_cl_real_options(dt), name, k);
 }
 

@@ -15,7 +15,7 @@ static cl_pool geometry(const nc_pool2d_desc *p) {
 
 nc_status nc_cl_pool2d(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices) {
   nc_device *dev = nc_tensor_device(y);
-  NC_TRY(nc_cl_check_dtype(dev, y->dtype));
+  NC_TRY(nc_cl_check_real(dev, y->dtype));
   cl_pool geo = geometry(p);
   cl_mem xm = nc_cl_mem(x), ym = nc_cl_mem(y);
   cl_long total = p->planes * p->oh * p->ow;
@@ -35,7 +35,7 @@ nc_status nc_cl_pool2d(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y
 nc_status nc_cl_pool2d_backward(const nc_pool2d_desc *p, const nc_tensor *dy, const nc_tensor *indices,
                                 nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
-  NC_TRY(nc_cl_check_dtype(dev, dx->dtype));
+  NC_TRY(nc_cl_check_real(dev, dx->dtype));
   cl_pool geo = geometry(p);
   cl_mem dym = nc_cl_mem(dy), dxm = nc_cl_mem(dx);
   cl_long total = p->planes * p->h * p->w;
