@@ -1,7 +1,9 @@
 /* 2-D convolution as implicit GEMM on gemm.cl's tiled engine (built as program "gemm+conv"
  * with the same tile options): the tile loaders gather im2col elements straight from the
- * NCHW input, so no im2col buffer exists. Grid dim 2 runs the groups (and, for the weight
- * gradient, K splits). Geometry arrives as one struct. */
+ * NCHW tensors, so no im2col buffer exists. The index arithmetic is split: each work-group
+ * decodes its NWG columns once, and each K tile's KWG rows at the start of the tile, into
+ * small local tables; an element load is then a few adds, compares and one read. Grid dim 2
+ * runs the groups (and, for the weight gradient, K splits). */
 
 /* Only meaningful together with gemm.cl ("gemm+conv"); alone (--warmup) it is empty. */
 #ifdef NC_GEMM_MAIN
@@ -14,90 +16,106 @@ typedef struct {
   long groups, cg, og;   /* channels per group */
 } nc_conv;
 
+/* Fills the K-tile table for rows k0..k0+KWG (FILL(t, k) for each row t), between barriers
+ * so the previous tile's loads are done and this tile's loads see it. */
+#define NC_KTABLE(FILL)                                                  \
+  barrier(CLK_LOCAL_MEM_FENCE);                                          \
+  for (int t_ = lid; t_ < KWG; t_ += WGS) FILL(t_, k0 + t_);             \
+  barrier(CLK_LOCAL_MEM_FENCE);
+
 /* ---- forward: per group, Y[o, (b,p)] = W[o, (c,kh,kw)] X_col[(c,kh,kw), (b,p)] ----------- */
 
 #define FWD_A(m, k) Wg[(m) * kdim + (k)]
-
-/* Columns n = (b, oh, ow) are decoded once per tile into local arrays. */
-#define FWD_B(k, n) fwd_b(X, &p, xbase, col_b[(n) - n0], col_y[(n) - n0], col_x[(n) - n0], k)
-inline REAL fwd_b(__global const REAL *X, const nc_conv *p, long xbase, long b, long y0, long x0, long k) {
-  const long khw = p->kh * p->kw;
-  const long c = k / khw, r = k - c * khw, i = r / p->kw, j = r - i * p->kw;
-  const long y = y0 + i * p->dh, x = x0 + j * p->dw;
-  if (y < 0 || y >= p->h || x < 0 || x >= p->w) return (REAL)0;
-  return X[xbase + ((b * p->c + c) * p->h + y) * p->w + x];
+#define FWD_FILL(t, k)                                                   \
+  {                                                                      \
+    const long c_ = (k) / khw, r_ = (k) - c_ * khw, i_ = r_ / p.kw;      \
+    k_off[t] = c_ * hw;                                                  \
+    k_y[t] = i_ * p.dh;                                                  \
+    k_x[t] = (r_ - i_ * p.kw) * p.dw;                                    \
+  }
+#define FWD_B(k, n) fwd_b(X, p.h, p.w, col_base[(n) - n0] + k_off[(k) - k0], col_y[(n) - n0] + k_y[(k) - k0], \
+                          col_x[(n) - n0] + k_x[(k) - k0])
+inline REAL fwd_b(__global const REAL *X, long h, long w, long base, long y, long x) {
+  return (y >= 0 && y < h && x >= 0 && x < w) ? X[base + y * w + x] : (REAL)0;
 }
+#define FWD_LOAD_B NC_KTABLE(FWD_FILL) NC_LOAD_B_GENERIC(FWD_B, 0)
 
 #define FWD_STORE(m, n, v)                                                              \
   {                                                                                   \
-    const long b_ = col_b[(n) - n0], q_ = (n) - b_ * ohw;                              \
     REAL r_ = (v);                                                                    \
     if (has_bias) r_ += bias[g * p.og + (m)];                                         \
-    Y[(b_ * p.o + g * p.og + (m)) * ohw + q_] = r_;                                   \
+    Y[col_out[(n) - n0] + (g * p.og + (m)) * ohw] = r_;                               \
   }
 
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void conv2d_fwd(const nc_conv p, __global const REAL *X, __global const REAL *Wt, __global const REAL *bias,
                 const int has_bias, __global REAL *Y) {
   const long g = get_global_id(2);
-  const long M = p.og, ohw = p.oh * p.ow, N = p.n * ohw, kdim = p.cg * p.kh * p.kw, K = kdim;
+  const long khw = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow;
+  const long M = p.og, N = p.n * ohw, kdim = p.cg * khw, K = kdim;
   __global const REAL *Wg = Wt + g * p.og * kdim;
-  const long xbase = g * p.cg * p.h * p.w;
   const int lid = get_local_id(1) * WGN + get_local_id(0);
   const long m0 = (long)get_group_id(1) * MWG, n0 = (long)get_group_id(0) * NWG;
-  __local long col_b[NWG], col_y[NWG], col_x[NWG];
+  __local long col_base[NWG], col_y[NWG], col_x[NWG], col_out[NWG], k_off[KWG], k_y[KWG], k_x[KWG];
   for (int j = lid; j < NWG; j += WGS) {
     const long n = n0 + j, b = n / ohw, q = n - b * ohw, oy = q / p.ow;
-    col_b[j] = b;
+    col_base[j] = (b * p.c + g * p.cg) * hw;
     col_y[j] = oy * p.sh - p.ph;
     col_x[j] = (q - oy * p.ow) * p.sw - p.pw;
+    col_out[j] = b * p.o * ohw + q;
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  NC_GEMM_MAIN(0, NC_LOAD_A_GENERIC(FWD_A, 1), NC_LOAD_B_GENERIC(FWD_B, 0))
+  NC_GEMM_MAIN(0, NC_LOAD_A_GENERIC(FWD_A, 1), FWD_LOAD_B)
   NC_GEMM_STORE(FWD_STORE)
 }
 
 /* ---- input gradient: per group, dX[c, (b,y,x)] = sum over (o,kh,kw) W[o,c,kh,kw] dY[b,o,oy,ox]
  * where y = oy*sh - ph + kh*dh (only the (kh, oy) pairs that land exactly on y count). ----- */
 
-#define BWI_A(m, k) bwi_a(Wt, &p, g, m, k)
-inline REAL bwi_a(__global const REAL *Wt, const nc_conv *p, long g, long c, long k) {
-  const long khw = p->kh * p->kw, o = k / khw, r = k - o * khw;
-  return Wt[((g * p->og + o) * p->cg + c) * khw + r];
-}
-
-#define BWI_B(k, n) bwi_b(DY, &p, g, col_b[(n) - n0], col_y[(n) - n0], col_x[(n) - n0], k)
-inline REAL bwi_b(__global const REAL *DY, const nc_conv *p, long g, long b, long y, long x, long k) {
-  const long khw = p->kh * p->kw;
-  const long o = k / khw, r = k - o * khw, i = r / p->kw, j = r - i * p->kw;
-  const long ty = y + p->ph - i * p->dh, tx = x + p->pw - j * p->dw;
-  if (ty < 0 || tx < 0) return (REAL)0;
-  const long oy = ty / p->sh, ox = tx / p->sw;
-  if (oy * p->sh != ty || ox * p->sw != tx || oy >= p->oh || ox >= p->ow) return (REAL)0;
-  return DY[((b * p->o + g * p->og + o) * p->oh + oy) * p->ow + ox];
-}
-
-#define BWI_STORE(m, n, v)                                                              \
-  {                                                                                   \
-    const long b_ = col_b[(n) - n0], q_ = (n) - b_ * hw;                               \
-    DX[(b_ * p.c + g * p.cg + (m)) * hw + q_] = (v);                                  \
+#define BWI_FILL(t, k)                                                   \
+  {                                                                      \
+    const long o_ = (k) / khw, r_ = (k) - o_ * khw, i_ = r_ / p.kw;      \
+    k_w[t] = (g * p.og + o_) * p.cg * khw + r_;                          \
+    k_off[t] = (g * p.og + o_) * ohw;                                    \
+    k_y[t] = p.ph - i_ * p.dh;                                           \
+    k_x[t] = p.pw - (r_ - i_ * p.kw) * p.dw;                             \
   }
+#define BWI_A(m, k) Wt[k_w[(k) - k0] + (m) * khw]
+#define BWI_B(k, n) bwi_b(DY, &p, col_base[(n) - n0] + k_off[(k) - k0], col_y[(n) - n0] + k_y[(k) - k0], \
+                          col_x[(n) - n0] + k_x[(k) - k0])
+inline REAL bwi_b(__global const REAL *DY, const nc_conv *p, long base, long ty, long tx) {
+  if (ty < 0 || tx < 0) return (REAL)0;
+  long oy = ty, ox = tx;
+  if (p->sh != 1) {
+    oy = ty / p->sh;
+    if (oy * p->sh != ty) return (REAL)0;
+  }
+  if (p->sw != 1) {
+    ox = tx / p->sw;
+    if (ox * p->sw != tx) return (REAL)0;
+  }
+  return (oy < p->oh && ox < p->ow) ? DY[base + oy * p->ow + ox] : (REAL)0;
+}
+/* The K table serves both operands, so A loads after it too. */
+#define BWI_LOAD_A NC_KTABLE(BWI_FILL) NC_LOAD_A_GENERIC(BWI_A, 0)
+
+#define BWI_STORE(m, n, v) DX[col_out[(n) - n0] + (g * p.cg + (m)) * hw] = (v);
 
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void conv2d_bwd_input(const nc_conv p, __global const REAL *DY, __global const REAL *Wt, __global REAL *DX) {
   const long g = get_global_id(2);
-  const long hw = p.h * p.w, M = p.cg, N = p.n * hw, K = p.og * p.kh * p.kw;
+  const long khw = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow;
+  const long M = p.cg, N = p.n * hw, K = p.og * khw;
   const int lid = get_local_id(1) * WGN + get_local_id(0);
   const long m0 = (long)get_group_id(1) * MWG, n0 = (long)get_group_id(0) * NWG;
-  __local long col_b[NWG], col_y[NWG], col_x[NWG];
+  __local long col_base[NWG], col_y[NWG], col_x[NWG], col_out[NWG], k_w[KWG], k_off[KWG], k_y[KWG], k_x[KWG];
   for (int j = lid; j < NWG; j += WGS) {
     const long n = n0 + j, b = n / hw, q = n - b * hw, y = q / p.w;
-    col_b[j] = b;
+    col_base[j] = b * p.o * ohw;
     col_y[j] = y;
     col_x[j] = q - y * p.w;
+    col_out[j] = b * p.c * hw + q;
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  NC_GEMM_MAIN(0, NC_LOAD_A_GENERIC(BWI_A, 0), NC_LOAD_B_GENERIC(BWI_B, 0))
+  NC_GEMM_MAIN(0, BWI_LOAD_A, NC_LOAD_B_GENERIC(BWI_B, 0))
   NC_GEMM_STORE(BWI_STORE)
 }
 
@@ -106,19 +124,18 @@ void conv2d_bwd_input(const nc_conv p, __global const REAL *DY, __global const R
  * ranges (grid dim 2 = group * splits + split); each writes a partial sum to WS[split] and
  * conv2d_sum_splits adds them. -------------------------------------------------------- */
 
-#define BWW_A(m, k) bww_a(DY, &p, g, m, k)
-inline REAL bww_a(__global const REAL *DY, const nc_conv *p, long g, long o, long k) {
-  const long ohw = p->oh * p->ow, b = k / ohw, q = k - b * ohw;
-  return DY[(b * p->o + g * p->og + o) * ohw + q];
-}
-
-#define BWW_B(k, n) bww_b(X, &p, g, col_c[(n) - n0], col_i[(n) - n0], col_j[(n) - n0], k)
-inline REAL bww_b(__global const REAL *X, const nc_conv *p, long g, long c, long i, long j, long k) {
-  const long ohw = p->oh * p->ow, b = k / ohw, q = k - b * ohw, oy = q / p->ow, ox = q - oy * p->ow;
-  const long y = oy * p->sh - p->ph + i, x = ox * p->sw - p->pw + j;
-  if (y < 0 || y >= p->h || x < 0 || x >= p->w) return (REAL)0;
-  return X[((b * p->c + g * p->cg + c) * p->h + y) * p->w + x];
-}
+#define BWW_FILL(t, k)                                                   \
+  {                                                                      \
+    const long b_ = (k) / ohw, q_ = (k) - b_ * ohw, oy_ = q_ / p.ow;     \
+    k_dy[t] = b_ * p.o * ohw + q_;                                       \
+    k_off[t] = (b_ * p.c + g * p.cg) * hw;                               \
+    k_y[t] = oy_ * p.sh - p.ph;                                          \
+    k_x[t] = (q_ - oy_ * p.ow) * p.sw - p.pw;                            \
+  }
+#define BWW_A(m, k) DY[k_dy[(k) - k0] + (g * p.og + (m)) * ohw]
+#define BWW_B(k, n) fwd_b(X, p.h, p.w, k_off[(k) - k0] + col_base[(n) - n0], k_y[(k) - k0] + col_y[(n) - n0], \
+                          k_x[(k) - k0] + col_x[(n) - n0])
+#define BWW_LOAD_A NC_KTABLE(BWW_FILL) NC_LOAD_A_GENERIC(BWW_A, 1)
 
 #define BWW_STORE(m, n, v) WS[(split * p.groups + g) * M * N + (m) * N + (n)] = (v);
 
@@ -126,19 +143,19 @@ __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void conv2d_bwd_weight(const nc_conv p, const long splits, const long kchunk, __global const REAL *DY,
                        __global const REAL *X, __global REAL *WS) {
   const long g = get_global_id(2) / splits, split = get_global_id(2) % splits;
-  const long khw = p.kh * p.kw, M = p.og, N = p.cg * khw, KT = p.n * p.oh * p.ow;
+  const long khw = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow;
+  const long M = p.og, N = p.cg * khw, KT = p.n * ohw;
   const long kbeg = split * kchunk, K = min(KT, kbeg + kchunk);
   const int lid = get_local_id(1) * WGN + get_local_id(0);
   const long m0 = (long)get_group_id(1) * MWG, n0 = (long)get_group_id(0) * NWG;
-  __local long col_c[NWG], col_i[NWG], col_j[NWG];
+  __local long col_base[NWG], col_y[NWG], col_x[NWG], k_dy[KWG], k_off[KWG], k_y[KWG], k_x[KWG];
   for (int t = lid; t < NWG; t += WGS) {
     const long n = n0 + t, c = n / khw, r = n - c * khw, i = r / p.kw;
-    col_c[t] = c;
-    col_i[t] = i * p.dh;
-    col_j[t] = (r - i * p.kw) * p.dw;
+    col_base[t] = c * hw;
+    col_y[t] = i * p.dh;
+    col_x[t] = (r - i * p.kw) * p.dw;
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  NC_GEMM_MAIN(kbeg, NC_LOAD_A_GENERIC(BWW_A, 1), NC_LOAD_B_GENERIC(BWW_B, 1))
+  NC_GEMM_MAIN(kbeg, BWW_LOAD_A, NC_LOAD_B_GENERIC(BWW_B, 1))
   NC_GEMM_STORE(BWW_STORE)
 }
 
