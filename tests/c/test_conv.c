@@ -13,6 +13,7 @@ static const conv_case cases[] = {
     {2, 6, 12, 12, 6, 3, 3, 1, 2, 2, 2, 2, 2, 3},    {3, 8, 5, 5, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1},
     {1, 2, 7, 9, 3, 5, 1, 2, 1, 2, 0, 1, 1, 1},      {2, 4, 6, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 4},
     {4, 16, 17, 19, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},  {2, 3, 8, 8, 5, 1, 1, 2, 2, 0, 0, 1, 1, 1},
+    {5, 2, 40, 40, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1}, /* CPU: chunks of 2, 2 and 1 images */ 
 };
 
 static void reference(const conv_case *k, int64_t oh, int64_t ow, const double *x, const double *w, const double *b,
