@@ -12,6 +12,7 @@
 #include "creation.h"
 #include "copy.h"
 #include "format.h"
+#include "bpe.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
