@@ -190,7 +190,8 @@ static nc_status parse(reader *rd, nc_bpe **out) {
   if (memchr(rd->buf, 0, (size_t)plen)) return fail(rd, "the pattern contains a NUL byte");
   rd->buf[plen] = 0;
   nc_status st = nc_bpe_new((const char *)rd->buf, out);
-  if (st != NC_OK) return nc_error_prefix(st, "line %zu", rd->r.line);
+  /* In a file, a pattern that does not compile is a corrupt file. */
+  if (st != NC_OK) return nc_error_prefix(st == NC_ERR_ARG ? NC_ERR_FORMAT : st, "line %zu", rd->r.line);
   nc_bpe *tok = *out;
   uint32_t count;
   NC_TRY(header(rd, "ordinary", &count));
