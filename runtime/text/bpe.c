@@ -65,6 +65,7 @@ void nc_bpe_free(nc_bpe *tok) {
   nc_bytes_map_free(&tok->ranks);
   nc_bytes_map_free(&tok->specials);
   free(tok->special_ids);
+  for (size_t i = 0; tok->special_texts && i < tok->n_specials; i++) free((char *)tok->special_texts[i]);
   free(tok->special_texts);
   free(tok->special_lens);
   nc_bytes_map_free(&tok->cache);
@@ -149,15 +150,10 @@ nc_status nc_bpe_finish(nc_bpe *tok) {
     if (!nc_bpe_rank(tok, &c, 1, &rank, &id))
       return nc_error(NC_ERR_FORMAT, "the single-byte token 0x%02x is missing; byte-level BPE needs all 256 bytes", b);
   }
-  free(tok->special_ids);
-  free(tok->special_texts);
-  free(tok->special_lens);
-  tok->special_ids = NULL;
-  tok->special_texts = NULL;
-  tok->special_lens = NULL;
+  NC_ASSERT(!tok->special_ids); /* finished once */
   if (tok->n_specials) {
     tok->special_ids = malloc(tok->n_specials * sizeof *tok->special_ids);
-    tok->special_texts = malloc(tok->n_specials * sizeof *tok->special_texts);
+    tok->special_texts = calloc(tok->n_specials, sizeof *tok->special_texts);
     tok->special_lens = malloc(tok->n_specials * sizeof *tok->special_lens);
     if (!tok->special_ids || !tok->special_texts || !tok->special_lens)
       return nc_error(NC_ERR_OOM, "out of memory for special tokens");
@@ -171,8 +167,13 @@ nc_status nc_bpe_finish(nc_bpe *tok) {
     if (nc_bytes_map_get(&tok->ranks, p, n, &v))
       return nc_error(NC_ERR_FORMAT, "special token %s (id %zu) has the bytes of ordinary token %u",
                       nc_bpe_escape(p, n, esc, sizeof esc), id, (uint32_t)v);
+    /* NUL-terminated copies: nc_bpe_special_at hands them out as C strings. */
+    char *text = malloc(n + 1);
+    if (!text) return nc_error(NC_ERR_OOM, "out of memory for special tokens");
+    memcpy(text, p, n);
+    text[n] = 0;
     tok->special_ids[k] = (uint32_t)id;
-    tok->special_texts[k] = p;
+    tok->special_texts[k] = text;
     tok->special_lens[k] = n;
     k++;
   }

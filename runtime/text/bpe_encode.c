@@ -61,10 +61,11 @@ static long special_index(const nc_bpe *tok, uint32_t id) {
   return lo < tok->n_specials && tok->special_ids[lo] == id ? (long)lo : -1;
 }
 
-/* Which specials are allowed (allowed[k] for the k-th special in id order). */
+/* Which specials are allowed (allowed[k] for the k-th special in id order; allowed may be NULL
+ * when the tokenizer has none, to check the names only). */
 static nc_status resolve_allowed(const nc_bpe *tok, const nc_bpe_encode_opts *o, unsigned char *allowed) {
   char esc[64];
-  memset(allowed, o->allow_all ? 1 : 0, tok->n_specials);
+  if (allowed) memset(allowed, o->allow_all ? 1 : 0, tok->n_specials);
   if (o->allow_all) return NC_OK;
   for (size_t i = 0; i < o->n_allowed; i++) {
     const char *name = o->allowed[i];
@@ -83,7 +84,10 @@ static nc_status resolve_allowed(const nc_bpe *tok, const nc_bpe_encode_opts *o,
 static nc_status encode_all(nc_bpe *tok, const char *text, size_t len, const nc_bpe_encode_opts *o,
                             nc_idvec *out) {
   chunk_ctx ctx = {tok, out};
-  if (!tok->n_specials) return nc_presplit_run(tok->split, text, len, encode_chunk, &ctx);
+  if (!tok->n_specials) {
+    NC_TRY(resolve_allowed(tok, o, NULL));
+    return nc_presplit_run(tok->split, text, len, encode_chunk, &ctx);
+  }
   size_t ns = tok->n_specials;
   unsigned char *allowed = malloc(ns);
   const char **texts = malloc(ns * sizeof *texts);

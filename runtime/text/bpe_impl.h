@@ -49,7 +49,8 @@ struct nc_bpe {
   nc_bytes_map specials; /* special token bytes -> id */
   size_t n_ordinary, n_specials;
   uint32_t byte_ids[256];
-  /* Set by nc_bpe_finish: the special tokens in id order, as the scanner wants them. */
+  /* Set by nc_bpe_finish: the special tokens in id order, as the scanner wants them (the texts
+   * are NUL-terminated copies owned here). */
   uint32_t *special_ids;
   const char **special_texts;
   size_t *special_lens;

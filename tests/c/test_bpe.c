@@ -349,6 +349,9 @@ static void test_tiktoken(void) {
   uint32_t id;
   CHECK(nc_bpe_token_to_id(tok, "<|start|>", 9, &id) && id == 301);
   CHECK(nc_bpe_is_special(tok, 300) && !nc_bpe_is_special(tok, 258));
+  nc_bpe_special s0 = nc_bpe_special_at(tok, 0), s1 = nc_bpe_special_at(tok, 1);
+  CHECK(s0.id == 300 && !strcmp(s0.text, "<|end|>") && s1.id == 301 && !strcmp(s1.text, "<|start|>"));
+  CHECK(nc_bpe_special_at(tok, 2).text == NULL);
   nc_bpe_free(tok);
 
   /* bad files */
@@ -420,6 +423,13 @@ static void test_specials(void) {
   EXPECT_IDS(tok, "a<|nope|>", &u, 'a', '<', '|', 'n', 'o', 'p', 'e', '|', '>');
   /* without special tokens in the text, strict mode costs nothing */
   EXPECT_IDS(tok, "ab", NULL, 'a', 'b');
+  nc_bpe_free(tok);
+  /* a tokenizer without special tokens still checks the names in strict mode */
+  tok = tiktoken_tok(NULL, 0, "gpt2", NULL, 0);
+  u.lenient = 0;
+  CHECK_ERR(nc_bpe_encode(tok, "a", 1, &u, &ids, &n), NC_ERR_ARG, "unknown special token '<|nope|>' (the tokenizer has 0");
+  u.lenient = 1;
+  EXPECT_IDS(tok, "a", &u, 'a');
   nc_bpe_free(tok);
 }
 
