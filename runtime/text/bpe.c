@@ -83,9 +83,12 @@ static nc_status add_entry(nc_bpe *tok, const char *p, size_t len, uint32_t id) 
   if (id >= tok->entries_cap) {
     size_t ncap = tok->entries_cap ? tok->entries_cap : 512;
     while (ncap <= id) ncap *= 2;
-    nc_bpe_entry *ne = realloc(tok->entries, ncap * sizeof *ne);
+    /* calloc rather than realloc + memset: a large table from fresh zero pages costs memory
+     * only where ids are used, so a file with one huge id does not fill hundreds of MB. */
+    nc_bpe_entry *ne = calloc(ncap, sizeof *ne);
     if (!ne) return nc_error(NC_ERR_OOM, "out of memory for %zu token entries", ncap);
-    memset(ne + tok->entries_cap, 0, (ncap - tok->entries_cap) * sizeof *ne);
+    if (tok->entries_cap) memcpy(ne, tok->entries, tok->entries_cap * sizeof *ne);
+    free(tok->entries);
     tok->entries = ne;
     tok->entries_cap = ncap;
   }

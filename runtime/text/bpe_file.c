@@ -69,7 +69,7 @@ nc_status nc_bpe_serialize(const nc_bpe *tok, char **data, size_t *len) {
   size_t k = 0;
   for (size_t id = 0; id < tok->n_entries; id++) {
     if (tok->entries[id].kind != NC_TOK_ORDINARY) continue;
-    uint32_t rank, same;
+    uint32_t rank = 0, same;
     nc_bpe_rank(tok, nc_bpe_entry_bytes(tok, (uint32_t)id), tok->entries[id].len, &rank, &same);
     order[k].rank = rank;
     order[k].id = (uint32_t)id;
@@ -133,8 +133,8 @@ static nc_status next_line(reader *rd, const char **s, size_t *n, const char *ex
 
 /* "<keyword> <count>" */
 static nc_status header(reader *rd, const char *kw, uint32_t *count) {
-  const char *s;
-  size_t n, kl = strlen(kw);
+  const char *s = NULL;
+  size_t n = 0, kl = strlen(kw);
   NC_TRY(next_line(rd, &s, &n, kw));
   if (n <= kl + 1 || memcmp(s, kw, kl) != 0 || s[kl] != ' ' || !nc_parse_u32(s + kl + 1, n - kl - 1, count))
     return nc_error(NC_ERR_FORMAT, "line %zu: expected '%s <count>'", rd->r.line, kw);
@@ -158,8 +158,8 @@ static long decode(reader *rd, const char *s, size_t n) {
 
 /* "<base64> <id>" */
 static nc_status token_line(reader *rd, const char *what, long *len, uint32_t *id) {
-  const char *s;
-  size_t n;
+  const char *s = NULL;
+  size_t n = 0;
   NC_TRY(next_line(rd, &s, &n, what));
   const char *sp = memchr(s, ' ', n);
   if (!sp) return fail(rd, "expected '<base64 token> <id>'");
@@ -173,8 +173,8 @@ static nc_status token_line(reader *rd, const char *what, long *len, uint32_t *i
 }
 
 static nc_status parse(reader *rd, nc_bpe **out) {
-  const char *s;
-  size_t n;
+  const char *s = NULL;
+  size_t n = 0;
   if (!nc_lines_next(&rd->r, &s, &n) || n < sizeof MAGIC || memcmp(s, MAGIC " ", sizeof MAGIC) != 0)
     return nc_error(NC_ERR_FORMAT, "not a netcl-bpe tokenizer file (it does not start with '" MAGIC " ')");
   uint32_t version;

@@ -415,7 +415,7 @@ static nc_status learn(nc_bpe_trainer *tr, state *st, size_t n_merges_max, uint6
     memcpy(joined, st->tok_bytes + st->tok_off[a], la);
     memcpy(joined + la, st->tok_bytes + st->tok_off[b], lb);
     uint64_t existing;
-    uint32_t id;
+    uint32_t id = 0;
     /* Two merges can spell the same bytes; the later one then yields the earlier token, so
      * every token has one id and the rank order stays the merge order. */
     if (nc_bytes_map_get(&st->tok_ids, joined, la + lb, &existing)) {
