@@ -26,6 +26,7 @@ struct nc_presplit {
   pcre2_match_data *md;
   pcre2_match_context *mctx;
   pcre2_jit_stack *jit_stack;
+  int jit; /* compiled by the JIT */
 };
 
 void nc_presplit_free(nc_presplit *ps) {
@@ -68,6 +69,7 @@ nc_status nc_presplit_new(const char *pattern, nc_presplit **out) {
   /* JIT is only a speed-up: where this PCRE2 build or CPU lacks it, the interpreter matches
    * the same chunks. */
   if (pcre2_jit_compile(ps->code, PCRE2_JIT_COMPLETE) == 0) {
+    ps->jit = 1;
     ps->jit_stack = pcre2_jit_stack_create(32 * 1024, 4 * 1024 * 1024, NULL);
     ps->mctx = pcre2_match_context_create(NULL);
     if (ps->jit_stack && ps->mctx) pcre2_jit_stack_assign(ps->mctx, NULL, ps->jit_stack);
@@ -94,7 +96,11 @@ nc_status nc_presplit_run(nc_presplit *ps, const char *text, size_t len, nc_chun
   size_t start = 0; /* where the next match attempt begins */
   uint32_t opts = 0;
   while (start <= len) {
-    int rc = pcre2_match(ps->code, s, len, start, opts, ps->md, ps->mctx);
+    /* pcre2_jit_match skips pcre2_match's per-call checks, a large share of the cost when a
+     * match is a few bytes long. The JIT cannot anchor at match time, so the retry after an
+     * empty match goes through pcre2_match, which then interprets. */
+    int rc = ps->jit && !opts ? pcre2_jit_match(ps->code, s, len, start, 0, ps->md, ps->mctx)
+                              : pcre2_match(ps->code, s, len, start, opts, ps->md, ps->mctx);
     if (rc == PCRE2_ERROR_NOMATCH) {
       if (opts) { /* the anchored non-empty retry after an empty match failed: step on */
         opts = 0;

@@ -574,6 +574,139 @@ static void test_training(void) {
   nc_bpe_trainer_free(tr);
 }
 
+/* ---- training against a from-scratch reference ------------------------------------------- */
+
+/* The textbook algorithm: recount every pair of every word before each merge. The trainer must
+ * pick the same merges with its incremental counts. */
+typedef struct {
+  uint32_t sym[64];
+  uint32_t len;
+  uint64_t count;
+} ref_word;
+
+typedef struct {
+  ref_word *w;
+  size_t n, cap;
+} ref_words;
+
+static nc_status ref_add_chunk(void *ud, const char *p, size_t n) {
+  ref_words *ws = ud;
+  if (n > 64) return NC_OK; /* the corpus below has no such chunk; CHECKed by the caller */
+  for (size_t i = 0; i < ws->n; i++)
+    if (ws->w[i].len == n) {
+      size_t k = 0;
+      while (k < n && ws->w[i].sym[k] == (unsigned char)p[k]) k++;
+      if (k == n) {
+        ws->w[i].count++;
+        return NC_OK;
+      }
+    }
+  if (ws->n == ws->cap) ws->w = realloc(ws->w, (ws->cap = ws->cap ? ws->cap * 2 : 256) * sizeof *ws->w);
+  ref_word *w = &ws->w[ws->n++];
+  w->len = (uint32_t)n;
+  w->count = 1;
+  for (size_t k = 0; k < n; k++) w->sym[k] = (unsigned char)p[k];
+  return NC_OK;
+}
+
+typedef struct {
+  uint32_t l, r;
+  uint64_t count;
+} ref_pair;
+
+static int ref_pair_cmp(const void *a, const void *b) {
+  const ref_pair *x = a, *y = b;
+  if (x->l != y->l) return x->l < y->l ? -1 : 1;
+  return (x->r > y->r) - (x->r < y->r);
+}
+
+static void test_training_matches_reference(void) {
+  /* A corpus with many ties and repeated symbols: short words over a small alphabet. */
+  buf corpus = {0};
+  for (int i = 0; i < 3000; i++) {
+    char word[12];
+    int n = 1 + (int)(rnd() % 7);
+    for (int k = 0; k < n; k++) word[k] = "aabbcde"[rnd() % 7];
+    bput(&corpus, i % 3 ? " " : "\n", 1);
+    bput(&corpus, word, (size_t)n);
+  }
+  size_t target = 256 + 120;
+  nc_bpe_trainer *tr;
+  nc_bpe *tok = NULL;
+  CHECK_OK(nc_bpe_trainer_new("gpt2", NULL, 0, &tr));
+  CHECK_OK(nc_bpe_trainer_feed(tr, corpus.p, corpus.n));
+  CHECK_OK(nc_bpe_trainer_train(tr, target, 1, &tok));
+  nc_bpe_trainer_free(tr);
+  ref_words ws = {0};
+  nc_presplit *ps;
+  CHECK_OK(nc_presplit_new("gpt2", &ps));
+  CHECK_OK(nc_presplit_run(ps, corpus.p, corpus.n, ref_add_chunk, &ws));
+  nc_presplit_free(ps);
+  /* token bytes by id */
+  static char tok_bytes[512][64];
+  static size_t tok_len[512];
+  size_t n_tok = 256;
+  for (int b = 0; b < 256; b++) {
+    tok_bytes[b][0] = (char)b;
+    tok_len[b] = 1;
+  }
+  ref_pair *pairs = malloc(corpus.n * sizeof *pairs);
+  int mismatches = 0;
+  while (n_tok < target) {
+    size_t np = 0;
+    for (size_t i = 0; i < ws.n; i++)
+      for (uint32_t k = 0; k + 1 < ws.w[i].len; k++)
+        pairs[np++] = (ref_pair){ws.w[i].sym[k], ws.w[i].sym[k + 1], ws.w[i].count};
+    if (!np) break;
+    qsort(pairs, np, sizeof *pairs, ref_pair_cmp);
+    ref_pair best = {0, 0, 0};
+    for (size_t i = 0; i < np;) { /* sums per pair, in (left, right) order: the first maximum wins */
+      ref_pair sum = pairs[i];
+      sum.count = 0;
+      size_t j = i;
+      for (; j < np && pairs[j].l == pairs[i].l && pairs[j].r == pairs[i].r; j++) sum.count += pairs[j].count;
+      if (sum.count > best.count) best = sum;
+      i = j;
+    }
+    char joined[64];
+    size_t jl = tok_len[best.l] + tok_len[best.r];
+    if (jl > 64) break;
+    memcpy(joined, tok_bytes[best.l], tok_len[best.l]);
+    memcpy(joined + tok_len[best.l], tok_bytes[best.r], tok_len[best.r]);
+    uint32_t id = (uint32_t)n_tok;
+    for (size_t t = 256; t < n_tok; t++)
+      if (tok_len[t] == jl && !memcmp(tok_bytes[t], joined, jl)) id = (uint32_t)t;
+    if (id == n_tok) {
+      memcpy(tok_bytes[n_tok], joined, jl);
+      tok_len[n_tok++] = jl;
+    }
+    for (size_t i = 0; i < ws.n; i++) { /* merge left to right in every word */
+      ref_word *w = &ws.w[i];
+      uint32_t o = 0;
+      for (uint32_t k = 0; k < w->len;) {
+        if (k + 1 < w->len && w->sym[k] == best.l && w->sym[k + 1] == best.r) {
+          w->sym[o++] = id;
+          k += 2;
+        } else {
+          w->sym[o++] = w->sym[k++];
+        }
+      }
+      w->len = o;
+    }
+  }
+  CHECK(tok && nc_bpe_vocab_size(tok) == n_tok);
+  for (size_t t = 256; tok && t < n_tok; t++) {
+    size_t len;
+    const char *b = nc_bpe_id_to_token(tok, (uint32_t)t, &len);
+    if (!b || len != tok_len[t] || memcmp(b, tok_bytes[t], len)) mismatches++;
+  }
+  CHECK(mismatches == 0);
+  free(pairs);
+  free(ws.w);
+  free(corpus.p);
+  nc_bpe_free(tok);
+}
+
 /* ---- netcl's own format --------------------------------------------------------------------- */
 
 static void test_own_format(void) {
@@ -889,6 +1022,7 @@ int main(void) {
   test_specials();
   test_round_trip();
   test_training();
+  test_training_matches_reference();
   test_own_format();
   test_gpt2();
   test_cache_consistency();
