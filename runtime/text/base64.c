@@ -42,7 +42,7 @@ long nc_base64_decode(const char *s, size_t n, unsigned char *out) {
     int last = i + 4 == n;
     int pad = 0;
     if (last && s[i + 3] == '=') pad = s[i + 2] == '=' ? 2 : 1;
-    int v[4];
+    int v[4] = {0, 0, 0, 0};
     for (int k = 0; k < 4 - pad; k++)
       if ((v[k] = value_of(s[i + k])) < 0) return -1;
     if (pad == 2) {
