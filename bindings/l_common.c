@@ -9,6 +9,18 @@ int nc_lua_fail(lua_State *L, const char *fname) {
   return luaL_error(L, "%s: %s", fname, nc_last_error());
 }
 
+int nc_lua_errorf(lua_State *L, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  luaL_where(L, 1);
+  lua_pushstring(L, msg);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
+
 void nc_lua_raise(lua_State *L, const char *fname) {
   luaL_error(L, "%s: %s", fname, nc_last_error());
   abort(); /* not reached: luaL_error does not return */
@@ -20,7 +32,7 @@ int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, .
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return luaL_error(L, "%s: argument %d: %s", fname, arg, msg);
+  return nc_lua_errorf(L, "%s: argument %d: %s", fname, arg, msg);
 }
 
 static const char *type_name(lua_State *L, int idx) {
@@ -83,6 +95,11 @@ void nc_lua_pushtensor_owned(lua_State *L, nc_tensor *t) {
   nc_lua_tensor_box *b = lua_newuserdatauv(L, sizeof *b, 1);
   b->t = t;
   luaL_setmetatable(L, NC_TENSOR_MT);
+}
+
+void nc_lua_pushtensor_new(lua_State *L, nc_tensor *t) {
+  nc_lua_pushtensor_owned(L, t);
+  nc_lua_account(L, nc_tensor_nbytes(t));
 }
 
 nc_tensor *nc_lua_totensor(lua_State *L, int idx) {
@@ -153,11 +170,10 @@ int nc_lua_checkdim(lua_State *L, int idx, int ndim, const char *fname) {
 
 /* ---- dtypes and devices ---------------------------------------------------------------------------- */
 nc_dtype nc_lua_checkdtype(lua_State *L, int idx, const char *fname) {
-  const char *name = lua_tostring(L, idx);
   nc_dtype d;
-  if (!name || lua_type(L, idx) != LUA_TSTRING)
+  if (lua_type(L, idx) != LUA_TSTRING)
     return (nc_dtype)nc_lua_argerror(L, fname, idx, "dtype must be a string, got %s", luaL_typename(L, idx));
-  if (nc_dtype_parse(name, &d) != NC_OK) return (nc_dtype)nc_lua_fail(L, fname);
+  if (nc_dtype_parse(lua_tostring(L, idx), &d) != NC_OK) return (nc_dtype)nc_lua_fail(L, fname);
   return d;
 }
 

@@ -40,7 +40,7 @@ static int random_tensor(lua_State *L, const char *fname, int normal) {
   int n = nc_lua_checkshape(L, 1, shape, fname);
   nc_dtype dt = nc_lua_opt_dtype(L, 2, NC_FLOAT32, fname);
   nc_device *dev = nc_lua_opt_device(L, 2, fname);
-  if (!nc_dtype_is_float(dt)) return luaL_error(L, "%s: needs a floating dtype, got %s", fname, nc_dtype_name(dt));
+  if (!nc_dtype_is_float(dt)) return nc_lua_errorf(L, "%s: needs a floating dtype, got %s", fname, nc_dtype_name(dt));
   nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
   nc_rng *g = nc_lua_rng(L);
   CHECK(fname, normal ? nc_normal(t, g, 0.0, 1.0) : nc_uniform(t, g, 0.0, 1.0));
@@ -68,9 +68,9 @@ static int l_arange(lua_State *L) {
     }
   }
   if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(stop))
-    return luaL_error(L, "%s: needs finite start, stop and a non-zero step", fname);
+    return nc_lua_errorf(L, "%s: needs finite start, stop and a non-zero step", fname);
   double count = ceil((stop - start) / step);
-  if (count > 9.0e15) return luaL_error(L, "%s: range too large", fname);
+  if (count > 9.0e15) return nc_lua_errorf(L, "%s: range too large", fname);
   int64_t n = count > 0 ? (int64_t)count : 0;
   nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
   nc_device *dev = nc_lua_opt_device(L, opts, fname);
@@ -101,7 +101,7 @@ static int l_eye(lua_State *L) {
     m = lua_tointeger(L, 2);
     opts = 3;
   }
-  if (n < 0 || m < 0) return luaL_error(L, "%s: sizes must be non-negative", fname);
+  if (n < 0 || m < 0) return nc_lua_errorf(L, "%s: sizes must be non-negative", fname);
   int64_t shape[2] = {n, m};
   nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
   nc_device *dev = nc_lua_opt_device(L, opts, fname);
@@ -128,7 +128,7 @@ static void infer_shape(lua_State *L, int idx, nested_shape *s, const char *fnam
   s->ndim = 0;
   lua_pushvalue(L, idx);
   while (lua_istable(L, -1)) {
-    if (s->ndim == NC_MAX_DIMS) luaL_error(L, "%s: data nests deeper than %d dims", fname, NC_MAX_DIMS);
+    if (s->ndim == NC_MAX_DIMS) nc_lua_errorf(L, "%s: data nests deeper than %d dims", fname, NC_MAX_DIMS);
     s->shape[s->ndim++] = (int64_t)luaL_len(L, -1);
     if (luaL_len(L, -1) == 0) break;
     lua_geti(L, -1, 1);
@@ -140,7 +140,7 @@ static void infer_shape(lua_State *L, int idx, nested_shape *s, const char *fnam
 static void store(lua_State *L, int idx, nc_dtype dt, char *dst, const char *fname) {
   int t = lua_type(L, idx);
   if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-    luaL_error(L, "%s: data holds a %s where a number was expected", fname, luaL_typename(L, idx));
+    nc_lua_errorf(L, "%s: data holds a %s where a number was expected", fname, luaL_typename(L, idx));
   double v = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
   switch (dt) {
     case NC_FLOAT32: *(float *)dst = (float)v; break;
@@ -160,7 +160,7 @@ static void fill_nested(lua_State *L, int idx, const nested_shape *s, int dim, n
     return;
   }
   if (!lua_istable(L, idx) || luaL_len(L, idx) != s->shape[dim])
-    luaL_error(L, "%s: ragged data: expected %lld elements at depth %d", fname, (long long)s->shape[dim], dim + 1);
+    nc_lua_errorf(L, "%s: ragged data: expected %lld elements at depth %d", fname, (long long)s->shape[dim], dim + 1);
   luaL_checkstack(L, 4, fname);
   for (int64_t i = 0; i < s->shape[dim]; i++) {
     lua_geti(L, idx, i + 1);
@@ -193,7 +193,7 @@ static int l_tensor(lua_State *L) {
   char *p = buf;
   if (flat_with_shape) {
     if (!lua_istable(L, 1) || luaL_len(L, 1) != numel)
-      return luaL_error(L, "%s: shape holds %lld elements but the flat data has %lld", fname, (long long)numel,
+      return nc_lua_errorf(L, "%s: shape holds %lld elements but the flat data has %lld", fname, (long long)numel,
                         lua_istable(L, 1) ? (long long)luaL_len(L, 1) : 1LL);
     for (int64_t i = 0; i < numel; i++) {
       lua_geti(L, 1, i + 1);
@@ -220,7 +220,7 @@ static int l_from_bytes(lua_State *L) {
   int64_t numel = 1;
   for (int i = 0; i < n; i++) numel *= shape[i];
   if ((uint64_t)numel * nc_dtype_size(dt) != len)
-    return luaL_error(L, "%s: %zu bytes do not hold %lld elements of %s (%lld bytes)", fname, len, (long long)numel,
+    return nc_lua_errorf(L, "%s: %zu bytes do not hold %lld elements of %s (%lld bytes)", fname, len, (long long)numel,
                       nc_dtype_name(dt), (long long)numel * (long long)nc_dtype_size(dt));
   nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
   CHECK(fname, nc_tensor_write_host(t, str, len));

@@ -2,10 +2,11 @@
 #include "l_common.h"
 
 int nc_lua_open_core(lua_State *L) {
-  if (nc_init() != NC_OK) return luaL_error(L, "netcl: %s", nc_last_error());
+  if (nc_init() != NC_OK) return nc_lua_errorf(L, "netcl: %s", nc_last_error());
   lua_newtable(L);
   nc_lua_add_device(L);
   nc_lua_add_tensor(L);
+  nc_lua_add_ops(L);
   nc_lua_add_creation(L);
   nc_lua_add_text(L);
   lua_pushstring(L, nc_version());

@@ -80,7 +80,7 @@ static void push_value(lua_State *L, nc_dtype dt, const void *p) {
 static int t_item(lua_State *L) {
   nc_tensor *t = self(L, "netcl.item");
   if (nc_tensor_numel(t) != 1)
-    return luaL_error(L, "netcl.item: needs a tensor with one element, this one has %lld", (long long)nc_tensor_numel(t));
+    return nc_lua_errorf(L, "netcl.item: needs a tensor with one element, this one has %lld", (long long)nc_tensor_numel(t));
   char buf[8];
   CHECK("netcl.item", nc_read_values(t, buf, nc_dtype_size(t->dtype)));
   push_value(L, t->dtype, buf);
@@ -244,7 +244,7 @@ static int t_narrow(lua_State *L) {
 static int t_select(lua_State *L) {
   const char *fname = "netcl.select";
   nc_tensor *t = self(L, fname), *r;
-  if (t->ndim == 0) return luaL_error(L, "%s: cannot select from a 0-dim tensor", fname);
+  if (t->ndim == 0) return nc_lua_errorf(L, "%s: cannot select from a 0-dim tensor", fname);
   int d = nc_lua_checkdim(L, 2, t->ndim, fname);
   int64_t i = check_pos(L, 3, t->shape[d], fname);
   CHECK(fname, nc_tensor_select(t, d, i, &r));
@@ -377,7 +377,7 @@ static int t_tostring(lua_State *L) {
 
 static int t_len(lua_State *L) {
   nc_tensor *t = self(L, "netcl.#");
-  if (t->ndim == 0) return luaL_error(L, "netcl.#: a 0-dim tensor has no length");
+  if (t->ndim == 0) return nc_lua_errorf(L, "netcl.#: a 0-dim tensor has no length");
   lua_pushinteger(L, t->shape[0]);
   return 1;
 }
@@ -385,7 +385,7 @@ static int t_len(lua_State *L) {
 static int t_index(lua_State *L) {
   if (lua_type(L, 2) == LUA_TNUMBER) {
     nc_tensor *t = self(L, "netcl.index"), *r;
-    if (t->ndim == 0) return luaL_error(L, "netcl.index: cannot index a 0-dim tensor");
+    if (t->ndim == 0) return nc_lua_errorf(L, "netcl.index: cannot index a 0-dim tensor");
     int64_t i = check_pos(L, 2, t->shape[0], "netcl.index");
     CHECK("netcl.index", nc_tensor_select(t, 0, i, &r));
     nc_lua_pushtensor_owned(L, r);
@@ -411,8 +411,8 @@ static int t_newindex(lua_State *L) {
   const char *fname = "netcl.setindex";
   nc_tensor *t = self(L, fname), *r;
   if (lua_type(L, 2) != LUA_TNUMBER)
-    return luaL_error(L, "%s: tensors take integer keys (t[i] = v), not %s", fname, luaL_typename(L, 2));
-  if (t->ndim == 0) return luaL_error(L, "%s: cannot index a 0-dim tensor", fname);
+    return nc_lua_errorf(L, "%s: tensors take integer keys (t[i] = v), not %s", fname, luaL_typename(L, 2));
+  if (t->ndim == 0) return nc_lua_errorf(L, "%s: cannot index a 0-dim tensor", fname);
   int64_t i = check_pos(L, 2, t->shape[0], fname);
   CHECK(fname, nc_tensor_select(t, 0, i, &r));
   nc_status s;

@@ -298,7 +298,7 @@ static int m_encode(lua_State *L) {
   size_t n;
   NC_LUA_CHECK(L, fname, nc_bpe_encode(tok, s, len, &o, &ids, &n));
   g->p = ids;
-  if (n > INT32_MAX) return luaL_error(L, "%s: %zu ids do not fit in a Lua table", fname, n);
+  if (n > INT32_MAX) return nc_lua_errorf(L, "%s: %zu ids do not fit in a Lua table", fname, n);
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
     lua_pushinteger(L, ids[i]);

@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "device_impl.h"
 
 #define NC_MAX_DEVICES 64
@@ -27,6 +28,15 @@ nc_device *nc_device_get(int index) {
 const nc_device_info *nc_device_info_of(const nc_device *dev) { return &dev->info; }
 
 nc_status nc_device_sync(nc_device *dev) { return dev->backend->sync(dev); }
+
+nc_status nc_device_warmup(nc_device *dev, double *seconds) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  nc_status s = dev->backend->warmup ? dev->backend->warmup(dev) : NC_OK;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  if (seconds) *seconds = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+  return s;
+}
 
 static nc_device *first_opencl(bool gpu_only) {
   for (int i = 0; i < n_devices; i++)

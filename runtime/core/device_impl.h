@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include "netcl/device.h"
+#include "netcl/elementwise.h"
 #include "netcl/memory.h"
 #include "netcl/tensor.h"
 
@@ -33,6 +34,21 @@ typedef struct nc_backend {
   nc_status (*arange)(nc_tensor *t, double start, double step);
   /* kind: NC_RANDOM_*; (a, b) = (lo, hi) or (mean, std). Floating dtypes only. */
   nc_status (*random)(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
+  /* Builds (or loads from the disk cache) every kernel program the device uses; NULL when the
+   * backend compiles nothing. */
+  nc_status (*warmup)(nc_device *d);
+
+  /* ---- Op families. runtime/ops has validated shapes and dtypes, promoted, broadcast and
+   * allocated before calling these; op is a row of the op table (netcl/optable.h). Outputs may
+   * have any non-overlapping layout and never alias an input with a different layout. */
+  /* out = op(x). x has out's shape and the compute dtype; out has the compute dtype, or bool
+   * for predicates (isnan, isinf). p: the op's scalars (clamp: lo, hi), within the dtype. */
+  nc_status (*unary)(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
+  /* out = op(a, b). Tensor operands have out's shape (strides may be 0) and the compute dtype;
+   * out has the compute dtype, or bool for comparisons. */
+  nc_status (*binary)(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
+  /* out = cond ? a : b; cond is bool; a, b and out share a dtype. */
+  nc_status (*where)(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
 } nc_backend;
 
 struct nc_device {

@@ -6,38 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "netcl/netcl.h"
+#include "check.h"
 #include "text/base64.h"
 #include "text/presplit.h"
-
-static int failures;
-
-#define CHECK(c)                                                             \
-  do {                                                                       \
-    if (!(c)) {                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                            \
-    }                                                                        \
-  } while (0)
-
-#define CHECK_OK(e)                                                                                    \
-  do {                                                                                                 \
-    nc_status s_ = (e);                                                                                \
-    if (s_ != NC_OK) {                                                                                 \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #e, nc_last_error());             \
-      failures++;                                                                                      \
-    }                                                                                                  \
-  } while (0)
-
-/* e must fail with status code and a message containing substr. */
-#define CHECK_ERR(e, code, substr)                                                                     \
-  do {                                                                                                 \
-    nc_status s_ = (e);                                                                                \
-    if (s_ != (code) || !strstr(nc_last_error(), substr)) {                                            \
-      fprintf(stderr, "%s:%d: %s gave %s \"%s\", expected %s with \"%s\"\n", __FILE__, __LINE__, #e,  \
-              nc_status_name(s_), s_ == NC_OK ? "" : nc_last_error(), #code, substr);                  \
-      failures++;                                                                                      \
-    }                                                                                                  \
-  } while (0)
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
@@ -117,7 +88,7 @@ static void expect_ids(nc_bpe *tok, const char *text, size_t len, const nc_bpe_e
     fprintf(stderr, ", want");
     for (size_t i = 0; i < wn; i++) fprintf(stderr, " %d", want[i]);
     fprintf(stderr, "\n");
-    failures++;
+    check_failures++;
   }
   free(ids);
 }
@@ -203,7 +174,7 @@ static void expect_split(const char *pattern, const char *text, size_t len, cons
   chunk_list got = {0};
   if (nc_presplit_new(pattern, &ps) != NC_OK) {
     fprintf(stderr, "test_bpe.c:%d: %s\n", line, nc_last_error());
-    failures++;
+    check_failures++;
     return;
   }
   CHECK_OK(nc_presplit_run(ps, text, len, collect, &got));
@@ -215,7 +186,7 @@ static void expect_split(const char *pattern, const char *text, size_t len, cons
     fprintf(stderr, "test_bpe.c:%d: split of \"%s\" with %s:", line, text, pattern);
     for (int i = 0; i < got.n && i < 32; i++) fprintf(stderr, " [%s]", got.chunks[i]);
     fprintf(stderr, "\n");
-    failures++;
+    check_failures++;
   }
   nc_presplit_free(ps);
 }
@@ -489,7 +460,7 @@ static void expect_token(nc_bpe *tok, uint32_t id, const char *bytes, int line) 
   if (!t || len != strlen(bytes) || memcmp(t, bytes, len)) {
     fprintf(stderr, "test_bpe.c:%d: token %u is '%.*s', expected '%s'\n", line, id, t ? (int)len : 6,
             t ? t : "(none)", bytes);
-    failures++;
+    check_failures++;
   }
 }
 #define EXPECT_TOKEN(tok, id, bytes) expect_token(tok, id, bytes, __LINE__)
@@ -1027,7 +998,5 @@ int main(void) {
   test_gpt2();
   test_cache_consistency();
   test_decode_errors();
-  if (failures) fprintf(stderr, "test_bpe: %d check(s) failed\n", failures);
-  else printf("test_bpe: all checks passed\n");
-  return failures ? 1 : 0;
+  CHECK_DONE();
 }

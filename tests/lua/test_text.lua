@@ -1,7 +1,11 @@
 -- netcl.text: BPETokenizer (train, load/save, tiktoken and GPT-2 files) and ChatFormat.
 local lu = require "luaunit"
 local nc = require "netcl"
+local helpers = require "helpers"
 local text = require "netcl.text"
+
+-- The tokenizer runs on the host whatever the device; the device matters only for as_tensor.
+helpers.device()
 
 local BPE = text.BPETokenizer
 

@@ -180,6 +180,9 @@ static const nc_backend cpu_backend = {
     .copy = cpu_copy,
     .arange = cpu_arange,
     .random = cpu_random,
+    .unary = nc_cpu_unary,
+    .binary = nc_cpu_binary,
+    .where = nc_cpu_where,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

@@ -6,4 +6,9 @@
 
 nc_status nc_cpu_device_create(nc_device **out);
 
+/* Op families (vtable entries; see core/device_impl.h), one file each. */
+nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
+nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
+nc_status nc_cpu_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
+
 #endif

@@ -167,4 +167,8 @@ const nc_backend nc_opencl_backend = {
     .copy = cl_copy,
     .arange = cl_arange,
     .random = cl_random,
+    .warmup = nc_cl_build_all,
+    .unary = nc_cl_unary,
+    .binary = nc_cl_binary,
+    .where = nc_cl_where,
 };

@@ -1,4 +1,4 @@
-/* Program cache. A program is kernels/common.cl followed by kernels/<name>.cl, built with
+/* Program cache. A program is the op table's op codes, kernels/common.cl and kernels/<name>.cl, built with
  * options. Key: xxh64 over (sources, options, device name, driver version, platform, library
  * version). Built programs stay in memory for the process and their binaries go to
  * $NETCL_CACHE_DIR (default $XDG_CACHE_HOME/netcl or ~/.cache/netcl), written atomically
@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "cl_backend.h"
+#include "netcl/optable.h"
 
 typedef struct {
   const char *name;
@@ -22,6 +23,23 @@ typedef struct {
 extern const nc_embedded_file nc_embedded_kernels[];
 
 static const char CACHE_MAGIC[8] = {'N', 'C', 'L', 'B', 'I', 'N', '0', '1'};
+
+/* Op codes for kernels, from the op table: enum { NC_OP_ABS, NC_OP_NEG, ... }. */
+static const char OP_ENUM[] = "enum nc_op {\n"
+#define NC_OP_ENUM_SRC_(id, name, family, arity, dtypes, result, kernel, cpu) "  NC_OP_" #id ",\n"
+    NC_OPS(NC_OP_ENUM_SRC_)
+#undef NC_OP_ENUM_SRC_
+        "  NC_OP_COUNT\n};\n";
+
+/* NETCL_FAULT=prog1,prog2 builds those programs with NC_FAULT defined: the deliberately wrong
+ * kernel variants that the parity harness's self-test must catch. Test use only. */
+static bool fault_injected(const char *program) {
+  const char *list = getenv("NETCL_FAULT");
+  size_t n = strlen(program);
+  for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0))
+    if (strncmp(p, program, n) == 0 && (p[n] == ',' || p[n] == 0)) return true;
+  return false;
+}
 
 static const nc_embedded_file *find_source(const char *file) {
   for (const nc_embedded_file *f = nc_embedded_kernels; f->name; f++)
@@ -104,18 +122,21 @@ static nc_status build_log(nc_device *dev, nc_cl_device *cd, cl_program prog, co
   return s;
 }
 
+/* The cache entry of a program, built or loaded on first request. */
 static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *program, const char *options,
-                               uint64_t *key_out, cl_program *out) {
+                               nc_cl_program **out) {
   char file[128];
   snprintf(file, sizeof file, "%s.cl", program);
   const nc_embedded_file *common = find_source("common.cl"), *src = find_source(file);
   if (!src || !common) return nc_error(NC_ERR_ARG, "no kernel source %s in this build", file);
   char opts[1024];
-  snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s", dev->info.fp64 ? "-DNC_FP64=1 " : "", options ? options : "");
+  snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s", dev->info.fp64 ? "-DNC_FP64=1 " : "",
+           fault_injected(program) ? "-DNC_FAULT=1 " : "", options ? options : "");
 
   XXH64_state_t *h = XXH64_createState();
   if (!h) return nc_error(NC_ERR_OOM, "out of host memory hashing a kernel");
   XXH64_reset(h, 0);
+  XXH64_update(h, OP_ENUM, sizeof OP_ENUM - 1);
   XXH64_update(h, common->data, common->size);
   XXH64_update(h, src->data, src->size);
   XXH64_update(h, opts, strlen(opts) + 1);
@@ -125,10 +146,8 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   XXH64_update(h, NC_VERSION_STRING, sizeof NC_VERSION_STRING);
   uint64_t key = XXH64_digest(h);
   XXH64_freeState(h);
-  *key_out = key;
-
   for (nc_cl_program *p = cd->programs; p; p = p->next)
-    if (p->key == key) return *out = p->program, NC_OK;
+    if (p->key == key) return *out = p, NC_OK;
 
   cl_int err;
   cl_program prog = NULL;
@@ -149,9 +168,9 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
     }
   }
   if (!prog) {
-    const char *srcs[2] = {common->data, src->data};
-    size_t lens[2] = {common->size, src->size};
-    prog = nc_cl.clCreateProgramWithSource(cd->ctx, 2, srcs, lens, &err);
+    const char *srcs[3] = {OP_ENUM, common->data, src->data};
+    size_t lens[3] = {sizeof OP_ENUM - 1, common->size, src->size};
+    prog = nc_cl.clCreateProgramWithSource(cd->ctx, 3, srcs, lens, &err);
     if (err != CL_SUCCESS) return nc_cl_fail(err, "creating a program", dev);
     err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
@@ -178,7 +197,7 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   entry->program = prog;
   entry->next = cd->programs;
   cd->programs = entry;
-  *out = prog;
+  *out = entry;
   return NC_OK;
 }
 
@@ -186,19 +205,16 @@ nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options,
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
   pthread_mutex_lock(&cd->programs_lock);
-  uint64_t key;
-  cl_program prog;
-  nc_status s = build_program(dev, cd, program, options, &key, &prog);
+  nc_cl_program *entry;
+  nc_status s = build_program(dev, cd, program, options, &entry);
   if (s != NC_OK) goto out;
-  nc_cl_program *entry = cd->programs;
-  while (entry && entry->key != key) entry = entry->next;
   for (nc_cl_kernel_entry *k = entry->kernels; k; k = k->next)
     if (strcmp(k->name, name) == 0) {
       *out = k->kernel;
       goto out;
     }
   cl_int err;
-  cl_kernel k = nc_cl.clCreateKernel(prog, name, &err);
+  cl_kernel k = nc_cl.clCreateKernel(entry->program, name, &err);
   if (err != CL_SUCCESS) {
     s = nc_error(NC_ERR_DEVICE, "kernel %s not found in program %s.cl: %s", name, program, nc_cl_strerror(err));
     goto out;
@@ -228,9 +244,8 @@ nc_status nc_cl_build_all(nc_device *dev) {
     char program[128];
     snprintf(program, sizeof program, "%.*s", (int)(len - 3), f->name);
     pthread_mutex_lock(&cd->programs_lock);
-    uint64_t key;
-    cl_program prog;
-    nc_status s = build_program(dev, cd, program, "", &key, &prog);
+    nc_cl_program *entry;
+    nc_status s = build_program(dev, cd, program, "", &entry);
     pthread_mutex_unlock(&cd->programs_lock);
     NC_TRY(s);
   }

@@ -40,6 +40,10 @@ nc_status nc_device_find(const char *spec, nc_device **out);
 
 const nc_device_info *nc_device_info_of(const nc_device *dev);
 
+/* Builds and caches every kernel program for the device (netcl-lua --warmup); *seconds gets
+ * the time it took (may be NULL). */
+nc_status nc_device_warmup(nc_device *dev, double *seconds);
+
 /* Waits for all work queued on the device. */
 nc_status nc_device_sync(nc_device *dev);
 

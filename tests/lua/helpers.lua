@@ -1,0 +1,72 @@
+-- Shared by the Lua suites: the device under test (NETCL_TEST_DEVICE, as ctest sets it) and
+-- comparisons against the CPU backend.
+local nc = require "netcl"
+
+local M = {}
+
+-- The device under test; exits with 77 (ctest: skipped) when it is not present here.
+function M.device()
+  local spec = os.getenv("NETCL_TEST_DEVICE") or "cpu"
+  local ok, dev = pcall(nc.device, spec)
+  if not ok then
+    io.stderr:write("SKIP: no device '" .. spec .. "' here: " .. tostring(dev) .. "\n")
+    os.exit(77)
+  end
+  nc.set_default_device(dev)
+  return dev
+end
+
+-- Flattens a nested table of numbers/booleans.
+function M.flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then out[#out + 1] = t return out end
+  for _, v in ipairs(t) do M.flat(v, out) end
+  return out
+end
+
+-- Asserts two tensors (or tables) hold the same values within tol (exact when tol is nil).
+function M.assert_close(a, b, tol, msg)
+  local fa = M.flat(type(a) == "userdata" and a:tolist() or a)
+  local fb = M.flat(type(b) == "userdata" and b:tolist() or b)
+  assert(#fa == #fb, (msg or "") .. ": sizes differ: " .. #fa .. " vs " .. #fb)
+  for i = 1, #fa do
+    local x, y = fa[i], fb[i]
+    local ok
+    if type(x) == "number" and type(y) == "number" then
+      if x ~= x or y ~= y then ok = (x ~= x) == (y ~= y)
+      elseif tol then ok = math.abs(x - y) <= tol * math.max(1, math.abs(y))
+      else ok = x == y end
+    else
+      ok = x == y
+    end
+    assert(ok, string.format("%s: element %d differs: %s vs %s", msg or "", i, tostring(x), tostring(y)))
+  end
+end
+
+-- Asserts fn raises an error whose message contains every needle (plain find).
+function M.assert_error(fn, ...)
+  local ok, err = pcall(fn)
+  assert(not ok, "expected an error, got success")
+  err = tostring(err)
+  for _, needle in ipairs({...}) do
+    assert(err:find(needle, 1, true), "error message '" .. err .. "' lacks '" .. needle .. "'")
+  end
+  return err
+end
+
+-- Directory of a fresh temporary folder.
+function M.tmpdir()
+  local p = io.popen("mktemp -d")
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
+-- Path of the netcl-lua binary running this suite (arg[-1]).
+function M.netcl_lua()
+  local i = -1
+  while arg[i - 1] do i = i - 1 end
+  return arg[i]
+end
+
+return M
