@@ -163,14 +163,24 @@ static void state_free(state *st) {
 
 static nc_status oom(void) { return nc_error(NC_ERR_OOM, "out of memory training a tokenizer"); }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 1;
+/* Makes room for `need` elements in an array of capacity *cap (doubling), updating *cap only on
+ * success. Returns the (possibly moved) array, or NULL when out of memory. */
+static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return p;
   size_t ncap = *cap ? *cap : 64;
   while (ncap < need) ncap *= 2;
-  void *np = realloc(*p, ncap * elem);
+  void *np = realloc(p, ncap * elem);
+  if (np) *cap = ncap;
+  return np;
+}
+
+/* GROW(arr, cap, need): grows an array variable in place through grow(); 0 when out of memory
+ * (arr and cap then unchanged). The new pointer is stored with memcpy rather than through a
+ * void ** cast, which would break strict aliasing. */
+#define GROW(arr, cap, need) grow_into((void *)&(arr), grow((arr), &(cap), (need), sizeof *(arr)))
+static int grow_into(void *slot, void *np) {
   if (!np) return 0;
-  *p = np;
-  *cap = ncap;
+  memcpy(slot, &np, sizeof np);
   return 1;
 }
 
@@ -217,7 +227,7 @@ static long pair_of(state *st, uint32_t l, uint32_t r) {
     if (st->map_keys[i] == key) return st->map_vals[i];
     i = (i + 1) & (st->map_cap - 1);
   }
-  if (st->n_pairs >= UINT32_MAX || !grow((void **)&st->pairs, &st->cap_pairs, st->n_pairs + 1, sizeof(pair)))
+  if (st->n_pairs >= UINT32_MAX || !GROW(st->pairs, st->cap_pairs, st->n_pairs + 1))
     return -1;
   pair *p = &st->pairs[st->n_pairs];
   memset(p, 0, sizeof *p);
@@ -235,7 +245,7 @@ static int better(const cand *a, const cand *b) {
 }
 
 static int heap_push(state *st, uint32_t pi) {
-  if (!grow((void **)&st->heap, &st->cap_heap, st->n_heap + 1, sizeof(cand))) return 0;
+  if (!GROW(st->heap, st->cap_heap, st->n_heap + 1)) return 0;
   const pair *p = &st->pairs[pi];
   cand c = {p->count, p->left, p->right, pi};
   size_t i = st->n_heap++;
@@ -274,7 +284,7 @@ static nc_status pair_add(state *st, uint32_t l, uint32_t r, int64_t delta, uint
   if (p->stamp != st->stamp) {
     p->stamp = st->stamp;
     p->before = p->count;
-    if (!grow((void **)&st->touched, &st->cap_touched, st->n_touched + 1, sizeof(uint32_t))) return oom();
+    if (!GROW(st->touched, st->cap_touched, st->n_touched + 1)) return oom();
     st->touched[st->n_touched++] = (uint32_t)pi;
   }
   p->count += delta;
@@ -292,12 +302,10 @@ static nc_status pair_add(state *st, uint32_t l, uint32_t r, int64_t delta, uint
 }
 
 static nc_status add_token(state *st, const char *p, size_t n, uint32_t *id) {
-  if (!grow((void **)&st->tok_bytes, &st->tok_cap, st->tok_len + n, 1) ||
-      !grow((void **)&st->tok_off, &st->cap_tokens, st->n_tokens + 1, sizeof(size_t)))
+  size_t cap_n = st->cap_tokens;
+  if (!GROW(st->tok_bytes, st->tok_cap, st->tok_len + n) || !GROW(st->tok_off, st->cap_tokens, st->n_tokens + 1) ||
+      !GROW(st->tok_n, cap_n, st->n_tokens + 1))
     return oom();
-  uint32_t *nn = realloc(st->tok_n, st->cap_tokens * sizeof *nn);
-  if (!nn) return oom();
-  st->tok_n = nn;
   uint64_t *slot = nc_bytes_map_slot(&st->tok_ids, p, n, NULL);
   if (!slot) return oom();
   memmove(st->tok_bytes + st->tok_len, p, n);
@@ -408,7 +416,7 @@ static nc_status learn(nc_bpe_trainer *tr, state *st, size_t n_merges_max, uint6
     if (c.count <= 0 || (uint64_t)c.count < min_frequency) break;
     uint32_t a = p->left, b = p->right;
     size_t la = st->tok_n[a], lb = st->tok_n[b];
-    if (!grow((void **)&joined, &joined_cap, la + lb, 1)) {
+    if (!GROW(joined, joined_cap, la + lb)) {
       s = oom();
       break;
     }

@@ -265,7 +265,7 @@ static void test_merge_matches_reference(void) {
   CHECK_OK(nc_presplit_new("[ab]+|[^ab]+", &ps_whole));
   if (!tok || !whole) return;
   char text[400];
-  uint32_t ref[400];
+  uint32_t ref[400] = {0};
   int mismatches = 0;
   for (int iter = 0; iter < 3000; iter++) {
     size_t n = 0, target = rnd() % 300;

@@ -35,6 +35,11 @@ static int run_file(const char *path) {
   }
   /* An exact-size copy, so that ASan catches reads past the input's end. */
   uint8_t *exact = malloc(n ? n : 1);
+  if (!exact) {
+    free(buf);
+    fprintf(stderr, "replay: out of memory reading %s\n", path);
+    return 1;
+  }
   memcpy(exact, buf, n);
   free(buf);
   LLVMFuzzerTestOneInput(exact, n);
@@ -72,12 +77,19 @@ int main(int argc, char **argv) {
     struct dirent *e;
     while ((e = readdir(d))) {
       if (e->d_name[0] == '.') continue;
-      names = realloc(names, (n + 1) * sizeof *names);
-      names[n] = malloc(strlen(argv[i]) + strlen(e->d_name) + 2);
-      sprintf(names[n++], "%s/%s", argv[i], e->d_name);
+      char **nn = realloc(names, (n + 1) * sizeof *names);
+      size_t len = strlen(argv[i]) + strlen(e->d_name) + 2;
+      char *name = malloc(len);
+      if (!nn || !name) {
+        fprintf(stderr, "replay: out of memory listing %s\n", argv[i]);
+        return 1;
+      }
+      names = nn;
+      snprintf(name, len, "%s/%s", argv[i], e->d_name);
+      names[n++] = name;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp);
+    if (n) qsort(names, n, sizeof *names, cmp);
     for (size_t k = 0; k < n; k++) {
       bad += run_file(names[k]);
       free(names[k]);
