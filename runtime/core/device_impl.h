@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include "netcl/device.h"
 #include "netcl/elementwise.h"
+#include "netcl/reduce.h"
 #include "netcl/memory.h"
 #include "netcl/tensor.h"
 
@@ -46,6 +47,15 @@ typedef struct nc_backend {
   nc_status (*binary)(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
   /* out = cond ? a : b; cond is bool; a, b and out share a dtype. */
   nc_status (*where)(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
+  /* Reduces the last nred dims of x (float32, float64 or int64) into out (x's first ndim - nred
+   * dims, x's dtype; an empty row gives the identity). idx (int64, out's shape) receives the
+   * positions for argmax/argmin and is NULL otherwise. Deterministic. */
+  nc_status (*reduce)(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
+                      const nc_reduce_args *args);
+  /* Inclusive cumsum along the last dim (float32, float64, int64); out has x's shape. */
+  nc_status (*scan)(nc_op op, nc_tensor *out, const nc_tensor *x);
+  /* softmax / log_softmax along the last dim (float32, float64); out has x's shape. */
+  nc_status (*softmax)(nc_op op, nc_tensor *out, const nc_tensor *x);
 } nc_backend;
 
 struct nc_device {

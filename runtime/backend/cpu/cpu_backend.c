@@ -183,6 +183,9 @@ static const nc_backend cpu_backend = {
     .unary = nc_cpu_unary,
     .binary = nc_cpu_binary,
     .where = nc_cpu_where,
+    .reduce = nc_cpu_reduce,
+    .scan = nc_cpu_scan,
+    .softmax = nc_cpu_softmax,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

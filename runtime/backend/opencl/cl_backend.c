@@ -170,4 +170,7 @@ const nc_backend nc_opencl_backend = {
     .unary = nc_cl_unary,
     .binary = nc_cl_binary,
     .where = nc_cl_where,
+    .reduce = nc_cl_reduce,
+    .scan = nc_cl_scan,
+    .softmax = nc_cl_softmax,
 };

@@ -14,6 +14,7 @@
 #include "format.h"
 #include "optable.h"
 #include "elementwise.h"
+#include "reduce.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
