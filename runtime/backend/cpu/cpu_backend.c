@@ -186,6 +186,9 @@ static const nc_backend cpu_backend = {
     .reduce = nc_cpu_reduce,
     .scan = nc_cpu_scan,
     .softmax = nc_cpu_softmax,
+    .index = nc_cpu_index,
+    .sort = nc_cpu_sort,
+    .sample = nc_cpu_sample,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

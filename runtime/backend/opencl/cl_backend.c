@@ -173,4 +173,7 @@ const nc_backend nc_opencl_backend = {
     .reduce = nc_cl_reduce,
     .scan = nc_cl_scan,
     .softmax = nc_cl_softmax,
+    .index = nc_cl_index,
+    .sort = nc_cl_sort,
+    .sample = nc_cl_sample,
 };

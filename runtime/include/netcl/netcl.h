@@ -15,6 +15,9 @@
 #include "optable.h"
 #include "elementwise.h"
 #include "reduce.h"
+#include "index.h"
+#include "join.h"
+#include "sort.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
