@@ -155,7 +155,28 @@ static void test_threads(const char *dev_b) {
     }
 }
 
+/* A host may push a tensor before any script loaded netcl. */
+static void test_push_before_require(void) {
+  lua_State *L = new_state();
+  nc_device *cpu;
+  nc_tensor *t;
+  int64_t shape[1] = {5};
+  if (nc_device_find("cpu", &cpu) != NC_OK || nc_tensor_empty(cpu, NC_FLOAT32, 1, shape, 0, &t) != NC_OK ||
+      nc_fill(t, 1.5) != NC_OK) {
+    fprintf(stderr, "%s\n", nc_last_error());
+    exit(1);
+  }
+  netcl_lua_pushtensor(L, t);
+  lua_setglobal(L, "early");
+  char *s = eval(L, "return early:numel() .. ' ' .. early[5]:item() .. ' ' .. tostring(require('netcl').zeros(1).ndim)");
+  CHECK(strcmp(s, "5 1.5 1") == 0, "a tensor pushed before require: %s", s);
+  free(s);
+  lua_close(L);
+  nc_tensor_release(t);
+}
+
 int main(void) {
+  test_push_before_require();
   const char *dev_b = has_opencl() ? "'opencl'" : "'cpu'";
   printf("second state's device: %s%s\n", dev_b,
          has_opencl() ? "" : " (no OpenCL device: both states use the CPU backend)");
