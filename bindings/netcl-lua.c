@@ -36,6 +36,7 @@ static void usage(FILE *f) {
           "  -v              show version information\n"
           "  --device SPEC   default device: cpu, gpu, opencl or opencl:P:D\n"
           "  --list-devices  list the devices and exit\n"
+          "  --warmup        build and cache every kernel for the device, report the time\n"
           "  -h, --help      show this help and exit\n"
           "  --              stop handling options\n"
           "  -               execute stdin and stop handling options\n"
@@ -183,6 +184,28 @@ static void list_devices(void) {
            d->driver_version);
   }
   printf("(* = default device)\n");
+}
+
+/* Builds every kernel program for the default device (after --device) into the memory and disk
+ * caches, so the first real run does not pay for compilation. */
+static int warmup(void) {
+  nc_device *dev;
+  double seconds = 0;
+  if (nc_device_find(NULL, &dev) != NC_OK) {
+    fprintf(stderr, "%s: --warmup: %s\n", progname, nc_last_error());
+    return -1;
+  }
+  const nc_device_info *d = nc_device_info_of(dev);
+  if (nc_device_warmup(dev, &seconds) != NC_OK) {
+    fprintf(stderr, "%s: --warmup on %s (%s): %s\n", progname, d->spec, d->name, nc_last_error());
+    return -1;
+  }
+  if (d->kind == NC_DEVICE_CPU)
+    printf("warmup: %s (%s) runs compiled C: no kernels to build\n", d->spec, d->name);
+  else
+    printf("warmup: %s (%s): every kernel built and cached in %.2f s\n", d->spec, d->name, seconds);
+  fflush(stdout);
+  return 0;
 }
 
 static double now(void) {
@@ -676,7 +699,7 @@ typedef struct {
 } action;
 
 typedef struct {
-  int interactive, version, list_devices, help, script;
+  int interactive, version, list_devices, warmup, help, script;
   const char *device;
   action *actions;
   int n_actions;
@@ -708,6 +731,7 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (strcmp(a, "-v") == 0) o->version = 1;
     else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) o->help = 1;
     else if (strcmp(a, "--list-devices") == 0) o->list_devices = 1;
+    else if (strcmp(a, "--warmup") == 0) o->warmup = 1;
     else if (strncmp(a, "--device=", 9) == 0) o->device = a + 9;
     else if (strcmp(a, "--device") == 0) {
       if (!(o->device = option_value(argc, argv, &i, strlen(a)))) return -1;
@@ -744,6 +768,7 @@ static int run(lua_State *L, int argc, char **argv, options *o) {
     list_devices();
     return LUA_OK;
   }
+  if (o->warmup && warmup() != 0) return LUA_ERRRUN;
   create_arg_table(L, argv, argc, o->script ? o->script : 0);
   int ran_e = 0;
   for (int i = 0; i < o->n_actions; i++) {
@@ -758,7 +783,7 @@ static int run(lua_State *L, int argc, char **argv, options *o) {
   }
   if (o->interactive) {
     repl(L);
-  } else if (!o->script && !ran_e && !o->version) {
+  } else if (!o->script && !ran_e && !o->version && !o->warmup) {
     if (isatty(STDIN_FILENO)) repl(L);
     else return dochunk(L, luaL_loadfile(L, NULL));
   }

@@ -180,11 +180,48 @@ function TestOptions:test_list_devices()
   lu.assertStrContains(out, "(* = default device)")
 end
 
+function TestOptions:test_warmup()
+  local code, out = run("--device cpu --warmup")
+  lu.assertEquals(code, 0)
+  lu.assertStrMatches(out, "warmup: cpu %(.*%) runs compiled C: no kernels to build\n")
+  -- then runs what follows, as usual
+  code, out = run("--device cpu --warmup -e 'print(\"after\")'")
+  lu.assertEquals(code, 0)
+  lu.assertStrContains(out, "\nafter\n")
+  if not has_opencl() then return end
+  -- OpenCL: the first run compiles every program into an empty cache, the second loads them
+  local cache = tmp .. "_cache"
+  local stats = "-e 'local s = require(\"netcl\").memory_stats(); print(s.programs_built, s.programs_loaded)'"
+  local env = "NETCL_CACHE_DIR=" .. q(cache)
+  code, out = run("--device opencl --warmup " .. stats, nil, env)
+  lu.assertEquals(code, 0)
+  local secs, built, loaded = out:match("every kernel built and cached in (%d+%.%d+) s\n(%d+)\t(%d+)\n$")
+  lu.assertNotNil(secs, out)
+  lu.assertTrue(tonumber(built) > 0 and tonumber(loaded) == 0, out)
+  code, out = run("--device opencl --warmup " .. stats, nil, env)
+  lu.assertEquals(code, 0)
+  built, loaded = out:match("(%d+)\t(%d+)\n$")
+  lu.assertEquals(tonumber(built), 0, out)
+  lu.assertTrue(tonumber(loaded) > 0, out)
+  os.execute("rm -rf " .. q(cache))
+end
+
+-- SIGINT stops a running script with "interrupted!" (the signal is sent once the loop runs).
 function TestOptions:test_sigint_stops_a_script()
-  if not io.popen("command -v timeout"):read("l") then lu.skip("no timeout(1)") end
-  local code, _, err = run("-e 'while true do end'", nil, "timeout --preserve-status -s INT 0.5")
+  local ready = tmp .. "_ready"
+  os.remove(ready)
+  local script = string.format([[
+%s -e 'io.open(%q, "w"):close() while true do end' 2> %s &
+pid=$!
+n=0
+while [ ! -e %s ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+kill -INT $pid
+wait $pid
+exit $?]], q(exe), ready, q(tmp .. ".err"), q(ready))
+  local _, _, code = os.execute(script)
+  os.remove(ready)
   lu.assertEquals(code, 1)
-  lu.assertStrContains(err, "interrupted!")
+  lu.assertStrContains(slurp(tmp .. ".err"), "interrupted!")
 end
 
 TestPipedRepl = {}

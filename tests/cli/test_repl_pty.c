@@ -239,8 +239,9 @@ int main(int argc, char **argv) {
   expect(&t, "> ");
 
   /* Ctrl-C stops a running loop and returns to the prompt */
-  send(&t, "while true do end\r");
-  expect_absent(&t, "interrupted", 0.5);
+  send(&t, "print('spin' .. 'ning') while true do end\r");
+  expect(&t, "spinning");
+  expect_absent(&t, "interrupted", 0.2);
   send(&t, "\x03");
   expect(&t, "interrupted!");
   expect(&t, "> ");
