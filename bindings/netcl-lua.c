@@ -6,8 +6,11 @@
  * (Lua 5.4), so scripts behave as under lua5.4. The REPL adds line editing and persistent
  * history (libedit), tab completion through metatables, auto-print and per-statement timing. */
 #include <errno.h>
+#include <fcntl.h>
 #include <lauxlib.h>
+#include <limits.h>
 #include <locale.h>
+#include <poll.h>
 #include <lualib.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 #include "netcl_lua.h"
 #ifdef NC_HAVE_LIBEDIT
 #include <histedit.h>
@@ -73,10 +77,12 @@ static int msghandler(lua_State *L) {
  * While Lua runs, SIGINT sets a hook that raises "interrupted!" at the next Lua instruction,
  * so a loop stops between ops (a C op in progress finishes first). As in lua.c, the handler
  * restores the default action, so a second Ctrl-C ends a process stuck in C. While the REPL
- * reads a line, SIGINT only sets a flag; the read returns EINTR (no SA_RESTART) and the
- * REPL drops the pending input. */
+ * reads a line, SIGINT sets a flag and, for libedit, wakes the reader through a pipe (a
+ * signal that lands just before the read blocks would otherwise be lost); the REPL then
+ * drops the pending input. */
 static lua_State *globalL;
 static volatile sig_atomic_t got_sigint, stopped_running;
+static int sigint_pipe[2] = {-1, -1};
 
 static void lstop(lua_State *L, lua_Debug *ar) {
   (void)ar;
@@ -93,6 +99,12 @@ static void on_sigint_running(int sig) {
 static void on_sigint_reading(int sig) {
   (void)sig;
   got_sigint = 1;
+  if (sigint_pipe[1] >= 0) {
+    int saved = errno;
+    ssize_t ignored = write(sigint_pipe[1], "", 1); /* full pipe: a wake-up is pending anyway */
+    (void)ignored;
+    errno = saved;
+  }
 }
 
 static void set_sigint(void (*handler)(int), struct sigaction *old) {
@@ -487,6 +499,46 @@ static char *history_file(void) {
   return path;
 }
 
+/* libedit's character reader, replaced so that Ctrl-C ends el_gets even when it arrives before
+ * the read blocks: it waits on stdin and on the signal pipe together. Decodes multibyte
+ * input as libedit's own reader does. */
+static int read_key(EditLine *el, wchar_t *wc) {
+  (void)el;
+  char buf[MB_LEN_MAX];
+  size_t n = 0;
+  for (;;) {
+    struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {sigint_pipe[0], POLLIN, 0}};
+    if (got_sigint || (poll(p, 2, -1) > 0 && (p[1].revents & POLLIN))) {
+      errno = EINTR;
+      return -1;
+    }
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue; /* poll was interrupted */
+    ssize_t k = read(STDIN_FILENO, buf + n, 1);
+    if (k == 0) return 0;
+    if (k < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return -1;
+    }
+    n++;
+    mbstate_t st;
+    memset(&st, 0, sizeof st);
+    size_t c = mbrtowc(wc, buf, n, &st);
+    if (c == (size_t)-2 && n < sizeof buf) continue; /* incomplete sequence */
+    if (c == (size_t)-1 || c == (size_t)-2) {        /* invalid: drop it */
+      n = 0;
+      continue;
+    }
+    if (c == 0) *wc = 0;
+    return 1;
+  }
+}
+
+static void drain_sigint_pipe(void) {
+  char buf[64];
+  while (read(sigint_pipe[0], buf, sizeof buf) > 0) {
+  }
+}
+
 static void editline_open(repl_state *r) {
   HistEvent ev;
   setlocale(LC_CTYPE, ""); /* multibyte input in UTF-8 terminals */
@@ -509,6 +561,7 @@ static void editline_open(repl_state *r) {
   el_set(r->el, EL_CLIENTDATA, r);
   el_set(r->el, EL_EDITOR, "emacs");
   el_set(r->el, EL_SIGNAL, 1); /* restores the terminal around signals and on resize */
+  if (pipe2(sigint_pipe, O_CLOEXEC | O_NONBLOCK) == 0) el_set(r->el, EL_GETCFN, read_key);
   el_set(r->el, EL_PROMPT, el_prompt);
   el_set(r->el, EL_HIST, history, r->hist);
   el_set(r->el, EL_ADDFN, "netcl-complete", "complete globals, fields and methods", el_complete);
@@ -517,6 +570,11 @@ static void editline_open(repl_state *r) {
 }
 
 static void editline_close(repl_state *r) {
+  if (sigint_pipe[0] >= 0) {
+    close(sigint_pipe[0]);
+    close(sigint_pipe[1]);
+    sigint_pipe[0] = sigint_pipe[1] = -1;
+  }
   el_end(r->el);
   history_end(r->hist);
   free(r->history_path);
@@ -527,6 +585,9 @@ static void editline_close(repl_state *r) {
 static int read_line(repl_state *r, int firstline) {
   lua_State *L = r->L;
   const char *prompt = get_prompt(L, firstline);
+#ifdef NC_HAVE_LIBEDIT
+  if (sigint_pipe[0] >= 0) drain_sigint_pipe();
+#endif
   got_sigint = 0;
 #ifdef NC_HAVE_LIBEDIT
   if (r->el) {

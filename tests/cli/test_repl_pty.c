@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,6 +121,21 @@ static void send(term *t, const char *s) {
   }
 }
 
+/* Types s once the line editor is reading: libedit prints its prompt before it switches the
+ * terminal to raw mode, and text typed in between is handled by the terminal's cooked mode
+ * (echoed twice; a ^C or ^D there acts as a terminal signal or EOF, not as an edit key). */
+static void type(term *t, const char *s) {
+  double end = now() + TIMEOUT_S;
+  for (;;) {
+    struct termios tio;
+    if (tcgetattr(t->fd, &tio) != 0) fail("tcgetattr: %s", strerror(errno));
+    if (!(tio.c_lflag & ICANON)) break;
+    if (now() > end) fail("the line editor never put the terminal in raw mode");
+    pump(t, 0.01);
+  }
+  send(t, s);
+}
+
 /* Starts netcl-lua on a new pty; history goes to `history` (NULL: leave NETCL_HISTORY unset,
  * so $HOME decides), HOME is `home`. */
 static void spawn(term *t, const char *history, const char *home, const char *extra_arg) {
@@ -142,7 +158,7 @@ static void spawn(term *t, const char *history, const char *home, const char *ex
 }
 
 static void finish(term *t) {
-  send(t, "\x04"); /* Ctrl-D at an empty prompt ends the session */
+  type(t, "\x04"); /* Ctrl-D at an empty prompt ends the session */
   double end = now() + TIMEOUT_S;
   int status;
   for (;;) {
@@ -211,78 +227,84 @@ int main(int argc, char **argv) {
   expect(&t, "> ");
 
   /* a multi-line function definition */
-  send(&t, "function sq(x)\r");
+  type(&t, "function sq(x)\r");
   expect(&t, ">> ");
-  send(&t, "  return x * x\r");
+  type(&t, "  return x * x\r");
   expect(&t, ">> ");
-  send(&t, "end\r");
+  type(&t, "end\r");
   expect(&t, "> ");
 
   /* auto-print of bare expressions and of =expr */
-  send(&t, "sq(12)\r");
+  type(&t, "sq(12)\r");
   expect(&t, "144");
   expect(&t, "> ");
-  send(&t, "='multi' .. 'line'\r");
+  type(&t, "='multi' .. 'line'\r");
   expect(&t, "multiline");
   expect(&t, "> ");
-  send(&t, "=(print == P0 and require == R0) and 'untou' .. 'ched'\r");
+  type(&t, "=(print == P0 and require == R0) and 'untou' .. 'ched'\r");
   expect(&t, "untouched");
   expect(&t, "> ");
 
   /* an error prints a traceback and the session goes on */
-  send(&t, "error('bo' .. 'om')\r");
+  type(&t, "error('bo' .. 'om')\r");
   expect(&t, "boom");
   expect(&t, "stack traceback:");
   expect(&t, "> ");
-  send(&t, "=sq(5) + 1\r");
+  type(&t, "=sq(5) + 1\r");
   expect(&t, "26");
   expect(&t, "> ");
 
   /* Ctrl-C stops a running loop and returns to the prompt */
-  send(&t, "print('spin' .. 'ning') while true do end\r");
+  type(&t, "print('spin' .. 'ning') while true do end\r");
   expect(&t, "spinning");
   expect_absent(&t, "interrupted", 0.2);
-  send(&t, "\x03");
+  send(&t, "\x03"); /* the statement runs: the terminal is in cooked mode, ^C is SIGINT */
   expect(&t, "interrupted!");
   expect(&t, "> ");
-  send(&t, "=sq(9)\r");
+  type(&t, "=sq(9)\r");
   expect(&t, "81");
   expect(&t, "> ");
 
   /* Ctrl-C at the prompt drops the pending input */
-  send(&t, "garbage garbage");
+  type(&t, "garbage garbage");
   expect(&t, "garbage garbage");
+  type(&t, "\x03");
+  expect(&t, "> ");
+  type(&t, "='after' .. 'ctrlc'\r");
+  expect(&t, "afterctrlc");
+  expect(&t, "> ");
+  /* ...also when it comes as the prompt appears, before the editor reads */
   send(&t, "\x03");
   expect(&t, "> ");
-  send(&t, "='after' .. 'ctrlc'\r");
-  expect(&t, "afterctrlc");
+  type(&t, "='still' .. 'alive'\r");
+  expect(&t, "stillalive");
   expect(&t, "> ");
 
   /* statements over 0.1 s show their time */
-  send(&t, "local t0 = os.clock() while os.clock() - t0 < 0.3 do end\r");
+  type(&t, "local t0 = os.clock() while os.clock() - t0 < 0.3 do end\r");
   expect(&t, " s)");
   expect(&t, "> ");
 
   /* tab completion: a unique field, a listing, and a method of a userdata through its
    * metatable's methods table */
-  send(&t, "=string.reve\t");
+  type(&t, "=string.reve\t");
   expect(&t, "rse");
-  send(&t, "('abc')\r");
+  type(&t, "('abc')\r");
   expect(&t, "cba");
   expect(&t, "> ");
-  send(&t, "=math.m\t");
+  type(&t, "=math.m\t");
   expect(&t, "mininteger");
-  send(&t, "ax(3, 8) * 11\r");
+  type(&t, "ax(3, 8) * 11\r");
   expect(&t, "88");
   expect(&t, "> ");
-  send(&t, "nc = require 'netcl'; t = nc.zeros({2, 3})\r");
+  type(&t, "nc = require 'netcl'; t = nc.zeros({2, 3})\r");
   expect(&t, "> ");
-  send(&t, "=t:resh\t");
+  type(&t, "=t:resh\t");
   expect(&t, "ape");
-  send(&t, "({6}):numel() * 7\r");
+  type(&t, "({6}):numel() * 7\r");
   expect(&t, "42");
   expect(&t, "> ");
-  send(&t, "=rawget(_G, 'sq') and 'same' .. 'session' or 'new' .. 'session'\r");
+  type(&t, "=rawget(_G, 'sq') and 'same' .. 'session' or 'new' .. 'session'\r");
   expect(&t, "samesession");
   expect(&t, "> ");
   finish(&t);
@@ -294,7 +316,7 @@ int main(int argc, char **argv) {
   /* A new session reads the history back: Up recalls the last entry. */
   spawn(&t, hist, home, NULL);
   expect(&t, "> ");
-  send(&t, "\x1b[A\r");
+  type(&t, "\x1b[A\r");
   expect(&t, "newsession");
   expect(&t, "> ");
   finish(&t);
@@ -302,9 +324,16 @@ int main(int argc, char **argv) {
   /* Without NETCL_HISTORY the file is $HOME/.netcl_history. */
   spawn(&t, NULL, home, NULL);
   expect(&t, "> ");
-  send(&t, "='home' .. 'history'\r");
+  type(&t, "='home' .. 'history'\r");
   expect(&t, "homehistory");
   expect(&t, "> ");
+  /* _PROMPT and _PROMPT2, as lua.c reads them */
+  type(&t, "_PROMPT, _PROMPT2 = 'nc' .. '1> ', 'nc' .. '2> '\r");
+  expect(&t, "nc1> ");
+  type(&t, "do\r");
+  expect(&t, "nc2> ");
+  type(&t, "end\r");
+  expect(&t, "nc1> ");
   finish(&t);
   if (!history_has(home_hist, "='home' .. 'history'")) fail("no entry in %s", home_hist);
 
