@@ -564,7 +564,8 @@ static void editline_open(repl_state *r) {
   if (pipe2(sigint_pipe, O_CLOEXEC | O_NONBLOCK) == 0) el_set(r->el, EL_GETCFN, read_key);
   el_set(r->el, EL_PROMPT, el_prompt);
   el_set(r->el, EL_HIST, history, r->hist);
-  el_set(r->el, EL_ADDFN, "netcl-complete", "complete globals, fields and methods", el_complete);
+  /* The wide call: libedit's narrow EL_ADDFN copies the names and never frees them. */
+  el_wset(r->el, EL_ADDFN, L"netcl-complete", L"complete globals, fields and methods", el_complete);
   el_set(r->el, EL_BIND, "^I", "netcl-complete", NULL);
   el_source(r->el, NULL); /* ~/.editrc */
 }

@@ -285,8 +285,8 @@ int main(int argc, char **argv) {
   expect(&t, " s)");
   expect(&t, "> ");
 
-  /* tab completion: a unique field, a listing, and a method of a userdata through its
-   * metatable's methods table */
+  /* tab completion: a unique field, a listing, a method found through two __index tables,
+   * and a method of a userdata through its metatable's methods table */
   type(&t, "=string.reve\t");
   expect(&t, "rse");
   type(&t, "('abc')\r");
@@ -296,6 +296,13 @@ int main(int argc, char **argv) {
   expect(&t, "mininteger");
   type(&t, "ax(3, 8) * 11\r");
   expect(&t, "88");
+  expect(&t, "> ");
+  type(&t, "Base = {greet_world = function() return 'hel' .. 'lo' end}; obj = setmetatable({}, {__index = setmetatable({}, {__index = Base})})\r");
+  expect(&t, "> ");
+  type(&t, "=obj:greet_w\t");
+  expect(&t, "orld");
+  type(&t, "()\r");
+  expect(&t, "hello");
   expect(&t, "> ");
   type(&t, "nc = require 'netcl'; t = nc.zeros({2, 3})\r");
   expect(&t, "> ");

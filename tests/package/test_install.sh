@@ -16,10 +16,13 @@ trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 
-# Programs built without the sanitizers load a sanitized libnetcl: the runtimes must come first.
+# In a sanitizer build the installed archive holds instrumented code, so consumers link with
+# the sanitizers too; stock lua5.4 (not instrumented) needs their runtimes preloaded.
+san_flags=""
+lua_preload=""
 if [ "$sanitize" = ON ]; then
-  export LD_PRELOAD="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
-  export ASAN_OPTIONS=detect_leaks=0
+  san_flags="-fsanitize=address,undefined"
+  lua_preload="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
 fi
 unset LD_LIBRARY_PATH LUA_INIT LUA_INIT_5_4
 
@@ -35,7 +38,8 @@ for f in include/netcl/netcl.h include/netcl_lua.h "$libdir/libnetcl.so" "$libdi
 done
 
 stock_lua() { # only the prefix on the module paths: nothing may come from elsewhere
-  (cd "$tmp" && LUA_PATH="$1/$luadir/?.lua;$1/$luadir/?/init.lua" LUA_CPATH="$1/$cmoddir/?.so" lua5.4 -e "$2")
+  (cd "$tmp" && LD_PRELOAD="$lua_preload" ASAN_OPTIONS=detect_leaks=0 \
+     LUA_PATH="$1/$luadir/?.lua;$1/$luadir/?/init.lua" LUA_CPATH="$1/$cmoddir/?.so" lua5.4 -e "$2")
 }
 out=$(stock_lua "$prefix" 'local nc=require"netcl"; print(nc.ones({2,2}))')
 expect "lua5.4 require netcl" "$out" "tensor([[1., 1.],"
@@ -47,14 +51,14 @@ expect "installed netcl-lua" "$out" "tensor([0., 0., 0.]"
 
 # find_package(netcl)
 cmake -S "$src/tests/package/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_BUILD_TYPE=Release >"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "configuring the find_package consumer"; }
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$san_flags" >"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "configuring the find_package consumer"; }
 cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "building the find_package consumer"; }
 out=$("$tmp/consumer/consumer")
 expect "find_package consumer" "$out" "ok"
 
 # pkg-config
 flags=$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs netcl-lua)
-cc -o "$tmp/pc_consumer" "$src/tests/package/consumer/main.c" $flags -Wl,-rpath,"$prefix/$libdir"
+cc $san_flags -o "$tmp/pc_consumer" "$src/tests/package/consumer/main.c" $flags -Wl,-rpath,"$prefix/$libdir"
 out=$("$tmp/pc_consumer")
 expect "pkg-config consumer" "$out" "ok"
 
