@@ -10,8 +10,8 @@
 #include <lauxlib.h>
 #include <limits.h>
 #include <locale.h>
-#include <poll.h>
 #include <lualib.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +57,8 @@ static void message(const char *msg) {
 
 static int report(lua_State *L, int status) {
   if (status != LUA_OK) {
-    message(lua_tostring(L, -1));
+    const char *msg = lua_tostring(L, -1);
+    message(msg ? msg : "(error object is not a string)");
     lua_pop(L, 1);
   }
   return status;
@@ -146,8 +147,10 @@ static int dolibrary(lua_State *L, const char *spec) {
   lua_pushstring(L, eq ? eq + 1 : spec);
   int status = docall(L, 1, 1);
   if (status == LUA_OK) {
-    if (eq) lua_pushlstring(L, spec, (size_t)(eq - spec));
-    else lua_pushstring(L, spec);
+    if (eq)
+      lua_pushlstring(L, spec, (size_t)(eq - spec));
+    else
+      lua_pushstring(L, spec);
     lua_insert(L, -2);
     lua_setglobal(L, lua_tostring(L, -2));
     lua_pop(L, 1);
@@ -190,10 +193,9 @@ static void list_devices(void) {
     nc_device *dev = nc_device_get(i);
     const nc_device_info *d = nc_device_info_of(dev);
     printf("%c %-14s %-6s %s | %s | %d compute units | %.1f GiB | fp64 %s | driver %s\n",
-           dev == def ? '*' : ' ', d->spec,
-           d->kind == NC_DEVICE_CPU ? "cpu" : (d->is_gpu ? "gpu" : "opencl"), d->name, d->vendor,
-           d->compute_units, (double)d->memory / (1024.0 * 1024 * 1024), d->fp64 ? "yes" : "no",
-           d->driver_version);
+           dev == def ? '*' : ' ', d->spec, d->kind == NC_DEVICE_CPU ? "cpu" : (d->is_gpu ? "gpu" : "opencl"),
+           d->name, d->vendor, d->compute_units, (double)d->memory / (1024.0 * 1024 * 1024),
+           d->fp64 ? "yes" : "no", d->driver_version);
   }
   printf("(* = default device)\n");
 }
@@ -228,15 +230,14 @@ static double now(void) {
 
 /* ---- tab completion ------------------------------------------------------------------------ */
 static const char *const lua_keywords[] = {
-    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
-    "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while", NULL};
+    "and",   "break", "do",  "else", "elseif", "end",    "false", "for",  "function", "goto",  "if", "in",
+    "local", "nil",   "not", "or",   "repeat", "return", "then",  "true", "until",    "while", NULL};
 
 static int is_identifier(const char *s, size_t n) {
   if (n == 0 || (s[0] >= '0' && s[0] <= '9')) return 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
-    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
-      return 0;
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return 0;
   }
   return 1;
 }
@@ -251,8 +252,8 @@ static int is_callable(lua_State *L, int idx) {
 /* Adds to the set at `out` the identifier keys of the value at obj that start with partial,
  * following __index tables and, for an __index function, the metatable's `methods` table
  * (the convention of the netcl userdata types). */
-static void collect_keys(lua_State *L, int obj, int out, const char *partial, size_t plen,
-                         int callables_only, int depth) {
+static void collect_keys(lua_State *L, int obj, int out, const char *partial, size_t plen, int callables_only,
+                         int depth) {
   obj = lua_absindex(L, obj);
   if (depth > 8) return; /* __index chains can loop */
   luaL_checkstack(L, 8, "completion");
@@ -551,8 +552,8 @@ static void editline_open(repl_state *r) {
     int exists = stat(r->history_path, &st) == 0;
     /* Refuse to overwrite a file that is not ours (a typo in NETCL_HISTORY, say). */
     if (history(r->hist, &ev, H_LOAD, r->history_path) < 0 && exists && st.st_size > 0) {
-      fprintf(stderr, "%s: %s is not a history file; this session's history will not be saved\n",
-              progname, r->history_path);
+      fprintf(stderr, "%s: %s is not a history file; this session's history will not be saved\n", progname,
+              r->history_path);
       free(r->history_path);
       r->history_path = NULL;
     }
@@ -642,7 +643,8 @@ static int compile(lua_State *L) {
   const char *chunk = lua_tostring(L, 1);
   int forced = chunk[0] == '=';
   /* lua.c appends ';' to the guess; a forced expression may be incomplete, so not there. */
-  const char *ret = forced ? lua_pushfstring(L, "return %s", chunk + 1) : lua_pushfstring(L, "return %s;", chunk);
+  const char *ret =
+      forced ? lua_pushfstring(L, "return %s", chunk + 1) : lua_pushfstring(L, "return %s;", chunk);
   int status = luaL_loadbuffer(L, ret, strlen(ret), "=stdin");
   lua_remove(L, -2);
   if (status == LUA_OK || forced) return status;
@@ -789,12 +791,18 @@ static int parse_args(int argc, char **argv, options *o) {
       if (i + 1 < argc) o->script = i + 1;
       return 0;
     }
-    if (strcmp(a, "-i") == 0) o->interactive = 1;
-    else if (strcmp(a, "-v") == 0) o->version = 1;
-    else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) o->help = 1;
-    else if (strcmp(a, "--list-devices") == 0) o->list_devices = 1;
-    else if (strcmp(a, "--warmup") == 0) o->warmup = 1;
-    else if (strncmp(a, "--device=", 9) == 0) o->device = a + 9;
+    if (strcmp(a, "-i") == 0)
+      o->interactive = 1;
+    else if (strcmp(a, "-v") == 0)
+      o->version = 1;
+    else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+      o->help = 1;
+    else if (strcmp(a, "--list-devices") == 0)
+      o->list_devices = 1;
+    else if (strcmp(a, "--warmup") == 0)
+      o->warmup = 1;
+    else if (strncmp(a, "--device=", 9) == 0)
+      o->device = a + 9;
     else if (strcmp(a, "--device") == 0) {
       if (!(o->device = option_value(argc, argv, &i, strlen(a)))) return -1;
     } else if (a[1] == 'e' || a[1] == 'l') {
@@ -846,8 +854,10 @@ static int run(lua_State *L, int argc, char **argv, options *o) {
   if (o->interactive) {
     repl(L);
   } else if (!o->script && !ran_e && !o->version && !o->warmup) {
-    if (isatty(STDIN_FILENO)) repl(L);
-    else return dochunk(L, luaL_loadfile(L, NULL));
+    if (isatty(STDIN_FILENO))
+      repl(L);
+    else
+      return dochunk(L, luaL_loadfile(L, NULL));
   }
   return LUA_OK;
 }

@@ -29,7 +29,7 @@ int main(void) {
 typedef struct {
   int fd;
   pid_t pid;
-  char *out; /* everything the terminal showed */
+  char *out;            /* everything the terminal showed */
   size_t len, cap, pos; /* pos: end of the last match */
 } term;
 
@@ -41,8 +41,10 @@ static void dump(const term *t) {
   fprintf(stderr, "---- terminal transcript (%zu bytes) ----\n", t->len);
   for (size_t i = 0; i < t->len; i++) {
     unsigned char c = (unsigned char)t->out[i];
-    if (c == '\n' || (c >= 32 && c < 127)) fputc(c, stderr);
-    else if (c != '\r') fprintf(stderr, "\\x%02x", c);
+    if (c == '\n' || (c >= 32 && c < 127))
+      fputc(c, stderr);
+    else if (c != '\r')
+      fprintf(stderr, "\\x%02x", c);
   }
   fprintf(stderr, "\n---- end ----\n");
 }
@@ -144,14 +146,18 @@ static void spawn(term *t, const char *history, const char *home, const char *ex
   t->pid = forkpty(&t->fd, NULL, NULL, &ws);
   if (t->pid < 0) fail("forkpty: %s", strerror(errno));
   if (t->pid == 0) {
-    if (history) setenv("NETCL_HISTORY", history, 1);
-    else unsetenv("NETCL_HISTORY");
+    if (history)
+      setenv("NETCL_HISTORY", history, 1);
+    else
+      unsetenv("NETCL_HISTORY");
     setenv("HOME", home, 1);
     setenv("TERM", "xterm", 1);
     setenv("NETCL_DEVICE", "cpu", 1);
     unsetenv("LUA_INIT");
-    if (extra_arg) execl(exe, exe, "-e", extra_arg, "-i", (char *)NULL);
-    else execl(exe, exe, (char *)NULL);
+    if (extra_arg)
+      execl(exe, exe, "-e", extra_arg, "-i", (char *)NULL);
+    else
+      execl(exe, exe, (char *)NULL);
     _exit(127);
   }
   current = t;
@@ -192,7 +198,8 @@ static int history_has(const char *path, const char *entry) {
     char decoded[4096];
     size_t n = 0;
     for (const char *p = line; *p && n + 1 < sizeof decoded; p++) {
-      if (p[0] == '\\' && p[1] >= '0' && p[1] <= '7' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+      if (p[0] == '\\' && p[1] >= '0' && p[1] <= '7' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+          p[3] <= '7') {
         decoded[n++] = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
         p += 3;
       } else if (p[0] == '\\' && p[1] == '\\') {
@@ -297,7 +304,9 @@ int main(int argc, char **argv) {
   type(&t, "ax(3, 8) * 11\r");
   expect(&t, "88");
   expect(&t, "> ");
-  type(&t, "Base = {greet_world = function() return 'hel' .. 'lo' end}; obj = setmetatable({}, {__index = setmetatable({}, {__index = Base})})\r");
+  type(&t,
+       "Base = {greet_world = function() return 'hel' .. 'lo' end}; obj = setmetatable({}, {__index = "
+       "setmetatable({}, {__index = Base})})\r");
   expect(&t, "> ");
   type(&t, "=obj:greet_w\t");
   expect(&t, "orld");
@@ -316,7 +325,8 @@ int main(int argc, char **argv) {
   expect(&t, "> ");
   finish(&t);
 
-  if (!history_has(hist, "function sq(x)\n  return x * x\nend")) fail("the multi-line definition is not one history entry");
+  if (!history_has(hist, "function sq(x)\n  return x * x\nend"))
+    fail("the multi-line definition is not one history entry");
   if (!history_has(hist, "sq(12)")) fail("'sq(12)' is not in the history");
   if (history_has(hist, "garbage garbage")) fail("interrupted input went into the history");
 

@@ -10,14 +10,14 @@
 #include "netcl_lua.h"
 
 static int failures;
-#define CHECK(cond, ...)                                          \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);       \
-      fprintf(stderr, __VA_ARGS__);                               \
-      fputc('\n', stderr);                                        \
-      failures++;                                                 \
-    }                                                             \
+#define CHECK(cond, ...)                                    \
+  do {                                                      \
+    if (!(cond)) {                                          \
+      fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                         \
+      fputc('\n', stderr);                                  \
+      failures++;                                           \
+    }                                                       \
   } while (0)
 
 static lua_State *new_state(void) {
@@ -84,16 +84,20 @@ static void test_interleaved(const char *dev_b) {
   char *b1 = eval(B, "return sample()");
   char *a2 = eval(A, "return sample()");
   char *b2 = eval(B, "return sample()");
-  CHECK(strcmp(a1, ref_a[0]) == 0 && strcmp(a2, ref_a[1]) == 0, "state A's draws changed when B drew: %s / %s", a1, ref_a[0]);
-  CHECK(strcmp(b1, ref_b[0]) == 0 && strcmp(b2, ref_b[1]) == 0, "state B's draws changed when A drew: %s / %s", b1, ref_b[0]);
+  CHECK(strcmp(a1, ref_a[0]) == 0 && strcmp(a2, ref_a[1]) == 0,
+        "state A's draws changed when B drew: %s / %s", a1, ref_a[0]);
+  CHECK(strcmp(b1, ref_b[0]) == 0 && strcmp(b2, ref_b[1]) == 0,
+        "state B's draws changed when A drew: %s / %s", b1, ref_b[0]);
   CHECK(strcmp(a1, b1) != 0, "different seeds gave the same numbers");
 
   /* default devices stay per state */
   char *da = eval(A, "return nc.default_device().spec");
   char *db = eval(B, "return nc.default_device().spec");
   CHECK(strcmp(da, "cpu") == 0, "A's default device is %s", da);
-  if (strcmp(dev_b, "'opencl'") == 0) CHECK(strncmp(db, "opencl:", 7) == 0, "B's default device is %s", db);
-  else CHECK(strcmp(db, "cpu") == 0, "B's default device is %s", db);
+  if (strcmp(dev_b, "'opencl'") == 0)
+    CHECK(strncmp(db, "opencl:", 7) == 0, "B's default device is %s", db);
+  else
+    CHECK(strcmp(db, "cpu") == 0, "B's default device is %s", db);
 
   /* a tensor handed from A to B through the C API is shared, not copied */
   free(eval(A, "shared = nc.zeros({2, 2}, {device = 'cpu'})"));
@@ -132,8 +136,9 @@ static void *run_job(void *p) {
   lua_State *L = new_state();
   set_up(L, j->device, j->seed);
   for (int i = 0; i < ROUNDS; i++)
-    j->draws[i] = eval(L, "local t = nc.randn({64, 64}); t = t:transpose(1, 2):contiguous(); "
-                          "return sample() .. ' ' .. t[3][5]:item()");
+    j->draws[i] = eval(L,
+                       "local t = nc.randn({64, 64}); t = t:transpose(1, 2):contiguous(); "
+                       "return sample() .. ' ' .. t[3][5]:item()");
   lua_close(L);
   return NULL;
 }
@@ -168,7 +173,8 @@ static void test_push_before_require(void) {
   }
   netcl_lua_pushtensor(L, t);
   lua_setglobal(L, "early");
-  char *s = eval(L, "return early:numel() .. ' ' .. early[5]:item() .. ' ' .. tostring(require('netcl').zeros(1).ndim)");
+  char *s = eval(
+      L, "return early:numel() .. ' ' .. early[5]:item() .. ' ' .. tostring(require('netcl').zeros(1).ndim)");
   CHECK(strcmp(s, "5 1.5 1") == 0, "a tensor pushed before require: %s", s);
   free(s);
   lua_close(L);

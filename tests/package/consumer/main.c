@@ -17,7 +17,8 @@ int main(void) {
   lua_State *L = luaL_newstate();
   luaL_openlibs(L);
   netcl_lua_openlibs(L);
-  if (luaL_dostring(L, "return function(t) return require('netcl').version, t:numel(), t[2][3]:item() end") != LUA_OK) {
+  if (luaL_dostring(L, "return function(t) return require('netcl').version, t:numel(), t[2][3]:item() end") !=
+      LUA_OK) {
     fprintf(stderr, "consumer: %s\n", lua_tostring(L, -1));
     return 1;
   }
