@@ -228,6 +228,7 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#ifdef NC_HAVE_LIBEDIT
 /* ---- tab completion ------------------------------------------------------------------------ */
 static const char *const lua_keywords[] = {
     "and",   "break", "do",  "else", "elseif", "end",    "false", "for",  "function", "goto",  "if", "in",
@@ -345,6 +346,7 @@ static int l_complete(lua_State *L) {
   }
   return 1;
 }
+#endif
 
 /* ---- the REPL -------------------------------------------------------------------------------- */
 typedef struct {
