@@ -14,6 +14,10 @@
 #include "format.h"
 #include "optable.h"
 #include "elementwise.h"
+#include "reduce.h"
+#include "index.h"
+#include "join.h"
+#include "sort.h"
 #include "bpe.h"
 
 /* The library version ("x.y.z"). */
