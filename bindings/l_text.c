@@ -98,7 +98,8 @@ static lua_Integer opt_integer(lua_State *L, int idx, const char *key, lua_Integ
   if (!lua_isnil(L, -1)) {
     int ok;
     v = lua_tointegerx(L, -1, &ok);
-    if (!ok) nc_lua_argerror(L, fname, idx, "option '%s' must be an integer, got %s", key, luaL_typename(L, -1));
+    if (!ok)
+      nc_lua_argerror(L, fname, idx, "option '%s' must be an integer, got %s", key, luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return v;
@@ -122,7 +123,8 @@ static const char **special_names(lua_State *L, int opts, size_t *n, const char 
     return NULL;
   }
   if (!lua_istable(L, -1))
-    nc_lua_argerror(L, fname, opts, "option 'special_tokens' must be an array of strings, got %s", luaL_typename(L, -1));
+    nc_lua_argerror(L, fname, opts, "option 'special_tokens' must be an array of strings, got %s",
+                    luaL_typename(L, -1));
   int t = lua_gettop(L);
   size_t count = (size_t)luaL_len(L, t);
   const char **names = lua_newuserdatauv(L, (count ? count : 1) * sizeof *names, 0);
@@ -154,17 +156,20 @@ static void train_common(lua_State *L, int is_file, const char *fname) {
     NC_LUA_CHECK(L, fname, nc_bpe_trainer_feed_file(tr, check_cstring(L, 1, fname, 1, "the path")));
   } else {
     if (!lua_istable(L, 1))
-      nc_lua_argerror(L, fname, 1, "expected %s, got %s", is_file ? "a path or an array of paths" : "an array of strings",
-                      luaL_typename(L, 1));
+      nc_lua_argerror(L, fname, 1, "expected %s, got %s",
+                      is_file ? "a path or an array of paths" : "an array of strings", luaL_typename(L, 1));
     lua_Integer n = luaL_len(L, 1);
     for (lua_Integer i = 1; i <= n; i++) {
       lua_geti(L, 1, i);
       if (lua_type(L, -1) != LUA_TSTRING)
-        nc_lua_argerror(L, fname, 1, "element %lld is a %s, expected a string", (long long)i, luaL_typename(L, -1));
+        nc_lua_argerror(L, fname, 1, "element %lld is a %s, expected a string", (long long)i,
+                        luaL_typename(L, -1));
       size_t len;
       const char *s = lua_tolstring(L, -1, &len);
-      if (is_file) NC_LUA_CHECK(L, fname, nc_bpe_trainer_feed_file(tr, check_cstring(L, -1, fname, 1, "the path")));
-      else NC_LUA_CHECK(L, fname, nc_bpe_trainer_feed(tr, s, len));
+      if (is_file)
+        NC_LUA_CHECK(L, fname, nc_bpe_trainer_feed_file(tr, check_cstring(L, -1, fname, 1, "the path")));
+      else
+        NC_LUA_CHECK(L, fname, nc_bpe_trainer_feed(tr, s, len));
       lua_pop(L, 1);
     }
   }
@@ -213,12 +218,14 @@ static int l_from_tiktoken(lua_State *L) {
       sp = lua_newuserdatauv(L, (count ? count : 1) * sizeof *sp, 0);
       for (lua_pushnil(L); lua_next(L, t); lua_pop(L, 1)) {
         if (lua_type(L, -2) != LUA_TSTRING)
-          nc_lua_argerror(L, fname, 2, "special_tokens keys must be names (strings), got a %s", luaL_typename(L, -2));
+          nc_lua_argerror(L, fname, 2, "special_tokens keys must be names (strings), got a %s",
+                          luaL_typename(L, -2));
         const char *name = check_cstring(L, -2, fname, 2, "a special token name");
         int ok;
         lua_Integer id = lua_tointegerx(L, -1, &ok);
         if (!ok || id < 0 || id > NC_BPE_MAX_ID)
-          nc_lua_argerror(L, fname, 2, "special token '%s': the id must be an integer in 0..%u", name, NC_BPE_MAX_ID);
+          nc_lua_argerror(L, fname, 2, "special token '%s': the id must be an integer in 0..%u", name,
+                          NC_BPE_MAX_ID);
         sp[n].text = name;
         sp[n].id = (uint32_t)id;
         n++;
@@ -258,9 +265,11 @@ static void encode_opts(lua_State *L, int idx, nc_bpe_encode_opts *o, const char
   int t = lua_gettop(L);
   if (lua_type(L, t) == LUA_TSTRING) {
     const char *s = lua_tostring(L, t);
-    if (!strcmp(s, "all")) o->allow_all = 1;
+    if (!strcmp(s, "all"))
+      o->allow_all = 1;
     else if (strcmp(s, "none") != 0)
-      nc_lua_argerror(L, fname, idx, "option 'allowed_special' must be \"all\", \"none\" or a table, got \"%s\"", s);
+      nc_lua_argerror(L, fname, idx,
+                      "option 'allowed_special' must be \"all\", \"none\" or a table, got \"%s\"", s);
   } else if (lua_istable(L, t)) {
     size_t count = 0;
     for (lua_pushnil(L); lua_next(L, t); lua_pop(L, 1)) count++;
@@ -289,7 +298,8 @@ static int m_encode(lua_State *L) {
   const char *fname = "netcl.text.encode";
   nc_bpe *tok = check_tok(L, fname);
   size_t len;
-  if (lua_type(L, 2) != LUA_TSTRING) return nc_lua_argerror(L, fname, 2, "expected a string, got %s", luaL_typename(L, 2));
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return nc_lua_argerror(L, fname, 2, "expected a string, got %s", luaL_typename(L, 2));
   const char *s = lua_tolstring(L, 2, &len);
   nc_bpe_encode_opts o;
   encode_opts(L, 3, &o, fname);
@@ -312,7 +322,8 @@ static int m_encode(lua_State *L) {
 static int m_decode(lua_State *L) {
   const char *fname = "netcl.text.decode";
   nc_bpe *tok = check_tok(L, fname);
-  if (!lua_istable(L, 2)) return nc_lua_argerror(L, fname, 2, "expected an array of ids, got %s", luaL_typename(L, 2));
+  if (!lua_istable(L, 2))
+    return nc_lua_argerror(L, fname, 2, "expected an array of ids, got %s", luaL_typename(L, 2));
   lua_Integer n = luaL_len(L, 2);
   uint32_t *ids = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *ids, 0);
   for (lua_Integer i = 0; i < n; i++) {
@@ -320,7 +331,8 @@ static int m_decode(lua_State *L) {
     int ok;
     lua_Integer v = lua_tointegerx(L, -1, &ok);
     if (!ok || v < 0 || v > UINT32_MAX)
-      return nc_lua_argerror(L, fname, 2, "element %lld is not a token id (a non-negative integer)", (long long)i + 1);
+      return nc_lua_argerror(L, fname, 2, "element %lld is not a token id (a non-negative integer)",
+                             (long long)i + 1);
     ids[i] = (uint32_t)v;
     lua_pop(L, 1);
   }
@@ -350,11 +362,14 @@ static int m_token_to_id(lua_State *L) {
   const char *fname = "netcl.text.token_to_id";
   nc_bpe *tok = check_tok(L, fname);
   size_t len;
-  if (lua_type(L, 2) != LUA_TSTRING) return nc_lua_argerror(L, fname, 2, "expected a string, got %s", luaL_typename(L, 2));
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return nc_lua_argerror(L, fname, 2, "expected a string, got %s", luaL_typename(L, 2));
   const char *s = lua_tolstring(L, 2, &len);
   uint32_t id;
-  if (nc_bpe_token_to_id(tok, s, len, &id)) lua_pushinteger(L, id);
-  else lua_pushnil(L);
+  if (nc_bpe_token_to_id(tok, s, len, &id))
+    lua_pushinteger(L, id);
+  else
+    lua_pushnil(L);
   return 1;
 }
 
@@ -366,8 +381,10 @@ static int m_id_to_token(lua_State *L) {
   if (!ok) return nc_lua_argerror(L, fname, 2, "expected an integer id, got %s", luaL_typename(L, 2));
   size_t len;
   const char *t = id >= 0 && id <= UINT32_MAX ? nc_bpe_id_to_token(tok, (uint32_t)id, &len) : NULL;
-  if (t) lua_pushlstring(L, t, len);
-  else lua_pushnil(L);
+  if (t)
+    lua_pushlstring(L, t, len);
+  else
+    lua_pushnil(L);
   return 1;
 }
 
@@ -415,7 +432,8 @@ static int m_gc(lua_State *L) {
 
 static int m_tostring(lua_State *L) {
   tok_box *b = luaL_checkudata(L, 1, NC_TOKENIZER_MT);
-  if (!b->tok) lua_pushliteral(L, "Tokenizer(<freed>)");
+  if (!b->tok)
+    lua_pushliteral(L, "Tokenizer(<freed>)");
   else
     lua_pushfstring(L, "Tokenizer(vocab_size=%I, special=%I)", (lua_Integer)nc_bpe_vocab_size(b->tok),
                     (lua_Integer)nc_bpe_special_count(b->tok));
@@ -434,13 +452,11 @@ void nc_lua_add_text(lua_State *L) {
                                      {"pattern", m_pattern},
                                      {"free", m_free},
                                      {NULL, NULL}};
-  static const luaL_Reg meta[] = {{"__gc", m_gc}, {"__close", m_gc}, {"__tostring", m_tostring}, {NULL, NULL}};
-  static const luaL_Reg funcs[] = {{"train", l_train},
-                                   {"train_file", l_train_file},
-                                   {"load", l_load},
-                                   {"from_tiktoken", l_from_tiktoken},
-                                   {"from_gpt2", l_from_gpt2},
-                                   {NULL, NULL}};
+  static const luaL_Reg meta[] = {
+      {"__gc", m_gc}, {"__close", m_gc}, {"__tostring", m_tostring}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"train", l_train},         {"train_file", l_train_file},
+                                   {"load", l_load},           {"from_tiktoken", l_from_tiktoken},
+                                   {"from_gpt2", l_from_gpt2}, {NULL, NULL}};
   luaL_newmetatable(L, NC_TEXT_GUARD_MT);
   lua_pushcfunction(L, guard_gc);
   lua_setfield(L, -2, "__gc");

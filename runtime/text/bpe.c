@@ -79,7 +79,8 @@ static nc_status add_entry(nc_bpe *tok, const char *p, size_t len, uint32_t id) 
   char esc[64];
   if (len == 0) return nc_error(NC_ERR_FORMAT, "empty token (id %u)", id);
   if (len > UINT32_MAX) return nc_error(NC_ERR_FORMAT, "token of %zu bytes is too long", len);
-  if (id > NC_BPE_MAX_ID) return nc_error(NC_ERR_FORMAT, "id %u is too large (at most %u)", id, NC_BPE_MAX_ID);
+  if (id > NC_BPE_MAX_ID)
+    return nc_error(NC_ERR_FORMAT, "id %u is too large (at most %u)", id, NC_BPE_MAX_ID);
   if (id >= tok->entries_cap) {
     size_t ncap = tok->entries_cap ? tok->entries_cap : 512;
     while (ncap <= id) ncap *= 2;
@@ -116,8 +117,8 @@ nc_status nc_bpe_add_ordinary(nc_bpe *tok, const char *p, size_t len, uint32_t r
   char esc[48];
   uint64_t v;
   if (nc_bytes_map_get(&tok->ranks, p, len, &v))
-    return nc_error(NC_ERR_FORMAT, "token %s appears twice (ids %u and %u)", nc_bpe_escape(p, len, esc, sizeof esc),
-                    (uint32_t)v, id);
+    return nc_error(NC_ERR_FORMAT, "token %s appears twice (ids %u and %u)",
+                    nc_bpe_escape(p, len, esc, sizeof esc), (uint32_t)v, id);
   NC_TRY(add_entry(tok, p, len, id));
   uint64_t *slot = nc_bytes_map_slot(&tok->ranks, p, len, NULL);
   if (!slot) return nc_error(NC_ERR_OOM, "out of memory for the rank table");
@@ -132,7 +133,8 @@ nc_status nc_bpe_add_special(nc_bpe *tok, const char *text, size_t len, uint32_t
   char esc[48];
   uint64_t v;
   if (len && memchr(text, 0, len))
-    return nc_error(NC_ERR_FORMAT, "special token %s contains a NUL byte", nc_bpe_escape(text, len, esc, sizeof esc));
+    return nc_error(NC_ERR_FORMAT, "special token %s contains a NUL byte",
+                    nc_bpe_escape(text, len, esc, sizeof esc));
   if (nc_bytes_map_get(&tok->specials, text, len, &v))
     return nc_error(NC_ERR_FORMAT, "special token %s appears twice (ids %u and %u)",
                     nc_bpe_escape(text, len, esc, sizeof esc), (uint32_t)v, id);
@@ -151,7 +153,8 @@ nc_status nc_bpe_finish(nc_bpe *tok) {
     char c = (char)b;
     uint32_t rank, id;
     if (!nc_bpe_rank(tok, &c, 1, &rank, &id))
-      return nc_error(NC_ERR_FORMAT, "the single-byte token 0x%02x is missing; byte-level BPE needs all 256 bytes", b);
+      return nc_error(NC_ERR_FORMAT,
+                      "the single-byte token 0x%02x is missing; byte-level BPE needs all 256 bytes", b);
   }
   NC_ASSERT(!tok->special_ids); /* finished once */
   if (tok->n_specials) {

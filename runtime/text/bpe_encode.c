@@ -55,8 +55,10 @@ static long special_index(const nc_bpe *tok, uint32_t id) {
   size_t lo = 0, hi = tok->n_specials;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (tok->special_ids[mid] < id) lo = mid + 1;
-    else hi = mid;
+    if (tok->special_ids[mid] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < tok->n_specials && tok->special_ids[lo] == id ? (long)lo : -1;
 }
@@ -118,7 +120,8 @@ static nc_status encode_all(nc_bpe *tok, const char *text, size_t len, const nc_
     size_t at;
     long k = nc_special_scan_next(&sc, text, len, pos, &at);
     size_t seg_end = k < 0 ? len : at;
-    if (seg_end > pos && (s = nc_presplit_run(tok->split, text + pos, seg_end - pos, encode_chunk, &ctx)) != NC_OK)
+    if (seg_end > pos &&
+        (s = nc_presplit_run(tok->split, text + pos, seg_end - pos, encode_chunk, &ctx)) != NC_OK)
       goto done;
     if (k < 0) break;
     if (!is_allowed[k]) {

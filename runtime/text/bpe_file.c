@@ -139,8 +139,8 @@ static nc_status header(reader *rd, const char *kw, uint32_t *count) {
   if (n <= kl + 1 || memcmp(s, kw, kl) != 0 || s[kl] != ' ' || !nc_parse_u32(s + kl + 1, n - kl - 1, count))
     return nc_error(NC_ERR_FORMAT, "line %zu: expected '%s <count>'", rd->r.line, kw);
   if (*count > NC_BPE_MAX_ID + 1u)
-    return nc_error(NC_ERR_FORMAT, "line %zu: %u %s tokens is more than the %u ids allowed", rd->r.line, *count,
-                    kw, NC_BPE_MAX_ID + 1u);
+    return nc_error(NC_ERR_FORMAT, "line %zu: %u %s tokens is more than the %u ids allowed", rd->r.line,
+                    *count, kw, NC_BPE_MAX_ID + 1u);
   return NC_OK;
 }
 
@@ -180,8 +180,8 @@ static nc_status parse(reader *rd, nc_bpe **out) {
   uint32_t version;
   if (!nc_parse_u32(s + sizeof MAGIC, n - sizeof MAGIC, &version)) return fail(rd, "bad version number");
   if (version != VERSION)
-    return nc_error(NC_ERR_FORMAT, "format version %u is not supported (this build reads version %u)", version,
-                    VERSION);
+    return nc_error(NC_ERR_FORMAT, "format version %u is not supported (this build reads version %u)",
+                    version, VERSION);
   NC_TRY(next_line(rd, &s, &n, "pattern"));
   if (n < 9 || memcmp(s, "pattern ", 8) != 0) return fail(rd, "expected 'pattern <base64>'");
   long plen = decode(rd, s + 8, n - 8);

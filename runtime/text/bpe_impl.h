@@ -10,7 +10,7 @@
 enum { NC_TOK_NONE = 0, NC_TOK_ORDINARY = 1, NC_TOK_SPECIAL = 2 };
 
 typedef struct {
-  size_t off;   /* into nc_bpe.bytes */
+  size_t off; /* into nc_bpe.bytes */
   uint32_t len;
   uint32_t kind; /* NC_TOK_* */
 } nc_bpe_entry;
@@ -30,10 +30,10 @@ static inline nc_status nc_idvec_push(nc_idvec *v, uint32_t id) {
 
 /* Working memory of the merge loop, reused across chunks. */
 typedef struct {
-  uint32_t *next;  /* start of the piece after the piece starting here */
-  uint32_t *ids;   /* id of the piece starting here */
+  uint32_t *next; /* start of the piece after the piece starting here */
+  uint32_t *ids;  /* id of the piece starting here */
   uint32_t *prev;
-  uint8_t *alive;  /* a piece starts here */
+  uint8_t *alive; /* a piece starts here */
   void *heap;
   size_t cap;      /* chunk bytes the arrays hold */
   size_t heap_cap; /* heap entries */
@@ -43,7 +43,7 @@ struct nc_bpe {
   nc_presplit *split;
   nc_bpe_entry *entries; /* by id; n_entries = largest id + 1 */
   size_t n_entries, entries_cap;
-  char *bytes;           /* token bytes, back to back */
+  char *bytes; /* token bytes, back to back */
   size_t bytes_len, bytes_cap;
   nc_bytes_map ranks;    /* ordinary token bytes -> rank << 32 | id */
   nc_bytes_map specials; /* special token bytes -> id */

@@ -64,7 +64,8 @@ static nc_status reserve(nc_merge_scratch *s, size_t len) {
     if (id) s->ids = id;
     uint8_t *al = realloc(s->alive, ncap);
     if (al) s->alive = al;
-    if (!nx || !pv || !id || !al) return nc_error(NC_ERR_OOM, "out of memory encoding a chunk of %zu bytes", len);
+    if (!nx || !pv || !id || !al)
+      return nc_error(NC_ERR_OOM, "out of memory encoding a chunk of %zu bytes", len);
     s->cap = ncap;
   }
   /* Each merge adds at most two entries to the n - 1 initial ones. */

@@ -52,7 +52,8 @@ nc_status nc_bpe_trainer_new(const char *pattern, const char *const *specials, s
         s = nc_error(NC_ERR_ARG, "special token %s is given twice",
                      nc_bpe_escape(specials[i], strlen(specials[i]), esc, sizeof esc));
     if (s != NC_OK) break;
-    if (!(tr->specials[i] = strdup(specials[i]))) s = nc_error(NC_ERR_OOM, "out of memory creating a trainer");
+    if (!(tr->specials[i] = strdup(specials[i])))
+      s = nc_error(NC_ERR_OOM, "out of memory creating a trainer");
     tr->special_lens[i] = strlen(specials[i]);
     tr->n_specials++;
   }
@@ -227,8 +228,7 @@ static long pair_of(state *st, uint32_t l, uint32_t r) {
     if (st->map_keys[i] == key) return st->map_vals[i];
     i = (i + 1) & (st->map_cap - 1);
   }
-  if (st->n_pairs >= UINT32_MAX || !GROW(st->pairs, st->cap_pairs, st->n_pairs + 1))
-    return -1;
+  if (st->n_pairs >= UINT32_MAX || !GROW(st->pairs, st->cap_pairs, st->n_pairs + 1)) return -1;
   pair *p = &st->pairs[st->n_pairs];
   memset(p, 0, sizeof *p);
   p->left = l;
@@ -303,8 +303,8 @@ static nc_status pair_add(state *st, uint32_t l, uint32_t r, int64_t delta, uint
 
 static nc_status add_token(state *st, const char *p, size_t n, uint32_t *id) {
   size_t cap_n = st->cap_tokens;
-  if (!GROW(st->tok_bytes, st->tok_cap, st->tok_len + n) || !GROW(st->tok_off, st->cap_tokens, st->n_tokens + 1) ||
-      !GROW(st->tok_n, cap_n, st->n_tokens + 1))
+  if (!GROW(st->tok_bytes, st->tok_cap, st->tok_len + n) ||
+      !GROW(st->tok_off, st->cap_tokens, st->n_tokens + 1) || !GROW(st->tok_n, cap_n, st->n_tokens + 1))
     return oom();
   uint64_t *slot = nc_bytes_map_slot(&st->tok_ids, p, n, NULL);
   if (!slot) return oom();
@@ -325,7 +325,8 @@ static nc_status build_words(nc_bpe_trainer *tr, state *st) {
       n_sym += m->slots[i].key_len;
       n_words++;
     }
-  if (n_words >= UINT32_MAX) return nc_error(NC_ERR_ARG, "too many distinct chunks (%zu) to train on", n_words);
+  if (n_words >= UINT32_MAX)
+    return nc_error(NC_ERR_ARG, "too many distinct chunks (%zu) to train on", n_words);
   st->sym = malloc((n_sym ? n_sym : 1) * sizeof *st->sym);
   st->words = calloc(n_words ? n_words : 1, sizeof *st->words);
   if (!st->sym || !st->words) return oom();
@@ -465,8 +466,8 @@ static nc_status learn(nc_bpe_trainer *tr, state *st, size_t n_merges_max, uint6
 nc_status nc_bpe_trainer_train(nc_bpe_trainer *tr, size_t vocab_size, uint64_t min_frequency, nc_bpe **out) {
   *out = NULL;
   if (vocab_size < 256 + tr->n_specials)
-    return nc_error(NC_ERR_ARG, "vocab_size %zu is below the 256 byte tokens plus %zu special tokens", vocab_size,
-                    tr->n_specials);
+    return nc_error(NC_ERR_ARG, "vocab_size %zu is below the 256 byte tokens plus %zu special tokens",
+                    vocab_size, tr->n_specials);
   if (vocab_size > (size_t)NC_BPE_MAX_ID + 1)
     return nc_error(NC_ERR_ARG, "vocab_size %zu is above the %u ids allowed", vocab_size, NC_BPE_MAX_ID + 1);
   if (min_frequency < 1) min_frequency = 1;

@@ -17,9 +17,9 @@ typedef struct {
 
 typedef struct {
   nc_bytes_slot *slots;
-  size_t cap;   /* power of two, or 0 */
+  size_t cap; /* power of two, or 0 */
   size_t count;
-  char *keys;   /* key bytes, back to back */
+  char *keys; /* key bytes, back to back */
   size_t keys_len, keys_cap;
 } nc_bytes_map;
 

@@ -71,10 +71,10 @@ static long to_bytes(const byte_decoder *d, const char *s, size_t n, char *out) 
 typedef struct {
   const char *key; /* borrowed from the JSON document */
   size_t key_len;
-  char *bytes;     /* decoded, or NULL when outside the alphabet */
+  char *bytes; /* decoded, or NULL when outside the alphabet */
   long n_bytes;
   uint32_t id;
-  int used;        /* a byte or a merge result */
+  int used; /* a byte or a merge result */
 } enc_entry;
 
 typedef struct {
@@ -97,7 +97,8 @@ static nc_status encoder_load(encoder *enc, const char *data, size_t len) {
   enc->doc = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!enc->doc)
     return nc_error(NC_ERR_FORMAT, "encoder.json line %d column %d: %s", jerr.line, jerr.column, jerr.text);
-  if (!json_is_object(enc->doc)) return nc_error(NC_ERR_FORMAT, "encoder.json: expected an object of token -> id");
+  if (!json_is_object(enc->doc))
+    return nc_error(NC_ERR_FORMAT, "encoder.json: expected an object of token -> id");
   size_t n = json_object_size(enc->doc);
   enc->e = calloc(n ? n : 1, sizeof *enc->e);
   if (!enc->e) return nc_error(NC_ERR_OOM, "out of memory reading encoder.json");
@@ -139,8 +140,8 @@ static nc_status add_bytes(encoder *enc, nc_bpe *tok) {
     char c = (char)b;
     enc_entry *e = encoder_find(enc, &c, 1);
     if (!e)
-      return nc_error(NC_ERR_FORMAT, "encoder.json lacks the single-byte token 0x%02x; byte-level BPE needs all 256",
-                      b);
+      return nc_error(NC_ERR_FORMAT,
+                      "encoder.json lacks the single-byte token 0x%02x; byte-level BPE needs all 256", b);
     e->used = 1;
     nc_status s = nc_bpe_add_ordinary(tok, &c, 1, b, e->id);
     if (s != NC_OK) return nc_error_prefix(s, "encoder.json");
@@ -184,9 +185,10 @@ static nc_status add_merges(encoder *enc, nc_bpe *tok, const char *data, size_t 
     uint32_t rk, id;
     if (!nc_bpe_rank(tok, buf, (size_t)lb, &rk, &id) || !nc_bpe_rank(tok, buf + lb, (size_t)rb, &rk, &id)) {
       int left_bad = !nc_bpe_rank(tok, buf, (size_t)lb, &rk, &id);
-      st = nc_error(NC_ERR_FORMAT, "vocab.bpe line %zu: %s is neither a byte nor the result of an earlier merge",
-                    r.line, left_bad ? nc_bpe_escape(s, ll, esc, sizeof esc)
-                                     : nc_bpe_escape(sp + 1, n - ll - 1, esc, sizeof esc));
+      st = nc_error(NC_ERR_FORMAT,
+                    "vocab.bpe line %zu: %s is neither a byte nor the result of an earlier merge", r.line,
+                    left_bad ? nc_bpe_escape(s, ll, esc, sizeof esc)
+                             : nc_bpe_escape(sp + 1, n - ll - 1, esc, sizeof esc));
       break;
     }
     size_t total = (size_t)(lb + rb);
@@ -196,8 +198,8 @@ static nc_status add_merges(encoder *enc, nc_bpe *tok, const char *data, size_t 
     }
     enc_entry *e = encoder_find(enc, buf, total);
     if (!e) {
-      st = nc_error(NC_ERR_FORMAT, "vocab.bpe line %zu: the merge result of '%.*s' is not in encoder.json", r.line,
-                    (int)n, s);
+      st = nc_error(NC_ERR_FORMAT, "vocab.bpe line %zu: the merge result of '%.*s' is not in encoder.json",
+                    r.line, (int)n, s);
       break;
     }
     e->used = 1;

@@ -58,7 +58,8 @@ nc_status nc_text_write_atomic(const char *path, const char *data, size_t len) {
   snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
   int fd = mkstemp(tmp);
   if (fd < 0) {
-    nc_status s = nc_error(NC_ERR_IO, "cannot create a temporary file beside '%s': %s", path, strerror(errno));
+    nc_status s =
+        nc_error(NC_ERR_IO, "cannot create a temporary file beside '%s': %s", path, strerror(errno));
     free(tmp);
     return s;
   }
@@ -69,8 +70,10 @@ nc_status nc_text_write_atomic(const char *path, const char *data, size_t len) {
   while (ok && off < len) {
     ssize_t w = write(fd, data + off, len - off);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ok = 0;
-    else off += (size_t)w;
+    if (w <= 0)
+      ok = 0;
+    else
+      off += (size_t)w;
   }
   int saved = errno;
   if (ok && fsync(fd) != 0) {

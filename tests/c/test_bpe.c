@@ -72,8 +72,8 @@ static nc_bpe *tiktoken_tok(const char *const *extra, size_t n_extra, const char
 }
 
 /* Encodes and compares with the expected ids (terminated by -1). */
-static void expect_ids(nc_bpe *tok, const char *text, size_t len, const nc_bpe_encode_opts *o, const int *want,
-                       int line) {
+static void expect_ids(nc_bpe *tok, const char *text, size_t len, const nc_bpe_encode_opts *o,
+                       const int *want, int line) {
   uint32_t *ids = NULL;
   size_t n = 0;
   nc_status s = nc_bpe_encode(tok, text, len, o, &ids, &n);
@@ -113,9 +113,10 @@ static int round_trips(nc_bpe *tok, const char *text, size_t len, const nc_bpe_e
 /* Random text: bytes of every kind, with runs of letters, digits, spaces, multi-byte UTF-8 and
  * broken UTF-8, so both the pattern and the invalid-byte paths are hit. */
 static size_t random_text(char *out, size_t max) {
-  static const char *const pieces[] = {"the", " the", "ab", "aaa", " ", "  ", "\n", "\r\n", "123", "4567",
-                                        "'s", "'ll", "!!", "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80",
-                                        "\xff", "\xc3", "\x80", "\xed\xa0\x80", "<|s|>", "<|e|>", "\t", "é"};
+  static const char *const pieces[] = {
+      "the",  " the", "ab",   "aaa",          " ",     "  ",       "\n",           "\r\n",
+      "123",  "4567", "'s",   "'ll",          "!!",    "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80",
+      "\xff", "\xc3", "\x80", "\xed\xa0\x80", "<|s|>", "<|e|>",    "\t",           "é"};
   size_t n = 0, target = rnd() % max;
   while (n < target) {
     if (rnd() % 3 == 0) {
@@ -169,7 +170,8 @@ static nc_status collect(void *ud, const char *p, size_t n) {
   return NC_OK;
 }
 
-static void expect_split(const char *pattern, const char *text, size_t len, const char *const *want, int line) {
+static void expect_split(const char *pattern, const char *text, size_t len, const char *const *want,
+                         int line) {
   nc_presplit *ps;
   chunk_list got = {0};
   if (nc_presplit_new(pattern, &ps) != NC_OK) {
@@ -194,13 +196,17 @@ static void expect_split(const char *pattern, const char *text, size_t len, cons
   expect_split(pat, text, strlen(text), (const char *const[]){__VA_ARGS__, NULL}, __LINE__)
 
 static void test_presplit(void) {
-  EXPECT_SPLIT("gpt2", "Hello world's 123  foo!!\n", "Hello", " world", "'s", " 123", " ", " foo", "!!", "\n");
+  EXPECT_SPLIT("gpt2", "Hello world's 123  foo!!\n", "Hello", " world", "'s", " 123", " ", " foo", "!!",
+               "\n");
   EXPECT_SPLIT("gpt2", "don't  stop", "don", "'t", " ", " stop");
   EXPECT_SPLIT("gpt2", "caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87", "caf\xc3\xa9", " \xe4\xb8\xad\xe6\x96\x87");
   EXPECT_SPLIT("cl100k", "1234567 HELLO'LL\n\nworld", "123", "456", "7", " HELLO", "'LL", "\n\n", "world");
   EXPECT_SPLIT("cl100k", "x  \n  y", "x", "  \n", " ", " y");
   /* Invalid UTF-8 never matches; the bytes between matches become chunks of their own. */
-  EXPECT_SPLIT("gpt2", "ab\xff\xfe" "cd \x80", "ab", "\xff\xfe", "cd", " ", "\x80");
+  EXPECT_SPLIT("gpt2",
+               "ab\xff\xfe"
+               "cd \x80",
+               "ab", "\xff\xfe", "cd", " ", "\x80");
   /* A pattern that leaves text out still yields every byte. */
   EXPECT_SPLIT("[0-9]+", "ab12cd", "ab", "12", "cd");
   /* Empty matches produce no chunks and do not stall. */
@@ -208,7 +214,8 @@ static void test_presplit(void) {
   nc_presplit *ps;
   CHECK_ERR(nc_presplit_new("(unclosed", &ps), NC_ERR_ARG, "does not compile");
   CHECK_ERR(nc_presplit_new("", &ps), NC_ERR_ARG, "empty");
-  CHECK(nc_bpe_builtin_pattern("gpt2") && nc_bpe_builtin_pattern("cl100k") && !nc_bpe_builtin_pattern("o200k"));
+  CHECK(nc_bpe_builtin_pattern("gpt2") && nc_bpe_builtin_pattern("cl100k") &&
+        !nc_bpe_builtin_pattern("o200k"));
 }
 
 /* ---- the merge loop against tiktoken's linear scan ------------------------------------------- */
@@ -255,8 +262,9 @@ static nc_status ref_chunk(void *ud, const char *p, size_t n) {
 
 static void test_merge_matches_reference(void) {
   /* A vocabulary with overlapping tokens so that rank order and ties matter. */
-  static const char *const extra[] = {"aa", "ab", "ba", "aaa", "abab", "bab", "th", "the", " t", " the", "aab",
-                                      "baa", "bb", "abb", "bba", "aba", "\xc3\xa9", "\xff\xff"};
+  static const char *const extra[] = {"aa", "ab",  "ba",  "aaa",  "abab",     "bab",
+                                      "th", "the", " t",  " the", "aab",      "baa",
+                                      "bb", "abb", "bba", "aba",  "\xc3\xa9", "\xff\xff"};
   nc_bpe *tok = tiktoken_tok(extra, sizeof extra / sizeof *extra, "gpt2", NULL, 0);
   /* Long single chunks too: a pattern that takes whole letter runs. */
   nc_bpe *whole = tiktoken_tok(extra, sizeof extra / sizeof *extra, "[ab]+|[^ab]+", NULL, 0);
@@ -332,19 +340,23 @@ static void test_tiktoken(void) {
             "line 2: duplicate rank 0");
   buf b = tiktoken_file(NULL, 0);
   bprintf(&b, "YQ== 999\n");
-  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT, "line 257: token 'a' appears twice");
+  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT,
+            "line 257: token 'a' appears twice");
   free(b.p);
   b = tiktoken_file(NULL, 0);
   bprintf(&b, "YW*= 256\n");
-  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT, "line 257: the token is not valid base64");
+  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT,
+            "line 257: the token is not valid base64");
   free(b.p);
   b = tiktoken_file(NULL, 0);
   bprintf(&b, "YWI=256\n");
-  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT, "line 257: expected");
+  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT,
+            "line 257: expected");
   free(b.p);
   b = tiktoken_file(NULL, 0);
   bprintf(&b, "YWI= -3\n");
-  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT, "line 257: the rank is not");
+  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT,
+            "line 257: the rank is not");
   free(b.p);
   b = tiktoken_file(NULL, 0);
   /* truncated: the last byte token is cut off mid-line */
@@ -352,7 +364,8 @@ static void test_tiktoken(void) {
   /* a vocabulary without all 256 bytes (cut at a line end) */
   size_t half = b.n / 2;
   while (b.p[half - 1] != '\n') half--;
-  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, half, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT, "single-byte token");
+  CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, half, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT,
+            "single-byte token");
   CHECK_ERR(nc_bpe_from_tiktoken_buffer("", 0, "gpt2", NULL, 0, &bad), NC_ERR_FORMAT, "no tokens");
   static const nc_bpe_special clash[] = {{"<|x|>", 65}};
   CHECK_ERR(nc_bpe_from_tiktoken_buffer(b.p, b.n, "gpt2", clash, 1, &bad), NC_ERR_ARG, "already the rank");
@@ -398,7 +411,8 @@ static void test_specials(void) {
   /* a tokenizer without special tokens still checks the names in strict mode */
   tok = tiktoken_tok(NULL, 0, "gpt2", NULL, 0);
   u.lenient = 0;
-  CHECK_ERR(nc_bpe_encode(tok, "a", 1, &u, &ids, &n), NC_ERR_ARG, "unknown special token '<|nope|>' (the tokenizer has 0");
+  CHECK_ERR(nc_bpe_encode(tok, "a", 1, &u, &ids, &n), NC_ERR_ARG,
+            "unknown special token '<|nope|>' (the tokenizer has 0");
   u.lenient = 1;
   EXPECT_IDS(tok, "a", &u, 'a');
   nc_bpe_free(tok);
@@ -851,7 +865,8 @@ static void build_gpt2(buf *enc, buf *voc, const char *const (*merges)[2], size_
 
 static void test_gpt2(void) {
   /* Merges as training would make them: ids 256.. in order, <|endoftext|> 262. */
-  static const char *const merges[][2] = {{" ", "t"}, {"h", "e"}, {" t", "he"}, {"l", "l"}, {"he", "ll"}, {" ", "w"}};
+  static const char *const merges[][2] = {{" ", "t"}, {"h", "e"},   {" t", "he"},
+                                          {"l", "l"}, {"he", "ll"}, {" ", "w"}};
   buf enc = {0}, voc = {0};
   build_gpt2(&enc, &voc, merges, 6, 1);
   nc_bpe *tok = NULL;
@@ -892,26 +907,34 @@ static void test_gpt2(void) {
             "vocab.bpe line 2: 'xy' is neither a byte nor the result of an earlier merge");
   v2.n = 0;
   bprintf(&v2, "a  b\n");
-  CHECK_ERR(nc_bpe_from_gpt2_buffers(enc.p, enc.n, v2.p, v2.n, &bad), NC_ERR_FORMAT, "vocab.bpe line 1: expected two");
+  CHECK_ERR(nc_bpe_from_gpt2_buffers(enc.p, enc.n, v2.p, v2.n, &bad), NC_ERR_FORMAT,
+            "vocab.bpe line 1: expected two");
   v2.n = 0;
   bprintf(&v2, "a \xe2\x82\xac\n"); /* the euro sign is not in the byte alphabet */
-  CHECK_ERR(nc_bpe_from_gpt2_buffers(enc.p, enc.n, v2.p, v2.n, &bad), NC_ERR_FORMAT, "outside GPT-2's byte alphabet");
+  CHECK_ERR(nc_bpe_from_gpt2_buffers(enc.p, enc.n, v2.p, v2.n, &bad), NC_ERR_FORMAT,
+            "outside GPT-2's byte alphabet");
   /* encoder.json problems */
   const char *not_obj = "[1, 2]";
-  CHECK_ERR(nc_bpe_from_gpt2_buffers(not_obj, strlen(not_obj), voc.p, voc.n, &bad), NC_ERR_FORMAT, "expected an object");
-  CHECK_ERR(nc_bpe_from_gpt2_buffers(enc.p, enc.n / 2, voc.p, voc.n, &bad), NC_ERR_FORMAT, "encoder.json line 1");
+  CHECK_ERR(nc_bpe_from_gpt2_buffers(not_obj, strlen(not_obj), voc.p, voc.n, &bad), NC_ERR_FORMAT,
+            "expected an object");
+  CHECK_ERR(nc_bpe_from_gpt2_buffers(enc.p, enc.n / 2, voc.p, voc.n, &bad), NC_ERR_FORMAT,
+            "encoder.json line 1");
   const char *dup_key = "{\"a\": 1, \"a\": 2}";
-  CHECK_ERR(nc_bpe_from_gpt2_buffers(dup_key, strlen(dup_key), voc.p, voc.n, &bad), NC_ERR_FORMAT, "duplicate");
+  CHECK_ERR(nc_bpe_from_gpt2_buffers(dup_key, strlen(dup_key), voc.p, voc.n, &bad), NC_ERR_FORMAT,
+            "duplicate");
   const char *bad_id = "{\"a\": -1}";
-  CHECK_ERR(nc_bpe_from_gpt2_buffers(bad_id, strlen(bad_id), voc.p, voc.n, &bad), NC_ERR_FORMAT, "not an integer in");
+  CHECK_ERR(nc_bpe_from_gpt2_buffers(bad_id, strlen(bad_id), voc.p, voc.n, &bad), NC_ERR_FORMAT,
+            "not an integer in");
   const char *few = "{\"a\": 1}";
-  CHECK_ERR(nc_bpe_from_gpt2_buffers(few, strlen(few), voc.p, voc.n, &bad), NC_ERR_FORMAT, "lacks the single-byte token 0x00");
+  CHECK_ERR(nc_bpe_from_gpt2_buffers(few, strlen(few), voc.p, voc.n, &bad), NC_ERR_FORMAT,
+            "lacks the single-byte token 0x00");
   /* two tokens with one id */
   buf e2 = {0};
   bput(&e2, enc.p, enc.n - 1);
   bprintf(&e2, ", \"<|pad|>\": 262}");
   CHECK_ERR(nc_bpe_from_gpt2_buffers(e2.p, e2.n, voc.p, voc.n, &bad), NC_ERR_FORMAT, "id 262 is used twice");
-  CHECK_ERR(nc_bpe_from_gpt2("/nonexistent/encoder.json", "/nonexistent/vocab.bpe", &bad), NC_ERR_IO, "cannot open");
+  CHECK_ERR(nc_bpe_from_gpt2("/nonexistent/encoder.json", "/nonexistent/vocab.bpe", &bad), NC_ERR_IO,
+            "cannot open");
   free(enc.p);
   free(voc.p);
   free(v2.p);
@@ -949,8 +972,8 @@ static void test_cache_consistency(void) {
     size_t l = 1 + rnd() % 5000;
     if (off + l > n) l = n - off;
     /* cut only before a space that follows a letter-digit run, where gpt2 chunks end anyway */
-    while (off + l < n && !(off + l + 1 < n && text[off + l] == ' ' && text[off + l + 1] == 't' && text[off + l - 1] >= '0' &&
-                            text[off + l - 1] <= '9'))
+    while (off + l < n && !(off + l + 1 < n && text[off + l] == ' ' && text[off + l + 1] == 't' &&
+                            text[off + l - 1] >= '0' && text[off + l - 1] <= '9'))
       l++;
     CHECK_OK(nc_bpe_encode(b, text + off, l, NULL, &ids2, &n2));
     same = m + n2 <= n1 && (n2 == 0 || !memcmp(ids1 + m, ids2, n2 * sizeof *ids2));
@@ -971,7 +994,8 @@ static void test_decode_errors(void) {
   uint32_t ids[] = {104, 105, 9999};
   char *out;
   size_t len;
-  CHECK_ERR(nc_bpe_decode(tok, ids, 3, &out, &len), NC_ERR_INDEX, "id 9999 (position 3) is not in the vocabulary");
+  CHECK_ERR(nc_bpe_decode(tok, ids, 3, &out, &len), NC_ERR_INDEX,
+            "id 9999 (position 3) is not in the vocabulary");
   CHECK_OK(nc_bpe_decode(tok, ids, 2, &out, &len));
   CHECK(len == 2 && !strcmp(out, "hi"));
   free(out);

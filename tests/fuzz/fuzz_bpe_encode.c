@@ -8,8 +8,9 @@ static nc_bpe *tokenizer(void) {
   static nc_bpe *tok;
   if (tok) return tok;
   static const char *const specials[] = {"<|s|>", "<|s|>x", "<|e|>"};
-  static const char corpus[] = "the cat sat on the mat; 12345 678 the end. aaaa bbbb abab \xc3\xa9t\xc3\xa9 "
-                               "\xe4\xb8\xad\xe6\x96\x87 <|s|> don't stop\n\n  the  THE The";
+  static const char corpus[] =
+      "the cat sat on the mat; 12345 678 the end. aaaa bbbb abab \xc3\xa9t\xc3\xa9 "
+      "\xe4\xb8\xad\xe6\x96\x87 <|s|> don't stop\n\n  the  THE The";
   nc_bpe_trainer *tr;
   fuzz_require(nc_bpe_trainer_new("cl100k", (const char *const *)specials, 3, &tr) == NC_OK, "trainer");
   fuzz_require(nc_bpe_trainer_feed(tr, corpus, sizeof corpus - 1) == NC_OK, "feed");
@@ -23,7 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   nc_bpe *tok = tokenizer();
   static const char *const allowed[] = {"<|s|>", "<|nope|>"};
-  nc_bpe_encode_opts opts = {.allow_all = data[0] & 1, .allowed = allowed, .n_allowed = (data[0] >> 1) & 3,
+  nc_bpe_encode_opts opts = {.allow_all = data[0] & 1,
+                             .allowed = allowed,
+                             .n_allowed = (data[0] >> 1) & 3,
                              .lenient = (data[0] >> 3) & 1};
   if (opts.n_allowed > 2) opts.n_allowed = 2;
   uint32_t *ids;
