@@ -12,8 +12,10 @@ static void push_new(lua_State *L, nc_tensor *t) {
 }
 
 static void push_opt(lua_State *L, nc_tensor *t) {
-  if (t) push_new(L, t);
-  else lua_pushnil(L);
+  if (t)
+    push_new(L, t);
+  else
+    lua_pushnil(L);
 }
 
 static nc_tensor *opt_tensor(lua_State *L, int idx, const char *fname) {
@@ -139,7 +141,8 @@ static nc_conv2d_desc conv_opts(lua_State *L, int opts, const char *fname) {
 /* conv2d(x, weight, bias?, {stride=, padding=, dilation=, groups=}) */
 static int l_conv2d(lua_State *L) {
   const char *fname = "netcl.nn_ops.conv2d";
-  nc_tensor *x = nc_lua_checktensor_f(L, 1, fname), *w = nc_lua_checktensor_f(L, 2, fname), *b = opt_tensor(L, 3, fname), *r;
+  nc_tensor *x = nc_lua_checktensor_f(L, 1, fname), *w = nc_lua_checktensor_f(L, 2, fname),
+            *b = opt_tensor(L, 3, fname), *r;
   nc_conv2d_desc p = conv_opts(L, 4, fname);
   CHECK(fname, nc_conv2d(x, w, b, &p, &r));
   push_new(L, r);
@@ -259,7 +262,8 @@ static int l_adaptive_avg_pool2d_backward(lua_State *L) {
  * -> y, save_mean, save_invstd */
 static int l_batch_norm(lua_State *L) {
   const char *fname = "netcl.nn_ops.batch_norm";
-  nc_tensor *x = nc_lua_checktensor_f(L, 1, fname), *w = opt_tensor(L, 2, fname), *b = opt_tensor(L, 3, fname);
+  nc_tensor *x = nc_lua_checktensor_f(L, 1, fname), *w = opt_tensor(L, 2, fname),
+            *b = opt_tensor(L, 3, fname);
   nc_tensor *rm = opt_tensor(L, 4, fname), *rv = opt_tensor(L, 5, fname), *y, *m, *is;
   bool training = opt_bool(L, 6, "training", true);
   double momentum = opt_number(L, 6, "momentum", 0.1, fname), eps = opt_number(L, 6, "eps", 1e-5, fname);
@@ -274,7 +278,8 @@ static int l_batch_norm(lua_State *L) {
  * (the affine gradients are nil without a weight) */
 static int l_batch_norm_backward(lua_State *L) {
   const char *fname = "netcl.nn_ops.batch_norm_backward";
-  nc_tensor *dy = nc_lua_checktensor_f(L, 1, fname), *x = nc_lua_checktensor_f(L, 2, fname), *w = opt_tensor(L, 3, fname);
+  nc_tensor *dy = nc_lua_checktensor_f(L, 1, fname), *x = nc_lua_checktensor_f(L, 2, fname),
+            *w = opt_tensor(L, 3, fname);
   nc_tensor *m = nc_lua_checktensor_f(L, 4, fname), *is = nc_lua_checktensor_f(L, 5, fname);
   bool training = opt_bool(L, 6, "training", true);
   nc_tensor *dx = NULL, *dw = NULL, *db = NULL;
@@ -314,7 +319,8 @@ static int l_layer_norm_backward(lua_State *L) {
   const char *fname = "netcl.nn_ops.layer_norm_backward";
   nc_tensor *dy = nc_lua_checktensor_f(L, 1, fname), *x = nc_lua_checktensor_f(L, 2, fname);
   int nd = check_normalized(L, 3, x, fname);
-  nc_tensor *w = opt_tensor(L, 4, fname), *m = nc_lua_checktensor_f(L, 5, fname), *rs = nc_lua_checktensor_f(L, 6, fname);
+  nc_tensor *w = opt_tensor(L, 4, fname), *m = nc_lua_checktensor_f(L, 5, fname),
+            *rs = nc_lua_checktensor_f(L, 6, fname);
   nc_tensor *dx = NULL, *dw = NULL, *db = NULL;
   CHECK(fname, nc_layer_norm_backward(dy, x, nd, w, m, rs, &dx, w ? &dw : NULL, w ? &db : NULL));
   push_opt(L, dx);
@@ -375,10 +381,15 @@ static nc_cross_entropy_opts ce_opts(lua_State *L, int opts, const char *fname) 
   o.label_smoothing = opt_number(L, opts, "label_smoothing", 0.0, fname);
   if (opts_field(L, opts, "reduction") != LUA_TNIL) {
     const char *r = lua_tostring(L, -1);
-    if (r && !strcmp(r, "mean")) o.reduction = NC_REDUCTION_MEAN;
-    else if (r && !strcmp(r, "sum")) o.reduction = NC_REDUCTION_SUM;
-    else if (r && !strcmp(r, "none")) o.reduction = NC_REDUCTION_NONE;
-    else luaL_error(L, "%s: reduction must be \"mean\", \"sum\" or \"none\", got %s", fname, r ? r : luaL_typename(L, -1));
+    if (r && !strcmp(r, "mean"))
+      o.reduction = NC_REDUCTION_MEAN;
+    else if (r && !strcmp(r, "sum"))
+      o.reduction = NC_REDUCTION_SUM;
+    else if (r && !strcmp(r, "none"))
+      o.reduction = NC_REDUCTION_NONE;
+    else
+      luaL_error(L, "%s: reduction must be \"mean\", \"sum\" or \"none\", got %s", fname,
+                 r ? r : luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return o;

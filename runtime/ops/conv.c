@@ -8,9 +8,12 @@
 
 static nc_status plan_shapes(nc_conv2d_desc *p, const int64_t *x, const int64_t *w) {
   for (int i = 0; i < 2; i++) {
-    if (p->stride[i] < 1) return nc_error(NC_ERR_ARG, "stride must be >= 1, got %lld", (long long)p->stride[i]);
-    if (p->dilation[i] < 1) return nc_error(NC_ERR_ARG, "dilation must be >= 1, got %lld", (long long)p->dilation[i]);
-    if (p->padding[i] < 0) return nc_error(NC_ERR_ARG, "padding must be >= 0, got %lld", (long long)p->padding[i]);
+    if (p->stride[i] < 1)
+      return nc_error(NC_ERR_ARG, "stride must be >= 1, got %lld", (long long)p->stride[i]);
+    if (p->dilation[i] < 1)
+      return nc_error(NC_ERR_ARG, "dilation must be >= 1, got %lld", (long long)p->dilation[i]);
+    if (p->padding[i] < 0)
+      return nc_error(NC_ERR_ARG, "padding must be >= 0, got %lld", (long long)p->padding[i]);
   }
   if (p->groups < 1) return nc_error(NC_ERR_ARG, "groups must be >= 1, got %lld", (long long)p->groups);
   p->n = x[0], p->c_in = x[1], p->h = x[2], p->w = x[3];
@@ -19,18 +22,22 @@ static nc_status plan_shapes(nc_conv2d_desc *p, const int64_t *x, const int64_t 
     return nc_error(NC_ERR_SHAPE, "groups %lld does not divide the %lld input channels", (long long)p->groups,
                     (long long)p->c_in);
   if (p->c_out % p->groups != 0)
-    return nc_error(NC_ERR_SHAPE, "groups %lld does not divide the %lld output channels", (long long)p->groups,
-                    (long long)p->c_out);
+    return nc_error(NC_ERR_SHAPE, "groups %lld does not divide the %lld output channels",
+                    (long long)p->groups, (long long)p->c_out);
   if (w[1] * p->groups != p->c_in)
-    return nc_error(NC_ERR_SHAPE, "weight [%lld,%lld,%lld,%lld] expects %lld input channels (%lld per group x %lld groups), got %lld",
-                    (long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3], (long long)(w[1] * p->groups),
-                    (long long)w[1], (long long)p->groups, (long long)p->c_in);
-  if (p->kh < 1 || p->kw < 1) return nc_error(NC_ERR_SHAPE, "kernel %lldx%lld is empty", (long long)p->kh, (long long)p->kw);
+    return nc_error(
+        NC_ERR_SHAPE,
+        "weight [%lld,%lld,%lld,%lld] expects %lld input channels (%lld per group x %lld groups), got %lld",
+        (long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3], (long long)(w[1] * p->groups),
+        (long long)w[1], (long long)p->groups, (long long)p->c_in);
+  if (p->kh < 1 || p->kw < 1)
+    return nc_error(NC_ERR_SHAPE, "kernel %lldx%lld is empty", (long long)p->kh, (long long)p->kw);
   int64_t ekh = (p->kh - 1) * p->dilation[0] + 1, ekw = (p->kw - 1) * p->dilation[1] + 1;
   int64_t ph = p->h + 2 * p->padding[0], pw = p->w + 2 * p->padding[1];
   if (ekh > ph || ekw > pw)
-    return nc_error(NC_ERR_SHAPE, "kernel %lldx%lld (%lldx%lld dilated) is larger than the padded input %lldx%lld",
-                    (long long)p->kh, (long long)p->kw, (long long)ekh, (long long)ekw, (long long)ph, (long long)pw);
+    return nc_error(
+        NC_ERR_SHAPE, "kernel %lldx%lld (%lldx%lld dilated) is larger than the padded input %lldx%lld",
+        (long long)p->kh, (long long)p->kw, (long long)ekh, (long long)ekw, (long long)ph, (long long)pw);
   p->oh = (ph - ekh) / p->stride[0] + 1;
   p->ow = (pw - ekw) / p->stride[1] + 1;
   return NC_OK;
@@ -58,7 +65,6 @@ static nc_status same_float(const nc_tensor *a, const nc_tensor *b, const char *
 
 /* Contiguous copies of a and b (or the tensors themselves, retained). */
 
-
 static nc_status dense_pair(nc_tensor *a, nc_tensor *b, nc_tensor **ca, nc_tensor **cb) {
   *ca = *cb = NULL;
   nc_status s = nc_dense_operand(a, ca);
@@ -70,7 +76,8 @@ static nc_status dense_pair(nc_tensor *a, nc_tensor *b, nc_tensor **ca, nc_tenso
   return s;
 }
 
-nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_conv2d_desc *params, nc_tensor **out) {
+nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_conv2d_desc *params,
+                    nc_tensor **out) {
   nc_conv2d_desc p = *params;
   NC_TRY(same_float(x, weight, "conv2d"));
   NC_TRY(nc_conv2d_plan(&p, x, weight));
@@ -100,9 +107,10 @@ nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_c
 static nc_status check_dy(const nc_tensor *dy, const nc_conv2d_desc *p) {
   NC_TRY(check_4d(dy, "conv2d output gradient"));
   if (dy->shape[0] != p->n || dy->shape[1] != p->c_out || dy->shape[2] != p->oh || dy->shape[3] != p->ow)
-    return nc_error(NC_ERR_SHAPE, "conv2d output gradient is [%lld,%lld,%lld,%lld], expected [%lld,%lld,%lld,%lld]",
-                    (long long)dy->shape[0], (long long)dy->shape[1], (long long)dy->shape[2], (long long)dy->shape[3],
-                    (long long)p->n, (long long)p->c_out, (long long)p->oh, (long long)p->ow);
+    return nc_error(
+        NC_ERR_SHAPE, "conv2d output gradient is [%lld,%lld,%lld,%lld], expected [%lld,%lld,%lld,%lld]",
+        (long long)dy->shape[0], (long long)dy->shape[1], (long long)dy->shape[2], (long long)dy->shape[3],
+        (long long)p->n, (long long)p->c_out, (long long)p->oh, (long long)p->ow);
   return NC_OK;
 }
 
@@ -119,8 +127,10 @@ nc_status nc_conv2d_backward_input(nc_tensor *dy, nc_tensor *weight, const int64
   NC_TRY(nc_tensor_empty(dev, dy->dtype, 4, input_shape, 0, &r));
   nc_status s = dense_pair(dy, weight, &cdy, &cw);
   if (s == NC_OK && nc_tensor_numel(r) > 0) {
-    if (nc_tensor_numel(dy) == 0) s = nc_fill(r, 0.0);
-    else s = dev->backend->conv2d_backward_input(&p, cdy, cw, r);
+    if (nc_tensor_numel(dy) == 0)
+      s = nc_fill(r, 0.0);
+    else
+      s = dev->backend->conv2d_backward_input(&p, cdy, cw, r);
   }
   nc_tensor_release(cdy);
   nc_tensor_release(cw);
@@ -145,8 +155,10 @@ nc_status nc_conv2d_backward_weight(nc_tensor *dy, nc_tensor *x, const int64_t w
   NC_TRY(nc_tensor_empty(dev, dy->dtype, 4, weight_shape, 0, &r));
   nc_status s = dense_pair(dy, x, &cdy, &cx);
   if (s == NC_OK && nc_tensor_numel(r) > 0) {
-    if (nc_tensor_numel(dy) == 0) s = nc_fill(r, 0.0);
-    else s = dev->backend->conv2d_backward_weight(&p, cdy, cx, r);
+    if (nc_tensor_numel(dy) == 0)
+      s = nc_fill(r, 0.0);
+    else
+      s = dev->backend->conv2d_backward_weight(&p, cdy, cx, r);
   }
   nc_tensor_release(cdy);
   nc_tensor_release(cx);

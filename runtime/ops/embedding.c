@@ -15,7 +15,8 @@ static nc_status check_idx(const nc_tensor *idx, const nc_device *dev) {
 nc_status nc_embedding(nc_tensor *weight, nc_tensor *idx, nc_tensor **out) {
   if (!nc_dtype_is_float(weight->dtype))
     return nc_error(NC_ERR_DTYPE, "weight must be float32 or float64, got %s", nc_dtype_name(weight->dtype));
-  if (weight->ndim != 2) return nc_error(NC_ERR_SHAPE, "weight must be 2-D [num_embeddings, dim], got %d dims", weight->ndim);
+  if (weight->ndim != 2)
+    return nc_error(NC_ERR_SHAPE, "weight must be 2-D [num_embeddings, dim], got %d dims", weight->ndim);
   nc_device *dev = nc_tensor_device(weight);
   NC_TRY(check_idx(idx, dev));
   int64_t shape[NC_MAX_DIMS];
@@ -33,7 +34,8 @@ nc_status nc_embedding(nc_tensor *weight, nc_tensor *idx, nc_tensor **out) {
     int64_t n = nc_tensor_numel(di);
     /* Read the offending value for the message. */
     if (nc_tensor_view(di, 1, &n, &flat) == NC_OK && nc_tensor_narrow(flat, 0, bad - 1, 1, &one) == NC_OK) {
-      if (di->dtype == NC_INT64) nc_read_values(one, &v, sizeof v);
+      if (di->dtype == NC_INT64)
+        nc_read_values(one, &v, sizeof v);
       else {
         int32_t v32 = 0;
         nc_read_values(one, &v32, sizeof v32);
@@ -56,7 +58,8 @@ nc_status nc_embedding(nc_tensor *weight, nc_tensor *idx, nc_tensor **out) {
 nc_status nc_embedding_backward(nc_tensor *dout, nc_tensor *idx, int64_t num_embeddings, int64_t padding_idx,
                                 nc_tensor **dweight) {
   if (!nc_dtype_is_float(dout->dtype))
-    return nc_error(NC_ERR_DTYPE, "the gradient must be float32 or float64, got %s", nc_dtype_name(dout->dtype));
+    return nc_error(NC_ERR_DTYPE, "the gradient must be float32 or float64, got %s",
+                    nc_dtype_name(dout->dtype));
   nc_device *dev = nc_tensor_device(dout);
   NC_TRY(check_idx(idx, dev));
   bool ok = dout->ndim == idx->ndim + 1;

@@ -22,7 +22,8 @@ static nc_status check_operands(const nc_tensor *a, const nc_tensor *b) {
                     nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));
   if (nc_tensor_device(a) != nc_tensor_device(b))
     return nc_error(NC_ERR_DEVICE, "operands are on different devices (%s and %s)",
-                    nc_device_info_of(nc_tensor_device(a))->spec, nc_device_info_of(nc_tensor_device(b))->spec);
+                    nc_device_info_of(nc_tensor_device(a))->spec,
+                    nc_device_info_of(nc_tensor_device(b))->spec);
   return NC_OK;
 }
 
@@ -58,14 +59,28 @@ static nc_status run_batched(const nc_tensor *a, const nc_tensor *b, nc_tensor *
     sc[n] = c->strides[d];
     n++;
   }
-  nc_gemm_desc g = {
-      .a = a, .b = b, .c = c, .bias = bias,
-      .batch = n ? shape[n - 1] : 1, .m = c->shape[nb], .n = c->shape[nb + 1], .k = a->shape[nb + 1],
-      .a_sb = n ? sa[n - 1] : 0, .a_sm = a->strides[nb], .a_sk = a->strides[nb + 1],
-      .b_sb = n ? sb[n - 1] : 0, .b_sk = b->strides[nb], .b_sn = b->strides[nb + 1],
-      .c_sb = n ? sc[n - 1] : 0, .c_sm = c->strides[nb], .c_sn = c->strides[nb + 1],
-      .bias_off = bias ? bias->offset : 0, .bias_sm = bias_sm, .bias_sn = bias_sn,
-      .alpha = alpha, .beta = beta};
+  nc_gemm_desc g = {.a = a,
+                    .b = b,
+                    .c = c,
+                    .bias = bias,
+                    .batch = n ? shape[n - 1] : 1,
+                    .m = c->shape[nb],
+                    .n = c->shape[nb + 1],
+                    .k = a->shape[nb + 1],
+                    .a_sb = n ? sa[n - 1] : 0,
+                    .a_sm = a->strides[nb],
+                    .a_sk = a->strides[nb + 1],
+                    .b_sb = n ? sb[n - 1] : 0,
+                    .b_sk = b->strides[nb],
+                    .b_sn = b->strides[nb + 1],
+                    .c_sb = n ? sc[n - 1] : 0,
+                    .c_sm = c->strides[nb],
+                    .c_sn = c->strides[nb + 1],
+                    .bias_off = bias ? bias->offset : 0,
+                    .bias_sm = bias_sm,
+                    .bias_sn = bias_sn,
+                    .alpha = alpha,
+                    .beta = beta};
   if (g.m == 0 || g.n == 0 || g.batch == 0) return NC_OK;
   int64_t outer = 1;
   for (int d = 0; d < n - 1; d++) outer *= shape[d];
@@ -116,8 +131,10 @@ static nc_status batched_product(nc_tensor *a, nc_tensor *b, nc_tensor *bias, nc
   nc_status s = nc_tensor_expand(a, nb + 2, sa, &ea);
   if (s == NC_OK) s = nc_tensor_expand(b, nb + 2, sb, &eb);
   if (s == NC_OK) s = nc_tensor_empty(nc_tensor_device(a), a->dtype, nb + 2, sc, 0, &c);
-  if (s == NC_OK && k == 0) s = bias ? nc_copy(c, bias) : nc_fill(c, 0.0);
-  else if (s == NC_OK) s = run_batched(ea, eb, c, bias, 0, bias ? bias->strides[0] : 0, 1.0, 0.0);
+  if (s == NC_OK && k == 0)
+    s = bias ? nc_copy(c, bias) : nc_fill(c, 0.0);
+  else if (s == NC_OK)
+    s = run_batched(ea, eb, c, bias, 0, bias ? bias->strides[0] : 0, 1.0, 0.0);
   nc_tensor_release(ea);
   nc_tensor_release(eb);
   if (s != NC_OK) {
@@ -131,7 +148,8 @@ static nc_status batched_product(nc_tensor *a, nc_tensor *b, nc_tensor *bias, nc
 nc_status nc_matmul(nc_tensor *a, nc_tensor *b, nc_tensor **out) {
   NC_TRY(check_operands(a, b));
   if (a->ndim == 0 || b->ndim == 0)
-    return nc_error(NC_ERR_SHAPE, "matmul needs operands with at least 1 dim, got %d and %d dims", a->ndim, b->ndim);
+    return nc_error(NC_ERR_SHAPE, "matmul needs operands with at least 1 dim, got %d and %d dims", a->ndim,
+                    b->ndim);
   int64_t ka = a->shape[a->ndim - 1], kb = b->shape[b->ndim >= 2 ? b->ndim - 2 : 0];
   if (ka != kb) return inner_mismatch(a, b, ka, kb);
   /* 1-D operands become a row (left) or a column (right); the added dim goes again after. */
@@ -240,8 +258,10 @@ static bool overlaps(const nc_tensor *t) {
 /* t (2-D, or 3-D with batch 1 or bt) as a [bt, rows, cols] view. */
 static nc_status as_batch3(nc_tensor *t, int64_t bt, nc_tensor **out) {
   nc_tensor *u;
-  if (t->ndim == 2) NC_TRY(nc_tensor_unsqueeze(t, 0, &u));
-  else NC_TRY(nc_tensor_alias(t, &u));
+  if (t->ndim == 2)
+    NC_TRY(nc_tensor_unsqueeze(t, 0, &u));
+  else
+    NC_TRY(nc_tensor_alias(t, &u));
   int64_t shape[3] = {bt, u->shape[1], u->shape[2]};
   nc_status s = nc_tensor_expand(u, 3, shape, out);
   nc_tensor_release(u);
@@ -252,13 +272,15 @@ nc_status nc_gemm(nc_tensor *a, nc_tensor *b, nc_tensor *c, double alpha, double
   NC_TRY(check_operands(a, b));
   NC_TRY(check_operands(a, c));
   if (a->ndim < 2 || a->ndim > 3 || b->ndim < 2 || b->ndim > 3 || c->ndim < 2 || c->ndim > 3)
-    return nc_error(NC_ERR_SHAPE, "gemm needs 2-D or 3-D operands, got %d, %d and %d dims", a->ndim, b->ndim, c->ndim);
+    return nc_error(NC_ERR_SHAPE, "gemm needs 2-D or 3-D operands, got %d, %d and %d dims", a->ndim, b->ndim,
+                    c->ndim);
   int64_t ka = a->shape[a->ndim - 1], kb = b->shape[b->ndim - 2];
   if (ka != kb) return inner_mismatch(a, b, ka, kb);
   int64_t bt = c->ndim == 3 ? c->shape[0] : 1;
   bool batch_ok = (a->ndim == 2 || a->shape[0] == bt || a->shape[0] == 1) &&
                   (b->ndim == 2 || b->shape[0] == bt || b->shape[0] == 1);
-  if (!batch_ok || c->shape[c->ndim - 2] != a->shape[a->ndim - 2] || c->shape[c->ndim - 1] != b->shape[b->ndim - 1]) {
+  if (!batch_ok || c->shape[c->ndim - 2] != a->shape[a->ndim - 2] ||
+      c->shape[c->ndim - 1] != b->shape[b->ndim - 1]) {
     char s1[160], s2[160], s3[160];
     shape_str(a, s1, sizeof s1);
     shape_str(b, s2, sizeof s2);
@@ -292,7 +314,8 @@ nc_status nc_set_matmul_precision(const char *mode) {
       atomic_store(&precision, i);
       return NC_OK;
     }
-  return nc_error(NC_ERR_ARG, "unknown matmul precision '%s' (expected highest, high or medium)", mode ? mode : "(null)");
+  return nc_error(NC_ERR_ARG, "unknown matmul precision '%s' (expected highest, high or medium)",
+                  mode ? mode : "(null)");
 }
 
 const char *nc_get_matmul_precision(void) { return precision_names[atomic_load(&precision)]; }

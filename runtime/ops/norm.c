@@ -9,14 +9,17 @@ static nc_status check_param(const nc_tensor *p, const nc_tensor *x, int ndim, c
                              const char *what) {
   if (!p) return NC_OK;
   if (p->dtype != x->dtype)
-    return nc_error(NC_ERR_DTYPE, "%s is %s but the input is %s", what, nc_dtype_name(p->dtype), nc_dtype_name(x->dtype));
-  if (nc_tensor_device(p) != nc_tensor_device(x)) return nc_error(NC_ERR_DEVICE, "%s is on another device", what);
+    return nc_error(NC_ERR_DTYPE, "%s is %s but the input is %s", what, nc_dtype_name(p->dtype),
+                    nc_dtype_name(x->dtype));
+  if (nc_tensor_device(p) != nc_tensor_device(x))
+    return nc_error(NC_ERR_DEVICE, "%s is on another device", what);
   bool ok = p->ndim == ndim;
   for (int i = 0; ok && i < ndim; i++) ok = p->shape[i] == shape[i];
   if (!ok) {
     char buf[128];
     int len = 0;
-    for (int i = 0; i < ndim; i++) len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%lld", i ? "," : "", (long long)shape[i]);
+    for (int i = 0; i < ndim; i++)
+      len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%lld", i ? "," : "", (long long)shape[i]);
     return nc_error(NC_ERR_SHAPE, "%s must have shape [%s]", what, buf);
   }
   return NC_OK;
@@ -48,7 +51,8 @@ static void release_all(nc_tensor **t, int n) {
 
 /* Running stats are updated in place, so they must be contiguous themselves. */
 static nc_status check_inplace(const nc_tensor *t, const char *what) {
-  if (t && !nc_tensor_is_contiguous(t)) return nc_error(NC_ERR_ARG, "%s must be contiguous (it is updated in place)", what);
+  if (t && !nc_tensor_is_contiguous(t))
+    return nc_error(NC_ERR_ARG, "%s must be contiguous (it is updated in place)", what);
   return NC_OK;
 }
 
@@ -86,7 +90,8 @@ nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_ten
      * dense copy that is written back. */
     nc_tensor *rs[2] = {running_mean, running_var}, *drs[2] = {NULL, NULL};
     s = dense(rs, drs, 2);
-    if (s == NC_OK) s = dev->backend->batch_norm(d[0], d[1], d[2], drs[0], drs[1], training, momentum, eps, r, m, is);
+    if (s == NC_OK)
+      s = dev->backend->batch_norm(d[0], d[1], d[2], drs[0], drs[1], training, momentum, eps, r, m, is);
     for (int i = 0; i < 2 && s == NC_OK && training; i++)
       if (drs[i] && drs[i] != rs[i]) s = nc_copy(rs[i], drs[i]);
     release_all(drs, 2);
@@ -97,10 +102,14 @@ nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_ten
     return s;
   }
   *y = r;
-  if (save_mean) *save_mean = m;
-  else nc_tensor_release(m);
-  if (save_invstd) *save_invstd = is;
-  else nc_tensor_release(is);
+  if (save_mean)
+    *save_mean = m;
+  else
+    nc_tensor_release(m);
+  if (save_invstd)
+    *save_invstd = is;
+  else
+    nc_tensor_release(is);
   return NC_OK;
 }
 
@@ -164,15 +173,20 @@ static nc_status row_forward(bool rms, nc_tensor *x, int nd, nc_tensor *weight, 
     return s;
   }
   *y = r;
-  if (mean) *mean = m;
-  else nc_tensor_release(m);
-  if (rstd) *rstd = rs;
-  else nc_tensor_release(rs);
+  if (mean)
+    *mean = m;
+  else
+    nc_tensor_release(m);
+  if (rstd)
+    *rstd = rs;
+  else
+    nc_tensor_release(rs);
   return NC_OK;
 }
 
-static nc_status row_backward(bool rms, nc_tensor *dy, nc_tensor *x, int nd, nc_tensor *weight, nc_tensor *mean,
-                              nc_tensor *rstd, nc_tensor **dx, nc_tensor **dweight, nc_tensor **dbias) {
+static nc_status row_backward(bool rms, nc_tensor *dy, nc_tensor *x, int nd, nc_tensor *weight,
+                              nc_tensor *mean, nc_tensor *rstd, nc_tensor **dx, nc_tensor **dweight,
+                              nc_tensor **dbias) {
   NC_TRY(check_row(x, nd));
   int lead = x->ndim - nd;
   const int64_t *norm_shape = x->shape + lead;
@@ -190,7 +204,8 @@ static nc_status row_backward(bool rms, nc_tensor *dy, nc_tensor *x, int nd, nc_
   if (s == NC_OK && dweight) s = nc_tensor_empty(dev, x->dtype, nd, norm_shape, 0, &out[1]);
   if (s == NC_OK && dbias) s = nc_tensor_empty(dev, x->dtype, nd, norm_shape, 0, &out[2]);
   if (s == NC_OK) {
-    if (nc_tensor_numel(x) > 0) s = dev->backend->row_norm_backward(rms, d[0], d[1], d[2], d[3], d[4], out[0], out[1], out[2]);
+    if (nc_tensor_numel(x) > 0)
+      s = dev->backend->row_norm_backward(rms, d[0], d[1], d[2], d[3], d[4], out[0], out[1], out[2]);
     for (int i = 1; s == NC_OK && i < 3; i++)
       if (out[i] && nc_tensor_numel(x) == 0) s = nc_fill(out[i], 0.0);
   }

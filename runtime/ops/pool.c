@@ -7,8 +7,8 @@
 #include "ops/dense.h"
 
 nc_pool2d_desc nc_pool2d_defaults(int kind, int64_t kh, int64_t kw) {
-  nc_pool2d_desc p = {.kind = kind, .kernel = {kh, kw}, .stride = {kh, kw}, .dilation = {1, 1},
-                      .count_include_pad = true};
+  nc_pool2d_desc p = {
+      .kind = kind, .kernel = {kh, kw}, .stride = {kh, kw}, .dilation = {1, 1}, .count_include_pad = true};
   return p;
 }
 
@@ -38,11 +38,15 @@ static nc_status plan(nc_pool2d_desc *p, int ndim, const int64_t *shape) {
     p->ow = p->out_size[1];
     return NC_OK;
   }
-  if (p->kind != NC_POOL_MAX && p->kind != NC_POOL_AVG) return nc_error(NC_ERR_ARG, "unknown pooling kind %d", p->kind);
+  if (p->kind != NC_POOL_MAX && p->kind != NC_POOL_AVG)
+    return nc_error(NC_ERR_ARG, "unknown pooling kind %d", p->kind);
   for (int i = 0; i < 2; i++) {
-    if (p->kernel[i] < 1) return nc_error(NC_ERR_ARG, "kernel size must be >= 1, got %lld", (long long)p->kernel[i]);
-    if (p->stride[i] < 1) return nc_error(NC_ERR_ARG, "stride must be >= 1, got %lld", (long long)p->stride[i]);
-    if (p->dilation[i] < 1) return nc_error(NC_ERR_ARG, "dilation must be >= 1, got %lld", (long long)p->dilation[i]);
+    if (p->kernel[i] < 1)
+      return nc_error(NC_ERR_ARG, "kernel size must be >= 1, got %lld", (long long)p->kernel[i]);
+    if (p->stride[i] < 1)
+      return nc_error(NC_ERR_ARG, "stride must be >= 1, got %lld", (long long)p->stride[i]);
+    if (p->dilation[i] < 1)
+      return nc_error(NC_ERR_ARG, "dilation must be >= 1, got %lld", (long long)p->dilation[i]);
     if (p->padding[i] < 0 || p->padding[i] > p->kernel[i] / 2)
       return nc_error(NC_ERR_ARG, "padding %lld must be between 0 and half the kernel size %lld",
                       (long long)p->padding[i], (long long)p->kernel[i]);
@@ -53,7 +57,8 @@ static nc_status plan(nc_pool2d_desc *p, int ndim, const int64_t *shape) {
   p->ow = out_size(p->w, p->kernel[1], p->stride[1], p->padding[1], p->dilation[1], p->ceil_mode);
   if (p->oh < 1 || p->ow < 1)
     return nc_error(NC_ERR_SHAPE, "kernel %lldx%lld is larger than the padded input %lldx%lld",
-                    (long long)((p->kernel[0] - 1) * p->dilation[0] + 1), (long long)((p->kernel[1] - 1) * p->dilation[1] + 1),
+                    (long long)((p->kernel[0] - 1) * p->dilation[0] + 1),
+                    (long long)((p->kernel[1] - 1) * p->dilation[1] + 1),
                     (long long)(p->h + 2 * p->padding[0]), (long long)(p->w + 2 * p->padding[1]));
   return NC_OK;
 }
@@ -85,18 +90,22 @@ nc_status nc_pool2d(nc_tensor *x, const nc_pool2d_desc *params, nc_tensor **out,
     return s;
   }
   *out = y;
-  if (indices) *indices = idx;
-  else nc_tensor_release(idx);
+  if (indices)
+    *indices = idx;
+  else
+    nc_tensor_release(idx);
   return NC_OK;
 }
 
 nc_status nc_max_pool2d(nc_tensor *x, const nc_pool2d_desc *params, nc_tensor **out, nc_tensor **indices) {
-  if (params->kind != NC_POOL_MAX) return nc_error(NC_ERR_ARG, "max_pool2d: parameters are for another pooling kind");
+  if (params->kind != NC_POOL_MAX)
+    return nc_error(NC_ERR_ARG, "max_pool2d: parameters are for another pooling kind");
   return nc_pool2d(x, params, out, indices);
 }
 
 nc_status nc_avg_pool2d(nc_tensor *x, const nc_pool2d_desc *params, nc_tensor **out) {
-  if (params->kind != NC_POOL_AVG) return nc_error(NC_ERR_ARG, "avg_pool2d: parameters are for another pooling kind");
+  if (params->kind != NC_POOL_AVG)
+    return nc_error(NC_ERR_ARG, "avg_pool2d: parameters are for another pooling kind");
   return nc_pool2d(x, params, out, NULL);
 }
 
@@ -119,18 +128,23 @@ nc_status nc_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, 
   if (p.kind == NC_POOL_MAX) {
     if (!indices) return nc_error(NC_ERR_ARG, "max_pool2d backward needs the indices of the forward pass");
     if (indices->dtype != NC_INT64)
-      return nc_error(NC_ERR_DTYPE, "max_pool2d backward: indices must be int64, got %s", nc_dtype_name(indices->dtype));
+      return nc_error(NC_ERR_DTYPE, "max_pool2d backward: indices must be int64, got %s",
+                      nc_dtype_name(indices->dtype));
     bool same = indices->ndim == dy->ndim && nc_tensor_device(indices) == dev;
     for (int i = 0; same && i < dy->ndim; i++) same = indices->shape[i] == dy->shape[i];
-    if (!same) return nc_error(NC_ERR_SHAPE, "max_pool2d backward: indices must have the output gradient's shape and device");
+    if (!same)
+      return nc_error(NC_ERR_SHAPE,
+                      "max_pool2d backward: indices must have the output gradient's shape and device");
   }
   nc_tensor *r = NULL, *cdy = NULL;
   nc_status s = nc_tensor_empty(dev, dy->dtype, input_ndim, input_shape, 0, &r);
   if (s == NC_OK) s = nc_dense_operand(dy, &cdy);
   if (s == NC_OK && indices) s = nc_dense_operand(indices, &cidx);
   if (s == NC_OK && nc_tensor_numel(r) > 0) {
-    if (nc_tensor_numel(dy) == 0) s = nc_fill(r, 0.0);
-    else s = dev->backend->pool2d_backward(&p, cdy, cidx, r);
+    if (nc_tensor_numel(dy) == 0)
+      s = nc_fill(r, 0.0);
+    else
+      s = dev->backend->pool2d_backward(&p, cdy, cidx, r);
   }
   nc_tensor_release(cdy);
   nc_tensor_release(cidx);
@@ -142,20 +156,25 @@ nc_status nc_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, 
   return NC_OK;
 }
 
-nc_status nc_max_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, const int64_t *input_shape,
-                                 const nc_pool2d_desc *params, nc_tensor **dx) {
-  if (params->kind != NC_POOL_MAX) return nc_error(NC_ERR_ARG, "max_pool2d: parameters are for another pooling kind");
+nc_status nc_max_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim,
+                                 const int64_t *input_shape, const nc_pool2d_desc *params, nc_tensor **dx) {
+  if (params->kind != NC_POOL_MAX)
+    return nc_error(NC_ERR_ARG, "max_pool2d: parameters are for another pooling kind");
   return nc_pool2d_backward(dy, indices, input_ndim, input_shape, params, dx);
 }
 
 nc_status nc_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *input_shape,
                                  const nc_pool2d_desc *params, nc_tensor **dx) {
-  if (params->kind != NC_POOL_AVG) return nc_error(NC_ERR_ARG, "avg_pool2d: parameters are for another pooling kind");
+  if (params->kind != NC_POOL_AVG)
+    return nc_error(NC_ERR_ARG, "avg_pool2d: parameters are for another pooling kind");
   return nc_pool2d_backward(dy, NULL, input_ndim, input_shape, params, dx);
 }
 
-nc_status nc_adaptive_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *input_shape, nc_tensor **dx) {
-  if (dy->ndim < 2) return nc_error(NC_ERR_SHAPE, "adaptive_avg_pool2d backward: the output gradient needs 2 or more dims");
-  nc_pool2d_desc p = {.kind = NC_POOL_ADAPTIVE_AVG, .out_size = {dy->shape[dy->ndim - 2], dy->shape[dy->ndim - 1]}};
+nc_status nc_adaptive_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *input_shape,
+                                          nc_tensor **dx) {
+  if (dy->ndim < 2)
+    return nc_error(NC_ERR_SHAPE, "adaptive_avg_pool2d backward: the output gradient needs 2 or more dims");
+  nc_pool2d_desc p = {.kind = NC_POOL_ADAPTIVE_AVG,
+                      .out_size = {dy->shape[dy->ndim - 2], dy->shape[dy->ndim - 1]}};
   return nc_pool2d_backward(dy, NULL, input_ndim, input_shape, &p, dx);
 }

@@ -76,8 +76,8 @@ typedef struct {
 
 static int run_blas(void *ud) {
   blas_run *r = ud;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r->n, r->n, r->n, 1.0f, r->a, r->n, r->b, r->n, 0.0f, r->c,
-              r->n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r->n, r->n, r->n, 1.0f, r->a, r->n, r->b, r->n, 0.0f,
+              r->c, r->n);
   return 0;
 }
 #endif
@@ -92,8 +92,9 @@ typedef struct {
 static int run_clblast(void *ud) {
   clblast_run *r = ud;
   cl_event ev = NULL;
-  CLBlastStatusCode s = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, r->n, r->n, r->n,
-                                     1.0f, r->a, 0, r->n, r->b, 0, r->n, 0.0f, r->c, 0, r->n, &r->q, &ev);
+  CLBlastStatusCode s =
+      CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, r->n, r->n, r->n, 1.0f,
+                   r->a, 0, r->n, r->b, 0, r->n, 0.0f, r->c, 0, r->n, &r->q, &ev);
   if (s != CLBlastSuccess) {
     fprintf(stderr, "CLBlastSgemm failed: %d\n", (int)s);
     return 1;
@@ -112,7 +113,8 @@ static cl_device_id find_cl_device(const nc_device_info *info, cl_context *ctx, 
   if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS || (cl_uint)p >= np) return NULL;
   cl_device_id devs[16];
   cl_uint nd = 0;
-  if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &nd) != CL_SUCCESS || (cl_uint)d >= nd) return NULL;
+  if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &nd) != CL_SUCCESS || (cl_uint)d >= nd)
+    return NULL;
   cl_int err;
   *ctx = clCreateContext(NULL, 1, &devs[d], NULL, NULL, &err);
   if (err != CL_SUCCESS) return NULL;
@@ -142,8 +144,8 @@ static void bench_device(nc_device *dev, const int *sizes, int nsizes, double se
     netcl_run nr = {.dev = dev};
     if (nc_tensor_empty(dev, NC_FLOAT32, 2, shape, 0, &nr.a) != NC_OK ||
         nc_tensor_empty(dev, NC_FLOAT32, 2, shape, 0, &nr.b) != NC_OK ||
-        nc_tensor_empty(dev, NC_FLOAT32, 2, shape, 0, &nr.c) != NC_OK || nc_tensor_write_host(nr.a, ha, bytes) ||
-        nc_tensor_write_host(nr.b, hb, bytes)) {
+        nc_tensor_empty(dev, NC_FLOAT32, 2, shape, 0, &nr.c) != NC_OK ||
+        nc_tensor_write_host(nr.a, ha, bytes) || nc_tensor_write_host(nr.b, hb, bytes)) {
       fprintf(stderr, "setup failed: %s\n", nc_last_error());
       exit(1);
     }
@@ -161,16 +163,18 @@ static void bench_device(nc_device *dev, const int *sizes, int nsizes, double se
       cr.a = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, ha, &e1);
       cr.b = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, hb, &e2);
       cr.c = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &e3);
-      if (e1 == CL_SUCCESS && e2 == CL_SUCCESS && e3 == CL_SUCCESS) ref = run_clblast, ref_ud = &cr, ref_name = "clblast";
+      if (e1 == CL_SUCCESS && e2 == CL_SUCCESS && e3 == CL_SUCCESS)
+        ref = run_clblast, ref_ud = &cr, ref_name = "clblast";
     }
 #endif
     double t_nc, t_ref;
     if (time_pair(run_netcl, &nr, ref, ref_ud, seconds, &t_nc, &t_ref) == 0) {
       double flops = 2.0 * n * (double)n * n;
       double g_nc = flops / t_nc * 1e-9, g_ref = ref ? flops / t_ref * 1e-9 : 0;
-      printf("{\"bench\":\"sgemm\",\"device\":\"%s\",\"device_name\":\"%s\",\"n\":%d,\"netcl_gflops\":%.2f,"
-             "\"reference\":\"%s\",\"reference_gflops\":%.2f,\"ratio\":%.3f}\n",
-             info->spec, info->name, n, g_nc, ref_name, g_ref, ref ? g_nc / g_ref : 0.0);
+      printf(
+          "{\"bench\":\"sgemm\",\"device\":\"%s\",\"device_name\":\"%s\",\"n\":%d,\"netcl_gflops\":%.2f,"
+          "\"reference\":\"%s\",\"reference_gflops\":%.2f,\"ratio\":%.3f}\n",
+          info->spec, info->name, n, g_nc, ref_name, g_ref, ref ? g_nc / g_ref : 0.0);
       fflush(stdout);
     }
 #ifdef NC_HAVE_CLBLAST
@@ -194,7 +198,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
       nsizes = 0;
-      for (char *p = strtok(argv[++i], ","); p && nsizes < 16; p = strtok(NULL, ",")) sizes[nsizes++] = atoi(p);
+      for (char *p = strtok(argv[++i], ","); p && nsizes < 16; p = strtok(NULL, ","))
+        sizes[nsizes++] = atoi(p);
     } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
       which = argv[++i];
     } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {

@@ -23,17 +23,22 @@ static inline double *ref_random(int64_t n) {
 }
 
 /* A contiguous tensor of dtype dt on dev holding vals (converted). */
-static inline nc_tensor *ref_tensor(nc_device *dev, nc_dtype dt, int ndim, const int64_t *shape, const double *vals) {
+static inline nc_tensor *ref_tensor(nc_device *dev, nc_dtype dt, int ndim, const int64_t *shape,
+                                    const double *vals) {
   nc_tensor *t;
   if (nc_tensor_empty(dev, dt, ndim, shape, 0, &t) != NC_OK) return NULL;
   int64_t n = nc_tensor_numel(t);
   size_t es = nc_dtype_size(dt);
   char *buf = malloc(es * (size_t)(n ? n : 1));
   for (int64_t i = 0; i < n; i++) {
-    if (dt == NC_FLOAT32) ((float *)buf)[i] = (float)vals[i];
-    else if (dt == NC_FLOAT64) ((double *)buf)[i] = vals[i];
-    else if (dt == NC_INT64) ((int64_t *)buf)[i] = (int64_t)vals[i];
-    else if (dt == NC_INT32) ((int32_t *)buf)[i] = (int32_t)vals[i];
+    if (dt == NC_FLOAT32)
+      ((float *)buf)[i] = (float)vals[i];
+    else if (dt == NC_FLOAT64)
+      ((double *)buf)[i] = vals[i];
+    else if (dt == NC_INT64)
+      ((int64_t *)buf)[i] = (int64_t)vals[i];
+    else if (dt == NC_INT32)
+      ((int32_t *)buf)[i] = (int32_t)vals[i];
   }
   nc_status s = nc_tensor_write_host(t, buf, es * (size_t)n);
   free(buf);
@@ -56,10 +61,14 @@ static inline double *ref_values(nc_tensor *t) {
     return NULL;
   }
   for (int64_t i = 0; i < n; i++) {
-    if (t->dtype == NC_FLOAT32) v[i] = ((float *)buf)[i];
-    else if (t->dtype == NC_FLOAT64) v[i] = ((double *)buf)[i];
-    else if (t->dtype == NC_INT64) v[i] = (double)((int64_t *)buf)[i];
-    else v[i] = ((int32_t *)buf)[i];
+    if (t->dtype == NC_FLOAT32)
+      v[i] = ((float *)buf)[i];
+    else if (t->dtype == NC_FLOAT64)
+      v[i] = ((double *)buf)[i];
+    else if (t->dtype == NC_INT64)
+      v[i] = (double)((int64_t *)buf)[i];
+    else
+      v[i] = ((int32_t *)buf)[i];
   }
   free(buf);
   return v;

@@ -9,15 +9,15 @@ typedef struct {
 } conv_case;
 
 static const conv_case cases[] = {
-    {2, 3, 9, 11, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1},     {1, 4, 10, 7, 6, 3, 2, 2, 2, 1, 0, 1, 1, 2},
-    {2, 6, 12, 12, 6, 3, 3, 1, 2, 2, 2, 2, 2, 3},    {3, 8, 5, 5, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1},
-    {1, 2, 7, 9, 3, 5, 1, 2, 1, 2, 0, 1, 1, 1},      {2, 4, 6, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 4},
-    {4, 16, 17, 19, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},  {2, 3, 8, 8, 5, 1, 1, 2, 2, 0, 0, 1, 1, 1},
-    {5, 2, 40, 40, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1}, /* CPU: chunks of 2, 2 and 1 images */ 
+    {2, 3, 9, 11, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1},    {1, 4, 10, 7, 6, 3, 2, 2, 2, 1, 0, 1, 1, 2},
+    {2, 6, 12, 12, 6, 3, 3, 1, 2, 2, 2, 2, 2, 3},   {3, 8, 5, 5, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1},
+    {1, 2, 7, 9, 3, 5, 1, 2, 1, 2, 0, 1, 1, 1},     {2, 4, 6, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 4},
+    {4, 16, 17, 19, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1}, {2, 3, 8, 8, 5, 1, 1, 2, 2, 0, 0, 1, 1, 1},
+    {5, 2, 40, 40, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1}, /* CPU: chunks of 2, 2 and 1 images */
 };
 
-static void reference(const conv_case *k, int64_t oh, int64_t ow, const double *x, const double *w, const double *b,
-                      const double *dy, double *y, double *dx, double *dw) {
+static void reference(const conv_case *k, int64_t oh, int64_t ow, const double *x, const double *w,
+                      const double *b, const double *dy, double *y, double *dx, double *dw) {
   int64_t cg = k->c / k->g, og = k->o / k->g;
   for (int64_t n = 0; n < k->n; n++)
     for (int64_t o = 0; o < k->o; o++)
@@ -31,7 +31,8 @@ static void reference(const conv_case *k, int64_t oh, int64_t ow, const double *
                 int64_t yy = oy * k->sh - k->ph + i * k->dh, xx = ox * k->sw - k->pw + j * k->dw;
                 if (yy < 0 || yy >= k->h || xx < 0 || xx >= k->w) continue;
                 int64_t ci = (o / og) * cg + c;
-                int64_t xi = ((n * k->c + ci) * k->h + yy) * k->w + xx, wi = ((o * cg + c) * k->kh + i) * k->kw + j;
+                int64_t xi = ((n * k->c + ci) * k->h + yy) * k->w + xx,
+                        wi = ((o * cg + c) * k->kh + i) * k->kw + j;
                 s += x[xi] * w[wi];
                 dx[xi] += w[wi] * dy[yi];
                 dw[wi] += dy[yi] * x[xi];
@@ -43,23 +44,28 @@ static void reference(const conv_case *k, int64_t oh, int64_t ow, const double *
 static void run_case(nc_device *dev, nc_dtype dt, const conv_case *k) {
   int64_t oh = (k->h + 2 * k->ph - k->dh * (k->kh - 1) - 1) / k->sh + 1;
   int64_t ow = (k->w + 2 * k->pw - k->dw * (k->kw - 1) - 1) / k->sw + 1;
-  int64_t xs[4] = {k->n, k->c, k->h, k->w}, ws[4] = {k->o, k->c / k->g, k->kh, k->kw}, ys[4] = {k->n, k->o, oh, ow};
-  int64_t nx = xs[0] * xs[1] * xs[2] * xs[3], nw = ws[0] * ws[1] * ws[2] * ws[3], ny = ys[0] * ys[1] * ys[2] * ys[3];
+  int64_t xs[4] = {k->n, k->c, k->h, k->w}, ws[4] = {k->o, k->c / k->g, k->kh, k->kw},
+          ys[4] = {k->n, k->o, oh, ow};
+  int64_t nx = xs[0] * xs[1] * xs[2] * xs[3], nw = ws[0] * ws[1] * ws[2] * ws[3],
+          ny = ys[0] * ys[1] * ys[2] * ys[3];
   double *x = ref_random(nx), *w = ref_random(nw), *b = ref_random(k->o), *dy = ref_random(ny);
   double *y = calloc((size_t)ny, 8), *dx = calloc((size_t)nx, 8), *dw = calloc((size_t)nw, 8);
   reference(k, oh, ow, x, w, b, dy, y, dx, dw);
-  nc_tensor *tx = ref_tensor(dev, dt, 4, xs, x), *tw = ref_tensor(dev, dt, 4, ws, w), *tb = ref_tensor(dev, dt, 1, &k->o, b);
+  nc_tensor *tx = ref_tensor(dev, dt, 4, xs, x), *tw = ref_tensor(dev, dt, 4, ws, w),
+            *tb = ref_tensor(dev, dt, 1, &k->o, b);
   nc_tensor *tdy = ref_tensor(dev, dt, 4, ys, dy), *ty = NULL, *tdx = NULL, *tdw = NULL;
-  nc_conv2d_desc p = {.stride = {k->sh, k->sw}, .padding = {k->ph, k->pw}, .dilation = {k->dh, k->dw}, .groups = k->g};
+  nc_conv2d_desc p = {
+      .stride = {k->sh, k->sw}, .padding = {k->ph, k->pw}, .dilation = {k->dh, k->dw}, .groups = k->g};
   CHECK_OK(nc_conv2d(tx, tw, tb, &p, &ty));
   CHECK_OK(nc_conv2d_backward_input(tdy, tw, xs, &p, &tdx));
   CHECK_OK(nc_conv2d_backward_weight(tdy, tx, ws, &p, &tdw));
   double tol = dt == NC_FLOAT64 ? 1e-12 : 2e-5;
-  double e1 = ref_tensor_error(ty, y, ny), e2 = ref_tensor_error(tdx, dx, nx), e3 = ref_tensor_error(tdw, dw, nw);
+  double e1 = ref_tensor_error(ty, y, ny), e2 = ref_tensor_error(tdx, dx, nx),
+         e3 = ref_tensor_error(tdw, dw, nw);
   if (!(e1 <= tol && e2 <= tol && e3 <= tol))
     fprintf(stderr, "conv %s %s case n=%lld c=%lld o=%lld k=%lldx%lld g=%lld: errors y %g dx %g dw %g\n",
-            nc_device_info_of(dev)->spec, nc_dtype_name(dt), (long long)k->n, (long long)k->c, (long long)k->o,
-            (long long)k->kh, (long long)k->kw, (long long)k->g, e1, e2, e3);
+            nc_device_info_of(dev)->spec, nc_dtype_name(dt), (long long)k->n, (long long)k->c,
+            (long long)k->o, (long long)k->kh, (long long)k->kw, (long long)k->g, e1, e2, e3);
   CHECK(e1 <= tol);
   CHECK(e2 <= tol);
   CHECK(e3 <= tol);
@@ -95,7 +101,8 @@ static void test_errors(nc_device *dev) {
   CHECK_OK(nc_tensor_empty(dev, NC_FLOAT32, 4, ws3, 0, &w3));
   CHECK_OK(nc_tensor_empty(dev, NC_INT64, 4, xs, 0, &i64));
   nc_conv2d_desc p = {.stride = {1, 1}, .padding = {0, 0}, .dilation = {1, 1}, .groups = 1};
-  CHECK_ERR(nc_conv2d(x, w, NULL, &p, &y), NC_ERR_SHAPE, "kernel 5x5 (5x5 dilated) is larger than the padded input 4x4");
+  CHECK_ERR(nc_conv2d(x, w, NULL, &p, &y), NC_ERR_SHAPE,
+            "kernel 5x5 (5x5 dilated) is larger than the padded input 4x4");
   p.groups = 3;
   CHECK_ERR(nc_conv2d(x, w3, NULL, &p, &y), NC_ERR_SHAPE, "groups 3 does not divide the 4 input channels");
   p.groups = 4;

@@ -6,8 +6,8 @@
 #include "linalg_ref.h"
 
 /* want[b, i, j] = sum_k A[b|0, i, k] B[b|0, k, j] for dense row-major A [ba, m, k], B [bb, k, n]. */
-static double *naive(const double *a, const double *b, int64_t batch, int64_t ba, int64_t bb, int64_t m, int64_t n,
-                     int64_t k) {
+static double *naive(const double *a, const double *b, int64_t batch, int64_t ba, int64_t bb, int64_t m,
+                     int64_t n, int64_t k) {
   double *c = calloc((size_t)(batch * m * n + 1), sizeof(double));
   for (int64_t t = 0; t < batch; t++) {
     const double *pa = a + (ba == 1 ? 0 : t) * m * k, *pb = b + (bb == 1 ? 0 : t) * k * n;
@@ -18,13 +18,16 @@ static double *naive(const double *a, const double *b, int64_t batch, int64_t ba
   return c;
 }
 
-static double tol(nc_dtype dt, int64_t k) { return dt == NC_FLOAT64 ? 1e-12 : 2e-6 * sqrt((double)(k + 1)) + 1e-6; }
+static double tol(nc_dtype dt, int64_t k) {
+  return dt == NC_FLOAT64 ? 1e-12 : 2e-6 * sqrt((double)(k + 1)) + 1e-6;
+}
 
 /* a [m,k] @ b [k,n] where each operand is stored transposed when asked (read through a view). */
 static void case_mm(nc_device *dev, nc_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
   double *a = ref_random(m * k), *b = ref_random(k * n), *want = naive(a, b, 1, 1, 1, m, n, k);
   /* Store the transposed operand as [k,m] holding a^T, then view it back as [m,k]. */
-  double *at = malloc(sizeof(double) * (size_t)(m * k + 1)), *bt = malloc(sizeof(double) * (size_t)(k * n + 1));
+  double *at = malloc(sizeof(double) * (size_t)(m * k + 1)),
+         *bt = malloc(sizeof(double) * (size_t)(k * n + 1));
   for (int64_t i = 0; i < m; i++)
     for (int64_t p = 0; p < k; p++) at[p * m + i] = a[i * k + p];
   for (int64_t p = 0; p < k; p++)
@@ -84,8 +87,8 @@ static void test_broadcast(nc_device *dev) {
   int64_t sa[4] = {2, 1, m, k}, sbf[3] = {3, k, 2 * n};
   nc_tensor *ta = ref_tensor(dev, NC_FLOAT32, 4, sa, a), *tbf = ref_tensor(dev, NC_FLOAT32, 3, sbf, bfull);
   nc_tensor *tb;
-  CHECK_OK(nc_tensor_from_storage(tbf->storage, NC_FLOAT32, 3, (int64_t[]){3, k, n}, (int64_t[]){k * 2 * n, 2 * n, 2},
-                                  0, &tb));
+  CHECK_OK(nc_tensor_from_storage(tbf->storage, NC_FLOAT32, 3, (int64_t[]){3, k, n},
+                                  (int64_t[]){k * 2 * n, 2 * n, 2}, 0, &tb));
   nc_tensor *c = NULL;
   CHECK_OK(nc_matmul(ta, tb, &c));
   CHECK(c && c->ndim == 4 && c->shape[0] == 2 && c->shape[1] == 3 && c->shape[2] == m && c->shape[3] == n);
@@ -116,7 +119,7 @@ static void test_broadcast(nc_device *dev) {
   CHECK(c && c->ndim == 0 && ref_tensor_error(c, wdot, 1) < 1e-5);
   nc_tensor_release(c);
   nc_tensor *mt = NULL;
-  CHECK_OK(nc_tensor_transpose(tm, 0, 1, &mt)); /* [k, m] */
+  CHECK_OK(nc_tensor_transpose(tm, 0, 1, &mt));  /* [k, m] */
   double *wvm = naive(v, mat, 1, 1, 1, 1, m, k); /* v @ mat^T... computed below by hand */
   for (int64_t j = 0; j < m; j++) {
     wvm[j] = 0;
@@ -152,7 +155,8 @@ static void test_linear_gemm(nc_device *dev) {
   /* c^T (stored [n, m], viewed [m, n]) = 2 x @ w^T + 0.5 c. */
   double *c0 = ref_random(r * out), *want2 = malloc(sizeof(double) * (size_t)(r * out));
   for (int64_t i = 0; i < r; i++)
-    for (int64_t o = 0; o < out; o++) want2[i * out + o] = 2 * (want[i * out + o] - bias[o]) + 0.5 * c0[o * r + i];
+    for (int64_t o = 0; o < out; o++)
+      want2[i * out + o] = 2 * (want[i * out + o] - bias[o]) + 0.5 * c0[o * r + i];
   int64_t sc[2] = {out, r}, sx2[2] = {r, in};
   nc_tensor *tc = ref_tensor(dev, NC_FLOAT32, 2, sc, c0), *ct = NULL, *wt = NULL, *x2 = NULL;
   CHECK_OK(nc_tensor_transpose(tc, 0, 1, &ct));

@@ -30,12 +30,13 @@ int main(void) {
   CHECK_OK(nc_cl_gemm_tune(dev, 2, 128, &best, &gflops));
   CHECK(gflops > 0);
   bool is_candidate = false;
-  for (int i = 0; i < 2; i++)
-    is_candidate |= memcmp(&best, &nc_gemm_candidates[i], sizeof best) == 0;
+  for (int i = 0; i < 2; i++) is_candidate |= memcmp(&best, &nc_gemm_candidates[i], sizeof best) == 0;
   CHECK(is_candidate);
   /* The choice is on disk: one .tune file beside the program binaries, no temporary left. */
   char cmd[256];
-  snprintf(cmd, sizeof cmd, "test $(ls %s | grep -c '\\.tune$') -eq 1 && test $(ls %s | grep -vc -e '\\.tune$' -e '\\.clbin$') -eq 0",
+  snprintf(cmd, sizeof cmd,
+           "test $(ls %s | grep -c '\\.tune$') -eq 1 && test $(ls %s | grep -vc -e '\\.tune$' -e "
+           "'\\.clbin$') -eq 0",
            dir, dir);
   CHECK(system(cmd) == 0);
   nc_gemm_config again;

@@ -22,7 +22,8 @@ static nc_status forward(nc_device *dev, nc_dtype dt, const norm_case *k, const 
   int64_t n = 1;
   for (int i = 0; i < k->ndim; i++) n *= k->shape[i];
   int64_t pshape[4], pnd = k->kind == BN ? 1 : k->nd;
-  if (k->kind == BN) pshape[0] = k->shape[1];
+  if (k->kind == BN)
+    pshape[0] = k->shape[1];
   else
     for (int i = 0; i < k->nd; i++) pshape[i] = k->shape[k->ndim - k->nd + i];
   nc_tensor *tx = ref_tensor(dev, dt, k->ndim, k->shape, x), *tw = ref_tensor(dev, dt, (int)pnd, pshape, w);
@@ -48,8 +49,8 @@ static nc_status forward(nc_device *dev, nc_dtype dt, const norm_case *k, const 
   return s;
 }
 
-static double loss(nc_device *dev, nc_dtype dt, const norm_case *k, const double *x, const double *w, const double *b,
-                   const double *rm, const double *rv, const double *dy, int64_t n) {
+static double loss(nc_device *dev, nc_dtype dt, const norm_case *k, const double *x, const double *w,
+                   const double *b, const double *rm, const double *rv, const double *dy, int64_t n) {
   nc_tensor *y, *s1, *s2;
   if (forward(dev, dt, k, x, w, b, rm, rv, &y, &s1, &s2, NULL, NULL) != NC_OK) return NAN;
   double *v = ref_values(y), l = 0;
@@ -77,7 +78,8 @@ static void numeric(nc_device *dev, const norm_case *k, double *x, double *w, do
 static void run_case(nc_device *dev, const norm_case *k, nc_dtype dt, bool gradcheck) {
   int64_t n = 1, pn = 1;
   for (int i = 0; i < k->ndim; i++) n *= k->shape[i];
-  if (k->kind == BN) pn = k->shape[1];
+  if (k->kind == BN)
+    pn = k->shape[1];
   else
     for (int i = 0; i < k->nd; i++) pn *= k->shape[k->ndim - k->nd + i];
   double *x = ref_random(n), *w = ref_random(pn), *b = ref_random(pn), *dy = ref_random(n);
@@ -125,19 +127,26 @@ static void run_case(nc_device *dev, const norm_case *k, nc_dtype dt, bool gradc
   double tol = dt == NC_FLOAT64 ? 1e-10 : 2e-5;
   CHECK(ref_tensor_error(y, want, n) <= tol);
   if (k->kind == BN) {
-    if (!(ref_error(grm, wrm, pn) <= tol && ref_error(grv, wrv, pn) <= tol)) fprintf(stderr, "bn %s training=%d: %g %g\n", nc_device_info_of(dev)->spec, k->training, ref_error(grm, wrm, pn), ref_error(grv, wrv, pn));
+    if (!(ref_error(grm, wrm, pn) <= tol && ref_error(grv, wrv, pn) <= tol))
+      fprintf(stderr, "bn %s training=%d: %g %g\n", nc_device_info_of(dev)->spec, k->training,
+              ref_error(grm, wrm, pn), ref_error(grv, wrv, pn));
     CHECK(ref_error(grm, wrm, pn) <= tol && ref_error(grv, wrv, pn) <= tol);
   }
   /* Backward. */
   int64_t pshape[4], pnd = k->kind == BN ? 1 : k->nd;
-  if (k->kind == BN) pshape[0] = k->shape[1];
+  if (k->kind == BN)
+    pshape[0] = k->shape[1];
   else
     for (int i = 0; i < k->nd; i++) pshape[i] = k->shape[k->ndim - k->nd + i];
-  nc_tensor *tdy = ref_tensor(dev, dt, k->ndim, k->shape, dy), *tx = ref_tensor(dev, dt, k->ndim, k->shape, x);
+  nc_tensor *tdy = ref_tensor(dev, dt, k->ndim, k->shape, dy),
+            *tx = ref_tensor(dev, dt, k->ndim, k->shape, x);
   nc_tensor *tw = ref_tensor(dev, dt, (int)pnd, pshape, w), *dx = NULL, *dw = NULL, *db = NULL;
-  if (k->kind == BN) CHECK_OK(nc_batch_norm_backward(tdy, tx, tw, s1, s2, k->training, &dx, &dw, &db));
-  else if (k->kind == LN) CHECK_OK(nc_layer_norm_backward(tdy, tx, k->nd, tw, s1, s2, &dx, &dw, &db));
-  else CHECK_OK(nc_rms_norm_backward(tdy, tx, k->nd, tw, s2, &dx, &dw));
+  if (k->kind == BN)
+    CHECK_OK(nc_batch_norm_backward(tdy, tx, tw, s1, s2, k->training, &dx, &dw, &db));
+  else if (k->kind == LN)
+    CHECK_OK(nc_layer_norm_backward(tdy, tx, k->nd, tw, s1, s2, &dx, &dw, &db));
+  else
+    CHECK_OK(nc_rms_norm_backward(tdy, tx, k->nd, tw, s2, &dx, &dw));
   if (gradcheck) {
     double *gx = malloc(sizeof(double) * (size_t)n), *gw = malloc(sizeof(double) * (size_t)pn),
            *gb = malloc(sizeof(double) * (size_t)pn);
@@ -150,31 +159,38 @@ static void run_case(nc_device *dev, const norm_case *k, nc_dtype dt, bool gradc
     free(gx), free(gw), free(gb);
   } else {
     /* Parity with the CPU backend. */
-    nc_tensor *cy, *c1, *c2, *cdy = ref_tensor(cpu, dt, k->ndim, k->shape, dy), *cx = ref_tensor(cpu, dt, k->ndim, k->shape, x);
+    nc_tensor *cy, *c1, *c2, *cdy = ref_tensor(cpu, dt, k->ndim, k->shape, dy),
+                             *cx = ref_tensor(cpu, dt, k->ndim, k->shape, x);
     nc_tensor *cw = ref_tensor(cpu, dt, (int)pnd, pshape, w), *cdx = NULL, *cdw = NULL, *cdb = NULL;
     CHECK_OK(forward(cpu, dt, k, x, w, b, rm, rv, &cy, &c1, &c2, NULL, NULL));
-    if (k->kind == BN) CHECK_OK(nc_batch_norm_backward(cdy, cx, cw, c1, c2, k->training, &cdx, &cdw, &cdb));
-    else if (k->kind == LN) CHECK_OK(nc_layer_norm_backward(cdy, cx, k->nd, cw, c1, c2, &cdx, &cdw, &cdb));
-    else CHECK_OK(nc_rms_norm_backward(cdy, cx, k->nd, cw, c2, &cdx, &cdw));
+    if (k->kind == BN)
+      CHECK_OK(nc_batch_norm_backward(cdy, cx, cw, c1, c2, k->training, &cdx, &cdw, &cdb));
+    else if (k->kind == LN)
+      CHECK_OK(nc_layer_norm_backward(cdy, cx, k->nd, cw, c1, c2, &cdx, &cdw, &cdb));
+    else
+      CHECK_OK(nc_rms_norm_backward(cdy, cx, k->nd, cw, c2, &cdx, &cdw));
     double *v1 = ref_values(cdx), *v2 = ref_values(cdw), *v3 = cdb ? ref_values(cdb) : NULL;
     CHECK(ref_tensor_error(dx, v1, n) < 1e-5);
     CHECK(ref_tensor_error(dw, v2, pn) < 1e-5);
     if (v3) CHECK(ref_tensor_error(db, v3, pn) < 1e-5);
     free(v1), free(v2), free(v3);
-    nc_tensor_release(cy), nc_tensor_release(c1), nc_tensor_release(c2), nc_tensor_release(cdy), nc_tensor_release(cx);
+    nc_tensor_release(cy), nc_tensor_release(c1), nc_tensor_release(c2), nc_tensor_release(cdy),
+        nc_tensor_release(cx);
     nc_tensor_release(cw), nc_tensor_release(cdx), nc_tensor_release(cdw), nc_tensor_release(cdb);
   }
-  nc_tensor_release(y), nc_tensor_release(s1), nc_tensor_release(s2), nc_tensor_release(tdy), nc_tensor_release(tx);
+  nc_tensor_release(y), nc_tensor_release(s1), nc_tensor_release(s2), nc_tensor_release(tdy),
+      nc_tensor_release(tx);
   nc_tensor_release(tw), nc_tensor_release(dx), nc_tensor_release(dw), nc_tensor_release(db);
-  free(x), free(w), free(b), free(dy), free(rm), free(rv), free(want), free(wrm), free(wrv), free(grm), free(grv);
+  free(x), free(w), free(b), free(dy), free(rm), free(rv), free(want), free(wrm), free(wrv), free(grm),
+      free(grv);
 }
 
 static const norm_case small[] = {
-    {BN, true, 4, {2, 3, 2, 2}, 0},  {BN, false, 3, {3, 2, 3, 0}, 0}, {BN, true, 2, {5, 3, 0, 0}, 0},
-    {LN, true, 3, {2, 3, 4, 0}, 1},  {LN, true, 3, {2, 3, 4, 0}, 2},  {RMS, true, 2, {3, 7, 0, 0}, 1},
+    {BN, true, 4, {2, 3, 2, 2}, 0}, {BN, false, 3, {3, 2, 3, 0}, 0}, {BN, true, 2, {5, 3, 0, 0}, 0},
+    {LN, true, 3, {2, 3, 4, 0}, 1}, {LN, true, 3, {2, 3, 4, 0}, 2},  {RMS, true, 2, {3, 7, 0, 0}, 1},
 };
 static const norm_case large[] = {
-    {BN, true, 4, {8, 16, 9, 11}, 0}, {BN, false, 4, {4, 5, 7, 3}, 0}, {LN, true, 3, {4, 33, 300, 0}, 1},
+    {BN, true, 4, {8, 16, 9, 11}, 0},    {BN, false, 4, {4, 5, 7, 3}, 0}, {LN, true, 3, {4, 33, 300, 0}, 1},
     {RMS, true, 2, {65, 1000, 0, 0}, 1}, {LN, true, 2, {3, 1, 0, 0}, 1},
 };
 
@@ -199,9 +215,11 @@ int main(void) {
   int nd = ref_devices(devs);
   for (int d = 0; d < nd; d++) {
     if (nc_device_info_of(devs[d])->fp64)
-      for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) run_case(devs[d], &small[i], NC_FLOAT64, true);
+      for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
+        run_case(devs[d], &small[i], NC_FLOAT64, true);
     if (devs[d] != cpu)
-      for (size_t i = 0; i < sizeof large / sizeof large[0]; i++) run_case(devs[d], &large[i], NC_FLOAT32, false);
+      for (size_t i = 0; i < sizeof large / sizeof large[0]; i++)
+        run_case(devs[d], &large[i], NC_FLOAT32, false);
     test_errors(devs[d]);
   }
   CHECK_DONE();

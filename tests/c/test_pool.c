@@ -25,7 +25,8 @@ static void test_known(nc_device *dev) {
   p.stride[0] = p.stride[1] = 2;
   p.padding[0] = p.padding[1] = 1;
   CHECK_OK(nc_avg_pool2d(x, &p, &y));
-  double wp[4] = {14.0 / 9, (2 + 3 + 4 + 6 + 7 + 8) / 9.0, (5 + 6 + 9 + 10 + 13 + 14) / 9.0, (6 + 7 + 8 + 10 + 11 + 12 + 14 + 15 + 16) / 9.0};
+  double wp[4] = {14.0 / 9, (2 + 3 + 4 + 6 + 7 + 8) / 9.0, (5 + 6 + 9 + 10 + 13 + 14) / 9.0,
+                  (6 + 7 + 8 + 10 + 11 + 12 + 14 + 15 + 16) / 9.0};
   CHECK(ref_tensor_error(y, wp, 4) < 1e-7);
   nc_tensor_release(y);
   p.count_include_pad = false;
@@ -121,10 +122,12 @@ static void run_case(nc_device *dev, nc_dtype dt, nc_pool2d_desc p, int ndim, co
       free(i1), free(i2);
     }
     free(cg);
-    nc_tensor_release(cx), nc_tensor_release(cy), nc_tensor_release(ci), nc_tensor_release(cdx), nc_tensor_release(cdy);
+    nc_tensor_release(cx), nc_tensor_release(cy), nc_tensor_release(ci), nc_tensor_release(cdx),
+        nc_tensor_release(cdy);
   }
   free(gx), free(gy), free(x), free(want), free(dy);
-  nc_tensor_release(tx), nc_tensor_release(ty), nc_tensor_release(ti), nc_tensor_release(tdx), nc_tensor_release(tdy);
+  nc_tensor_release(tx), nc_tensor_release(ty), nc_tensor_release(ti), nc_tensor_release(tdx),
+      nc_tensor_release(tdy);
 }
 
 static void test_random(nc_device *dev) {
@@ -138,7 +141,8 @@ static void test_random(nc_device *dev) {
   run_case(dev, NC_FLOAT32, p, 4, s4);
   run_case(dev, NC_FLOAT32, p, 3, s3);
   p = nc_pool2d_defaults(NC_POOL_AVG, 3, 3);
-  p.stride[0] = p.stride[1] = 2, p.padding[0] = p.padding[1] = 1, p.count_include_pad = false, p.ceil_mode = true;
+  p.stride[0] = p.stride[1] = 2, p.padding[0] = p.padding[1] = 1, p.count_include_pad = false,
+  p.ceil_mode = true;
   run_case(dev, NC_FLOAT32, p, 4, s4);
   p.count_include_pad = true;
   run_case(dev, NC_FLOAT32, p, 4, s1);
@@ -165,7 +169,8 @@ static void test_errors(nc_device *dev) {
   CHECK_ERR(nc_max_pool2d(x, &p, &y, NULL), NC_ERR_SHAPE, "kernel 5x5 is larger than the padded input 4x4");
   p = nc_pool2d_defaults(NC_POOL_MAX, 2, 2);
   p.padding[0] = 2;
-  CHECK_ERR(nc_max_pool2d(x, &p, &y, NULL), NC_ERR_ARG, "padding 2 must be between 0 and half the kernel size 2");
+  CHECK_ERR(nc_max_pool2d(x, &p, &y, NULL), NC_ERR_ARG,
+            "padding 2 must be between 0 and half the kernel size 2");
   p.padding[0] = 0;
   CHECK_ERR(nc_max_pool2d(x2, &p, &y, NULL), NC_ERR_SHAPE, "needs a 3-D [C,H,W] or 4-D [N,C,H,W] input");
   CHECK_ERR(nc_adaptive_avg_pool2d(x, 0, 2, &y), NC_ERR_ARG, "output size must be positive");

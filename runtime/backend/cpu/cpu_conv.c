@@ -34,12 +34,11 @@ static conv_dims dims_of(const nc_conv2d_desc *p) {
 #define DEFINE_IM2COL(T, SUF)                                                                               \
   static void im2col_##SUF(const nc_conv2d_desc *p, int64_t cg, const T *x, T *col, int64_t ld) {           \
     const int64_t kh = p->kh, kw = p->kw, rows = cg * kh * kw;                                              \
-    _Pragma("omp parallel for if (rows * p->oh * p->ow > 65536)")                                           \
-    for (int64_t r = 0; r < rows; r++) {                                                                    \
+    _Pragma("omp parallel for if (rows * p->oh * p->ow > 65536)") for (int64_t r = 0; r < rows; r++) {      \
       const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;                                       \
       T *out = col + r * ld;                                                                                \
       for (int64_t oy = 0; oy < p->oh; oy++) {                                                              \
-        const int64_t y = oy * p->stride[0] - p->padding[0] + i * p->dilation[0];                          \
+        const int64_t y = oy * p->stride[0] - p->padding[0] + i * p->dilation[0];                           \
         if (y < 0 || y >= p->h) {                                                                           \
           memset(out + oy * p->ow, 0, sizeof(T) * (size_t)p->ow);                                           \
           continue;                                                                                         \
@@ -52,56 +51,68 @@ static conv_dims dims_of(const nc_conv2d_desc *p) {
       }                                                                                                     \
     }                                                                                                       \
   }                                                                                                         \
-  static void col2im_##SUF(const nc_conv2d_desc *p, int64_t cg, const T *col, int64_t ld, T *x) {          \
+  static void col2im_##SUF(const nc_conv2d_desc *p, int64_t cg, const T *col, int64_t ld, T *x) {           \
     const int64_t kh = p->kh, kw = p->kw;                                                                   \
-    _Pragma("omp parallel for if (cg * kh * kw * p->oh * p->ow > 65536)")                                   \
-    for (int64_t c = 0; c < cg; c++)                                                                        \
-      for (int64_t i = 0; i < kh; i++)                                                                      \
-        for (int64_t j = 0; j < kw; j++) {                                                                  \
-          const T *in = col + ((c * kh + i) * kw + j) * ld;                                                 \
-          for (int64_t oy = 0; oy < p->oh; oy++) {                                                          \
-            const int64_t y = oy * p->stride[0] - p->padding[0] + i * p->dilation[0];                       \
-            if (y < 0 || y >= p->h) continue;                                                               \
-            T *row = x + (c * p->h + y) * p->w;                                                             \
-            for (int64_t ox = 0; ox < p->ow; ox++) {                                                        \
-              const int64_t xx = ox * p->stride[1] - p->padding[1] + j * p->dilation[1];                    \
-              if (xx >= 0 && xx < p->w) row[xx] += in[oy * p->ow + ox];                                     \
-            }                                                                                               \
-          }                                                                                                 \
+    _Pragma(                                                                                                \
+        "omp parallel for if (cg * kh * kw * p->oh * p->ow > 65536)") for (int64_t c = 0; c < cg;           \
+                                                                           c++) for (int64_t i = 0; i < kh; \
+                                                                                     i++) for (int64_t j =  \
+                                                                                                   0;       \
+                                                                                               j < kw;      \
+                                                                                               j++) {       \
+      const T *in = col + ((c * kh + i) * kw + j) * ld;                                                     \
+      for (int64_t oy = 0; oy < p->oh; oy++) {                                                              \
+        const int64_t y = oy * p->stride[0] - p->padding[0] + i * p->dilation[0];                           \
+        if (y < 0 || y >= p->h) continue;                                                                   \
+        T *row = x + (c * p->h + y) * p->w;                                                                 \
+        for (int64_t ox = 0; ox < p->ow; ox++) {                                                            \
+          const int64_t xx = ox * p->stride[1] - p->padding[1] + j * p->dilation[1];                        \
+          if (xx >= 0 && xx < p->w) row[xx] += in[oy * p->ow + ox];                                         \
         }                                                                                                   \
+      }                                                                                                     \
+    }                                                                                                       \
   }
 
 DEFINE_IM2COL(float, f32)
 DEFINE_IM2COL(double, f64)
 
 static void im2col(bool f32, const nc_conv2d_desc *p, int64_t cg, const void *x, void *col, int64_t ld) {
-  if (f32) im2col_f32(p, cg, x, col, ld);
-  else im2col_f64(p, cg, x, col, ld);
+  if (f32)
+    im2col_f32(p, cg, x, col, ld);
+  else
+    im2col_f64(p, cg, x, col, ld);
 }
 
 static void col2im(bool f32, const nc_conv2d_desc *p, int64_t cg, const void *col, int64_t ld, void *x) {
-  if (f32) col2im_f32(p, cg, col, ld, x);
-  else col2im_f64(p, cg, col, ld, x);
+  if (f32)
+    col2im_f32(p, cg, col, ld, x);
+  else
+    col2im_f64(p, cg, col, ld, x);
 }
 
 /* Between a block of `ch` channels of nb images in NCHW-like storage (image stride istride,
  * channel stride plane) and its [ch, nb * plane] matrix form. */
-static void gather(size_t es, const char *src, int64_t nb, int64_t ch, int64_t plane, int64_t istride, char *dst) {
+static void gather(size_t es, const char *src, int64_t nb, int64_t ch, int64_t plane, int64_t istride,
+                   char *dst) {
 #pragma omp parallel for collapse(2) if (nb * ch * plane > 65536)
   for (int64_t c = 0; c < ch; c++)
     for (int64_t b = 0; b < nb; b++)
-      memcpy(dst + es * (size_t)((c * nb + b) * plane), src + es * (size_t)(b * istride + c * plane), es * (size_t)plane);
+      memcpy(dst + es * (size_t)((c * nb + b) * plane), src + es * (size_t)(b * istride + c * plane),
+             es * (size_t)plane);
 }
 
-static void scatter(size_t es, const char *src, int64_t nb, int64_t ch, int64_t plane, int64_t istride, char *dst) {
+static void scatter(size_t es, const char *src, int64_t nb, int64_t ch, int64_t plane, int64_t istride,
+                    char *dst) {
 #pragma omp parallel for collapse(2) if (nb * ch * plane > 65536)
   for (int64_t c = 0; c < ch; c++)
     for (int64_t b = 0; b < nb; b++)
-      memcpy(dst + es * (size_t)(b * istride + c * plane), src + es * (size_t)((c * nb + b) * plane), es * (size_t)plane);
+      memcpy(dst + es * (size_t)(b * istride + c * plane), src + es * (size_t)((c * nb + b) * plane),
+             es * (size_t)plane);
 }
 
 static nc_status gemm(bool f32, int64_t m, int64_t n, int64_t k, const void *a, int64_t sam, int64_t sak,
-                      const void *b, int64_t sbk, int64_t sbn, double beta, void *c, int64_t csm, int64_t csn) {
+                      const void *b, int64_t sbk, int64_t sbn, double beta, void *c, int64_t csm,
+                      int64_t csn) {
   if (f32) return nc_cpu_sgemm(m, n, k, 1.0f, a, sam, sak, b, sbk, sbn, (float)beta, c, csm, csn);
   return nc_cpu_dgemm(m, n, k, 1.0, a, sam, sak, b, sbk, sbn, beta, c, csm, csn);
 }
@@ -115,11 +126,11 @@ static nc_status buffers(const conv_dims *d, int64_t channels, size_t es, void *
   return nc_error(NC_ERR_OOM, "out of host memory for conv2d column buffers");
 }
 
-#define AT(base, off) ((const char *)nc_cpu_base(base) + es * (size_t)((base)->offset + (off)))
-#define AT_W(base, off) ((char *)nc_cpu_base(base) + es * (size_t)((base)->offset + (off)))
+#define AT(base, off) ((const void *)((const char *)nc_cpu_base(base) + es * (size_t)((base)->offset + (off))))
+#define AT_W(base, off) ((void *)((char *)nc_cpu_base(base) + es * (size_t)((base)->offset + (off))))
 
-nc_status nc_cpu_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
-                        nc_tensor *y) {
+nc_status nc_cpu_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w,
+                        const nc_tensor *bias, nc_tensor *y) {
   bool f32 = y->dtype == NC_FLOAT32;
   size_t es = f32 ? 4 : 8;
   conv_dims d = dims_of(p);
@@ -130,7 +141,8 @@ nc_status nc_cpu_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_te
     int64_t nb = p->n - n0 < d.nb ? p->n - n0 : d.nb, cols = nb * d.ohw;
     for (int64_t g = 0; g < p->groups && s == NC_OK; g++) {
       for (int64_t b = 0; b < nb; b++)
-        im2col(f32, p, d.cg, AT(x, ((n0 + b) * p->c_in + g * d.cg) * d.hw), (char *)col + es * (size_t)(b * d.ohw), cols);
+        im2col(f32, p, d.cg, AT(x, ((n0 + b) * p->c_in + g * d.cg) * d.hw),
+               (char *)col + es * (size_t)(b * d.ohw), cols);
       s = gemm(f32, d.og, cols, d.kdim, AT(w, g * d.og * d.kdim), d.kdim, 1, col, cols, 1, 0.0, blk, cols, 1);
       if (s == NC_OK)
         scatter(es, blk, nb, d.og, d.ohw, p->c_out * d.ohw, AT_W(y, (n0 * p->c_out + g * d.og) * d.ohw));
@@ -189,11 +201,12 @@ nc_status nc_cpu_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor
     int64_t nb = p->n - n0 < d.nb ? p->n - n0 : d.nb, cols = nb * d.ohw;
     for (int64_t g = 0; g < p->groups && s == NC_OK; g++) {
       for (int64_t b = 0; b < nb; b++)
-        im2col(f32, p, d.cg, AT(x, ((n0 + b) * p->c_in + g * d.cg) * d.hw), (char *)col + es * (size_t)(b * d.ohw), cols);
+        im2col(f32, p, d.cg, AT(x, ((n0 + b) * p->c_in + g * d.cg) * d.hw),
+               (char *)col + es * (size_t)(b * d.ohw), cols);
       gather(es, AT(dy, (n0 * p->c_out + g * d.og) * d.ohw), nb, d.og, d.ohw, p->c_out * d.ohw, blk);
       /* dW_g [og, kdim] (+)= dy block [og, cols] @ col^T [cols, kdim]. */
-      s = gemm(f32, d.og, d.kdim, cols, blk, cols, 1, col, 1, cols, n0 == 0 ? 0.0 : 1.0, AT_W(dw, g * d.og * d.kdim),
-               d.kdim, 1);
+      s = gemm(f32, d.og, d.kdim, cols, blk, cols, 1, col, 1, cols, n0 == 0 ? 0.0 : 1.0,
+               AT_W(dw, g * d.og * d.kdim), d.kdim, 1);
     }
   }
   free(col), free(blk);

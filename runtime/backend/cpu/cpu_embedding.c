@@ -34,8 +34,8 @@ nc_status nc_cpu_embedding_backward(const nc_tensor *dout, const nc_tensor *idx,
   const int64_t n = nc_tensor_numel(idx), v = dweight->shape[0], d = dweight->shape[1];
   const bool f32 = dweight->dtype == NC_FLOAT32;
   const size_t es = nc_dtype_size(dweight->dtype);
-  const char *g = (const char *)nc_cpu_base(dout) + es * (size_t)dout->offset;
-  char *w = (char *)nc_cpu_base(dweight) + es * (size_t)dweight->offset;
+  const void *g = (const char *)nc_cpu_base(dout) + es * (size_t)dout->offset;
+  void *w = (char *)nc_cpu_base(dweight) + es * (size_t)dweight->offset;
   memset(w, 0, es * (size_t)(v * d));
   const int64_t block = 64, nblocks = (d + block - 1) / block;
 #pragma omp parallel for if (n * d > 65536)
@@ -45,8 +45,10 @@ nc_status nc_cpu_embedding_backward(const nc_tensor *dout, const nc_tensor *idx,
       const int64_t k = index_at(idx, i);
       if (k < 0 || k >= v || k == padding_idx) continue;
       for (int64_t j = j0; j < j1; j++) {
-        if (f32) ((float *)w)[k * d + j] += ((const float *)g)[i * d + j];
-        else ((double *)w)[k * d + j] += ((const double *)g)[i * d + j];
+        if (f32)
+          ((float *)w)[k * d + j] += ((const float *)g)[i * d + j];
+        else
+          ((double *)w)[k * d + j] += ((const double *)g)[i * d + j];
       }
     }
   }

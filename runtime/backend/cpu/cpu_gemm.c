@@ -43,8 +43,10 @@ static void *dense_copy(bool f32, const void *src, int64_t r, int64_t c, int64_t
   if (!d || !src) return d;
   for (int64_t i = 0; i < r; i++)
     for (int64_t j = 0; j < c; j++) {
-      if (f32) ((float *)d)[i * c + j] = ((const float *)src)[i * sr + j * sc];
-      else ((double *)d)[i * c + j] = ((const double *)src)[i * sr + j * sc];
+      if (f32)
+        ((float *)d)[i * c + j] = ((const float *)src)[i * sr + j * sc];
+      else
+        ((double *)d)[i * c + j] = ((const double *)src)[i * sr + j * sc];
     }
   return d;
 }
@@ -52,14 +54,16 @@ static void *dense_copy(bool f32, const void *src, int64_t r, int64_t c, int64_t
 static void scatter_back(bool f32, const void *src, void *dst, int64_t r, int64_t c, int64_t sr, int64_t sc) {
   for (int64_t i = 0; i < r; i++)
     for (int64_t j = 0; j < c; j++) {
-      if (f32) ((float *)dst)[i * sr + j * sc] = ((const float *)src)[i * c + j];
-      else ((double *)dst)[i * sr + j * sc] = ((const double *)src)[i * c + j];
+      if (f32)
+        ((float *)dst)[i * sr + j * sc] = ((const float *)src)[i * c + j];
+      else
+        ((double *)dst)[i * sr + j * sc] = ((const double *)src)[i * c + j];
     }
 }
 
 static nc_status gemm_any(bool f32, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t sam,
-                          int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta, void *c, int64_t csm,
-                          int64_t csn);
+                          int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta, void *c,
+                          int64_t csm, int64_t csn);
 
 #ifdef NC_HAVE_BLAS
 /* How BLAS can read an r x c matrix with strides (sr, sc): row-major with leading dimension
@@ -74,9 +78,9 @@ static bool blas_layout(int64_t r, int64_t c, int64_t sr, int64_t sc, bool *tran
   return false;
 }
 
-static nc_status gemm_blas(bool f32, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t sam,
-                           int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta, void *c, int64_t csm,
-                           int64_t csn) {
+static nc_status gemm_blas(bool f32, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                           int64_t sam, int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta,
+                           void *c, int64_t csm, int64_t csn) {
   bool tc;
   int64_t ldc;
   if (!blas_layout(m, n, csm, csn, &tc, &ldc)) {
@@ -105,10 +109,11 @@ static nc_status gemm_blas(bool f32, int64_t m, int64_t n, int64_t k, double alp
   }
   enum CBLAS_TRANSPOSE ota = ta ? CblasTrans : CblasNoTrans, otb = tb ? CblasTrans : CblasNoTrans;
   if (f32)
-    cblas_sgemm(CblasRowMajor, ota, otb, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b, (int)ldb, (float)beta,
-                c, (int)ldc);
+    cblas_sgemm(CblasRowMajor, ota, otb, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b, (int)ldb,
+                (float)beta, c, (int)ldc);
   else
-    cblas_dgemm(CblasRowMajor, ota, otb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    cblas_dgemm(CblasRowMajor, ota, otb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,
+                (int)ldc);
   free(pa);
   free(pb);
   return NC_OK;
@@ -116,8 +121,8 @@ static nc_status gemm_blas(bool f32, int64_t m, int64_t n, int64_t k, double alp
 #endif
 
 static nc_status gemm_any(bool f32, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t sam,
-                          int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta, void *c, int64_t csm,
-                          int64_t csn) {
+                          int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta, void *c,
+                          int64_t csm, int64_t csn) {
   if (m == 0 || n == 0) return NC_OK;
   if (k == 0) {
     for (int64_t i = 0; i < m; i++)
@@ -140,19 +145,21 @@ static nc_status gemm_any(bool f32, int64_t m, int64_t n, int64_t k, double alph
 }
 
 nc_status nc_cpu_sgemm(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t sam, int64_t sak,
-                       const float *b, int64_t sbk, int64_t sbn, float beta, float *c, int64_t csm, int64_t csn) {
+                       const float *b, int64_t sbk, int64_t sbn, float beta, float *c, int64_t csm,
+                       int64_t csn) {
   return gemm_any(true, m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, csm, csn);
 }
 
-nc_status nc_cpu_dgemm(int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t sam, int64_t sak,
-                       const double *b, int64_t sbk, int64_t sbn, double beta, double *c, int64_t csm, int64_t csn) {
+nc_status nc_cpu_dgemm(int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t sam,
+                       int64_t sak, const double *b, int64_t sbk, int64_t sbn, double beta, double *c,
+                       int64_t csm, int64_t csn) {
   return gemm_any(false, m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, csm, csn);
 }
 
 nc_status nc_cpu_gemm(const nc_gemm_desc *g) {
   bool f32 = g->c->dtype == NC_FLOAT32;
-  char *a = nc_cpu_base(g->a), *b = nc_cpu_base(g->b), *c = nc_cpu_base(g->c);
-  const char *bias = g->bias ? nc_cpu_base(g->bias) : NULL;
+  void *a = nc_cpu_base(g->a), *b = nc_cpu_base(g->b), *c = nc_cpu_base(g->c);
+  const void *bias = g->bias ? nc_cpu_base(g->bias) : NULL;
   for (int64_t bi = 0; bi < g->batch; bi++) {
     int64_t oa = g->a_off + bi * g->a_sb, ob = g->b_off + bi * g->b_sb, oc = g->c_off + bi * g->c_sb;
     double beta = g->beta;
@@ -175,10 +182,11 @@ nc_status nc_cpu_gemm(const nc_gemm_desc *g) {
     nc_status s;
     if (f32)
       s = nc_cpu_sgemm(g->m, g->n, g->k, (float)g->alpha, (const float *)a + oa, g->a_sm, g->a_sk,
-                       (const float *)b + ob, g->b_sk, g->b_sn, (float)beta, (float *)c + oc, g->c_sm, g->c_sn);
+                       (const float *)b + ob, g->b_sk, g->b_sn, (float)beta, (float *)c + oc, g->c_sm,
+                       g->c_sn);
     else
-      s = nc_cpu_dgemm(g->m, g->n, g->k, g->alpha, (const double *)a + oa, g->a_sm, g->a_sk, (const double *)b + ob,
-                       g->b_sk, g->b_sn, beta, (double *)c + oc, g->c_sm, g->c_sn);
+      s = nc_cpu_dgemm(g->m, g->n, g->k, g->alpha, (const double *)a + oa, g->a_sm, g->a_sk,
+                       (const double *)b + ob, g->b_sk, g->b_sn, beta, (double *)c + oc, g->c_sm, g->c_sn);
     NC_TRY(s);
   }
   return NC_OK;

@@ -4,10 +4,14 @@
 #include "cpu_linalg.h"
 
 /* Element i of a float32 or float64 array (the branch is loop-invariant). */
-static inline double ld(const void *p, int64_t i, bool f32) { return f32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
+static inline double ld(const void *p, int64_t i, bool f32) {
+  return f32 ? ((const float *)p)[i] : ((const double *)p)[i];
+}
 static inline void st(void *p, int64_t i, double v, bool f32) {
-  if (f32) ((float *)p)[i] = (float)v;
-  else ((double *)p)[i] = v;
+  if (f32)
+    ((float *)p)[i] = (float)v;
+  else
+    ((double *)p)[i] = v;
 }
 static inline const void *ptr(const nc_tensor *t) {
   return t ? (const char *)nc_cpu_base(t) + (size_t)t->offset * nc_dtype_size(t->dtype) : NULL;
@@ -18,9 +22,11 @@ nc_status nc_cpu_batch_norm(const nc_tensor *x, const nc_tensor *weight, const n
                             nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
                             double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd) {
   bool f = x->dtype == NC_FLOAT32;
-  const int64_t n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1), cnt = n * s;
+  const int64_t n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1),
+                cnt = n * s;
   const void *xp = ptr(x), *wp = ptr(weight), *bp = ptr(bias);
-  void *yp = wptr(y), *rm = wptr(running_mean), *rv = wptr(running_var), *sm = wptr(save_mean), *si = wptr(save_invstd);
+  void *yp = wptr(y), *rm = wptr(running_mean), *rv = wptr(running_var), *sm = wptr(save_mean),
+       *si = wptr(save_invstd);
 #pragma omp parallel for if (nc_tensor_numel(x) > 32768)
   for (int64_t ch = 0; ch < c; ch++) {
     double mean, var;
@@ -56,10 +62,11 @@ nc_status nc_cpu_batch_norm(const nc_tensor *x, const nc_tensor *weight, const n
 }
 
 nc_status nc_cpu_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
-                                     const nc_tensor *mean, const nc_tensor *invstd, bool training, nc_tensor *dx,
-                                     nc_tensor *dweight, nc_tensor *dbias) {
+                                     const nc_tensor *mean, const nc_tensor *invstd, bool training,
+                                     nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias) {
   bool f = x->dtype == NC_FLOAT32;
-  const int64_t n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1), cnt = n * s;
+  const int64_t n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1),
+                cnt = n * s;
   const void *dyp = ptr(dy), *xp = ptr(x), *wp = ptr(weight), *mp = ptr(mean), *ip = ptr(invstd);
   void *dxp = wptr(dx), *dwp = wptr(dweight), *dbp = wptr(dbias);
 #pragma omp parallel for if (nc_tensor_numel(x) > 32768)
@@ -77,7 +84,8 @@ nc_status nc_cpu_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, co
     if (dbp) st(dbp, ch, sdy, f);
     if (!dxp) continue;
     /* Training: the batch mean and variance depend on x, which adds the two mean terms. */
-    const double a = w * is, mdy = training ? sdy / (double)cnt : 0, mdyx = training ? sdyx * is * is / (double)cnt : 0;
+    const double a = w * is, mdy = training ? sdy / (double)cnt : 0,
+                 mdyx = training ? sdyx * is * is / (double)cnt : 0;
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = 0; j < s; j++) {
         int64_t k = (i * c + ch) * s + j;
@@ -87,8 +95,8 @@ nc_status nc_cpu_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, co
   return NC_OK;
 }
 
-nc_status nc_cpu_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias, double eps,
-                          nc_tensor *y, nc_tensor *mean, nc_tensor *rstd) {
+nc_status nc_cpu_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                          double eps, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd) {
   bool f = x->dtype == NC_FLOAT32;
   const int64_t r = rstd->ndim ? nc_tensor_numel(rstd) : 1, d = nc_tensor_numel(x) / (r ? r : 1);
   const void *xp = ptr(x), *wp = ptr(weight), *bp = ptr(bias);
@@ -119,8 +127,8 @@ nc_status nc_cpu_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight,
 }
 
 nc_status nc_cpu_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
-                                   const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx, nc_tensor *dweight,
-                                   nc_tensor *dbias) {
+                                   const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
+                                   nc_tensor *dweight, nc_tensor *dbias) {
   bool f = x->dtype == NC_FLOAT32;
   const int64_t r = rstd->ndim ? nc_tensor_numel(rstd) : 1, d = nc_tensor_numel(x) / (r ? r : 1);
   const void *dyp = ptr(dy), *xp = ptr(x), *wp = ptr(weight), *mp = ptr(mean), *rp = ptr(rstd);

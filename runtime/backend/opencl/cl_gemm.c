@@ -11,7 +11,9 @@ nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt) {
   return NC_OK;
 }
 
-const char *nc_cl_real_options(nc_dtype dt) { return dt == NC_FLOAT64 ? "-DREAL=double -DNC_REAL_DOUBLE=1" : ""; }
+const char *nc_cl_real_options(nc_dtype dt) {
+  return dt == NC_FLOAT64 ? "-DREAL=double -DNC_REAL_DOUBLE=1" : "";
+}
 
 void nc_gemm_config_options(const nc_gemm_config *c, nc_dtype dt, char *buf, size_t n) {
   snprintf(buf, n, "-DREAL=%s -DMWG=%d -DNWG=%d -DKWG=%d -DTM=%d -DTNV=%d -DVW=%d",
@@ -27,7 +29,8 @@ bool nc_gemm_config_fits(nc_device *dev, const nc_gemm_config *c, nc_dtype dt) {
   size_t local[2];
   nc_gemm_config_local(c, local);
   size_t es = dt == NC_FLOAT64 ? 8 : 4;
-  return local[0] * local[1] <= dev->info.max_work_group_size && (size_t)(c->mwg + c->nwg) * (size_t)c->kwg * es <= 32768;
+  return local[0] * local[1] <= dev->info.max_work_group_size &&
+         (size_t)(c->mwg + c->nwg) * (size_t)c->kwg * es <= 32768;
 }
 
 /* A scalar kernel argument of the operands' dtype. */
@@ -62,12 +65,30 @@ nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg) {
   cl_long bias_off = g->bias_off, bias_sm = g->bias_sm, bias_sn = g->bias_sn;
   cl_int has_bias = g->bias != NULL;
   real_arg alpha, beta;
-  nc_cl_arg args[] = {NC_CL_ARG(M),       NC_CL_ARG(N),       NC_CL_ARG(K),        NC_CL_ARG(a),
-                      NC_CL_ARG(a_off),   NC_CL_ARG(a_sb),    NC_CL_ARG(a_sm),     NC_CL_ARG(a_sk),
-                      NC_CL_ARG(b),       NC_CL_ARG(b_off),   NC_CL_ARG(b_sb),     NC_CL_ARG(b_sk),
-                      NC_CL_ARG(b_sn),    NC_CL_ARG(c),       NC_CL_ARG(c_off),    NC_CL_ARG(c_sb),
-                      NC_CL_ARG(c_sm),    NC_CL_ARG(c_sn),    NC_CL_ARG(bias),     NC_CL_ARG(bias_off),
-                      NC_CL_ARG(bias_sm), NC_CL_ARG(bias_sn), NC_CL_ARG(has_bias), real_of(dt, g->alpha, &alpha),
+  nc_cl_arg args[] = {NC_CL_ARG(M),
+                      NC_CL_ARG(N),
+                      NC_CL_ARG(K),
+                      NC_CL_ARG(a),
+                      NC_CL_ARG(a_off),
+                      NC_CL_ARG(a_sb),
+                      NC_CL_ARG(a_sm),
+                      NC_CL_ARG(a_sk),
+                      NC_CL_ARG(b),
+                      NC_CL_ARG(b_off),
+                      NC_CL_ARG(b_sb),
+                      NC_CL_ARG(b_sk),
+                      NC_CL_ARG(b_sn),
+                      NC_CL_ARG(c),
+                      NC_CL_ARG(c_off),
+                      NC_CL_ARG(c_sb),
+                      NC_CL_ARG(c_sm),
+                      NC_CL_ARG(c_sn),
+                      NC_CL_ARG(bias),
+                      NC_CL_ARG(bias_off),
+                      NC_CL_ARG(bias_sm),
+                      NC_CL_ARG(bias_sn),
+                      NC_CL_ARG(has_bias),
+                      real_of(dt, g->alpha, &alpha),
                       real_of(dt, g->beta, &beta)};
   size_t local[3] = {0, 0, 1};
   nc_gemm_config_local(cfg, local);

@@ -26,7 +26,8 @@ nc_status nc_cl_gemm_config(nc_device *dev, nc_dtype dt, nc_gemm_config *out);
 /* Times every candidate (at most max_candidates of them; 0 = all) on n x n x n products and
  * stores the fastest for dev in memory and in the disk cache. *gflops (may be NULL) gets its
  * speed. */
-nc_status nc_cl_gemm_tune(nc_device *dev, int max_candidates, int64_t n, nc_gemm_config *best, double *gflops);
+nc_status nc_cl_gemm_tune(nc_device *dev, int max_candidates, int64_t n, nc_gemm_config *best,
+                          double *gflops);
 
 /* Candidate variants the tuner tries, and how many. */
 extern const nc_gemm_config nc_gemm_candidates[];
@@ -49,21 +50,22 @@ nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc
                            nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
                            double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd);
 nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
-                                    const nc_tensor *mean, const nc_tensor *invstd, bool training, nc_tensor *dx,
-                                    nc_tensor *dweight, nc_tensor *dbias);
-nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias, double eps,
-                         nc_tensor *y, nc_tensor *mean, nc_tensor *rstd);
+                                    const nc_tensor *mean, const nc_tensor *invstd, bool training,
+                                    nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias);
+nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                         double eps, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd);
 nc_status nc_cl_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
-                                  const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx, nc_tensor *dweight,
-                                  nc_tensor *dbias);
+                                  const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
+                                  nc_tensor *dweight, nc_tensor *dbias);
 nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad);
 nc_status nc_cl_embedding_backward(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx,
                                    nc_tensor *dweight);
 nc_status nc_cl_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
-                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse, int64_t *bad);
-nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *logits, const nc_tensor *targets,
-                                       const nc_tensor *lse, int64_t ignore_index, double label_smoothing,
-                                       int reduction, nc_tensor *dlogits);
+                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
+                              int64_t *bad);
+nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *logits,
+                                       const nc_tensor *targets, const nc_tensor *lse, int64_t ignore_index,
+                                       double label_smoothing, int reduction, nc_tensor *dlogits);
 
 /* Work-group size of reduction kernels: the largest power of two <= min(256, the device's
  * limit). */

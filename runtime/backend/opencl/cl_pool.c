@@ -8,9 +8,21 @@ typedef struct {
 } cl_pool;
 
 static cl_pool geometry(const nc_pool2d_desc *p) {
-  return (cl_pool){p->planes,    p->h,         p->w,         p->oh,          p->ow,
-                   p->kernel[0], p->kernel[1], p->stride[0], p->stride[1],   p->padding[0],
-                   p->padding[1], p->dilation[0], p->dilation[1], p->count_include_pad, 0};
+  return (cl_pool){p->planes,
+                   p->h,
+                   p->w,
+                   p->oh,
+                   p->ow,
+                   p->kernel[0],
+                   p->kernel[1],
+                   p->stride[0],
+                   p->stride[1],
+                   p->padding[0],
+                   p->padding[1],
+                   p->dilation[0],
+                   p->dilation[1],
+                   p->count_include_pad,
+                   0};
 }
 
 nc_status nc_cl_pool2d(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices) {

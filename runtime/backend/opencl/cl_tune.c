@@ -90,7 +90,8 @@ static bool read_cached(nc_device *dev, nc_gemm_config *out) {
   FILE *f = fopen(path, "r");
   if (!f) return false;
   nc_gemm_config c;
-  bool ok = fscanf(f, "%d %d %d %d %d %d", &c.mwg, &c.nwg, &c.kwg, &c.tm, &c.tnv, &c.vw) == 6 && valid(dev, &c);
+  bool ok =
+      fscanf(f, "%d %d %d %d %d %d", &c.mwg, &c.nwg, &c.kwg, &c.tm, &c.tnv, &c.vw) == 6 && valid(dev, &c);
   fclose(f);
   if (ok) *out = c;
   return ok;
@@ -104,8 +105,8 @@ static void write_cached(nc_device *dev, const nc_gemm_config *c, double gflops)
   int fd = mkstemp(tmp);
   if (fd < 0) return;
   char line[256];
-  int len = snprintf(line, sizeof line, "%d %d %d %d %d %d\n# %.1f GFLOP/s on %s\n", c->mwg, c->nwg, c->kwg, c->tm,
-                     c->tnv, c->vw, gflops, dev->info.name);
+  int len = snprintf(line, sizeof line, "%d %d %d %d %d %d\n# %.1f GFLOP/s on %s\n", c->mwg, c->nwg, c->kwg,
+                     c->tm, c->tnv, c->vw, gflops, dev->info.name);
   bool ok = write(fd, line, (size_t)len) == len && fsync(fd) == 0;
   ok = close(fd) == 0 && ok;
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
@@ -117,7 +118,8 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-nc_status nc_cl_gemm_tune(nc_device *dev, int max_candidates, int64_t n, nc_gemm_config *best, double *gflops) {
+nc_status nc_cl_gemm_tune(nc_device *dev, int max_candidates, int64_t n, nc_gemm_config *best,
+                          double *gflops) {
   if (dev->info.kind != NC_DEVICE_OPENCL) return nc_error(NC_ERR_ARG, "GEMM tuning is for OpenCL devices");
   int64_t shape[2] = {n, n};
   nc_tensor *a = NULL, *b = NULL, *c = NULL;
@@ -131,8 +133,21 @@ nc_status nc_cl_gemm_tune(nc_device *dev, int max_candidates, int64_t n, nc_gemm
   double best_rate = 0;
   nc_gemm_config winner = dev->info.is_gpu ? default_gpu : default_cpu;
   int tried = 0;
-  nc_gemm_desc d = {.a = a, .b = b, .c = c, .batch = 1, .m = n, .n = n, .k = n,
-                    .a_sm = n, .a_sk = 1, .b_sk = n, .b_sn = 1, .c_sm = n, .c_sn = 1, .alpha = 1, .beta = 0};
+  nc_gemm_desc d = {.a = a,
+                    .b = b,
+                    .c = c,
+                    .batch = 1,
+                    .m = n,
+                    .n = n,
+                    .k = n,
+                    .a_sm = n,
+                    .a_sk = 1,
+                    .b_sk = n,
+                    .b_sn = 1,
+                    .c_sm = n,
+                    .c_sn = 1,
+                    .alpha = 1,
+                    .beta = 0};
   for (int i = 0; s == NC_OK && i < nc_gemm_candidate_count; i++) {
     if (max_candidates > 0 && tried >= max_candidates) break;
     const nc_gemm_config *cfg = &nc_gemm_candidates[i];

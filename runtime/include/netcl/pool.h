@@ -9,11 +9,11 @@
 enum { NC_POOL_MAX = 0, NC_POOL_AVG = 1, NC_POOL_ADAPTIVE_AVG = 2 };
 
 typedef struct nc_pool2d_desc {
-  int kind;                     /* NC_POOL_* */
+  int kind;                                              /* NC_POOL_* */
   int64_t kernel[2], stride[2], padding[2], dilation[2]; /* (h, w); max and avg */
-  bool ceil_mode;               /* max and avg: output size rounds up */
-  bool count_include_pad;       /* avg: padded positions count in the divisor */
-  int64_t out_size[2];          /* adaptive: the output size; max/avg: derived */
+  bool ceil_mode;                                        /* max and avg: output size rounds up */
+  bool count_include_pad;                                /* avg: padded positions count in the divisor */
+  int64_t out_size[2];                                   /* adaptive: the output size; max/avg: derived */
   /* derived by nc_pool2d_plan */
   int64_t planes, h, w, oh, ow; /* planes = N*C */
 } nc_pool2d_desc;
@@ -36,8 +36,8 @@ nc_status nc_adaptive_avg_pool2d(nc_tensor *x, int64_t oh, int64_t ow, nc_tensor
 /* dx (shaped like the forward input, input_shape) from dy; max pooling needs the indices. */
 nc_status nc_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, const int64_t *input_shape,
                              const nc_pool2d_desc *params, nc_tensor **dx);
-nc_status nc_max_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, const int64_t *input_shape,
-                                 const nc_pool2d_desc *params, nc_tensor **dx);
+nc_status nc_max_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim,
+                                 const int64_t *input_shape, const nc_pool2d_desc *params, nc_tensor **dx);
 nc_status nc_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *input_shape,
                                  const nc_pool2d_desc *params, nc_tensor **dx);
 nc_status nc_adaptive_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *input_shape,
