@@ -159,6 +159,33 @@ void conv2d_bwd_weight(const nc_conv p, const long splits, const long kchunk, __
   NC_GEMM_STORE(BWW_STORE)
 }
 
+/* The input gradient's other route, for few input channels per group (a tile of MWG rows
+ * would be mostly padding): the host computes the columns' gradient DCOL [b, (c,kh,kw), oy*ox]
+ * for a chunk of images with the GEMM kernel, and this gathers them back: every dX element of
+ * the chunk (group g) sums the column entries that its taps produced. */
+__kernel void conv2d_col2im(const nc_conv p, const long g, const long n0, const long nb, __global const REAL *DCOL,
+                            __global REAL *DX) {
+  const long hw = p.h * p.w, ohw = p.oh * p.ow, khw = p.kh * p.kw, total = nb * p.cg * hw;
+  NC_GRID_LOOP(e, total) {
+    const long b = e / (p.cg * hw), r = e - b * p.cg * hw, c = r / hw, q = r - c * hw, y = q / p.w, x = q - y * p.w;
+    __global const REAL *col = DCOL + (b * p.cg + c) * khw * ohw;
+    REAL s = 0;
+    for (long i = 0; i < p.kh; i++) {
+      const long ty = y + p.ph - i * p.dh;
+      if (ty < 0 || ty % p.sh) continue;
+      const long oy = ty / p.sh;
+      if (oy >= p.oh) continue;
+      for (long j = 0; j < p.kw; j++) {
+        const long tx = x + p.pw - j * p.dw;
+        if (tx < 0 || tx % p.sw) continue;
+        const long ox = tx / p.sw;
+        if (ox < p.ow) s += col[(i * p.kw + j) * ohw + oy * p.ow + ox];
+      }
+    }
+    DX[((n0 + b) * p.c + g * p.cg + c) * hw + q] = s;
+  }
+}
+
 /* dW[g, m, n] = sum over splits of WS[split, g, m, n]; dW is [groups * M * N] contiguous. */
 __kernel void conv2d_sum_splits(__global const REAL *WS, const long splits, const long total, __global REAL *DW) {
   NC_GRID_LOOP(i, total) {
