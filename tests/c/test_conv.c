@@ -113,8 +113,6 @@ static void test_errors(nc_device *dev) {
   p.groups = 3;
   CHECK_ERR(nc_conv2d(x, w3, NULL, &p, &y), NC_ERR_SHAPE, "groups 3 does not divide the 4 input channels");
   p.groups = 4;
-  int64_t ws5[4] = {6, 1, 3, 3};
-  (void)ws5;
   CHECK_ERR(nc_conv2d(x, w3, NULL, &p, &y), NC_ERR_SHAPE, "groups 4 does not divide the 6 output channels");
   p.groups = 1;
   CHECK_ERR(nc_conv2d(x, w3, NULL, &p, &y), NC_ERR_SHAPE, "expects 1 input channels");
