@@ -18,9 +18,9 @@ static const conv_case cases[] = {
     {4, 16, 17, 19, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1},
     {2, 3, 8, 8, 5, 1, 1, 2, 2, 0, 0, 1, 1, 1},
     {5, 2, 40, 40, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1}, /* CPU: chunks of 2, 2 and 1 images */
-    /* 20 input channels per group: OpenCL's implicit-GEMM input gradient (fewer take the
-     * columns route) */
-    {2, 40, 9, 7, 8, 3, 3, 2, 2, 1, 1, 1, 1, 2},
+    /* 20 input channels per group at stride 1: OpenCL's implicit-GEMM input gradient (fewer
+     * channels, or a stride, take the columns route) */
+    {2, 40, 9, 7, 8, 3, 3, 1, 1, 1, 1, 2, 1, 2},
 };
 
 static void reference(const conv_case *k, int64_t oh, int64_t ow, const double *x, const double *w,

@@ -63,7 +63,7 @@ nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_ten
   return nc_cl_launch_nd(dev, k, 6, args, 3, global, local);
 }
 
-/* Few input channels per group: the columns' gradient per chunk of images as a batched GEMM
+/* Strided or few input channels per group: the columns' gradient per chunk of images as a batched GEMM
  * (W_g^T @ dY_b, read through strides) into a workspace of at most about 64 MiB, then
  * conv2d_col2im. */
 static nc_status backward_input_cols(const cl_conv *geo, const nc_gemm_config *cfg, const nc_tensor *dy,
@@ -123,7 +123,9 @@ nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *
   cl_kernel k;
   NC_TRY(conv_kernel(dev, dx->dtype, "conv2d_bwd_input", &k, &cfg));
   cl_conv geo = geometry(p);
-  if (geo.cg * 4 <= cfg.mwg) return backward_input_cols(&geo, &cfg, dy, w, dx);
+  /* Strided convolutions would multiply mostly zeros in the implicit form (3 of 4 terms at
+   * stride 2), and few channels per group would leave most of a tile's rows empty. */
+  if (geo.cg * 4 <= cfg.mwg || geo.sh > 1 || geo.sw > 1) return backward_input_cols(&geo, &cfg, dy, w, dx);
   cl_mem dym = nc_cl_mem(dy), wm = nc_cl_mem(w), dxm = nc_cl_mem(dx);
   nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(dym), NC_CL_ARG(wm), NC_CL_ARG(dxm)};
   size_t global[3], local[3];
