@@ -12,6 +12,7 @@
 #include "creation.h"
 #include "copy.h"
 #include "format.h"
+#include "autograd.h"
 #include "optable.h"
 #include "elementwise.h"
 
