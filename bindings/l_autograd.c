@@ -244,6 +244,7 @@ static int node_tostring(lua_State *L) {
 }
 
 static int node_index(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TNUMBER) return nc_lua_node_index_number(L);
   const char *k = lua_tostring(L, 2);
   if (!k) return 0;
   lua_getmetatable(L, 1);
@@ -267,6 +268,19 @@ static int node_index(lua_State *L) {
   else if (!strcmp(k, "dtype")) lua_pushstring(L, nc_dtype_name(v->dtype));
   else if (!strcmp(k, "device")) nc_lua_pushdevice(L, nc_tensor_device(v));
   else lua_pushnil(L);
+  return 1;
+}
+
+static int node_len(lua_State *L) {
+  const nc_tensor *v = nc_node_value(nc_lua_checknode(L, 1, "netcl.autograd.#"));
+  if (v->ndim == 0) return nc_lua_errorf(L, "netcl.autograd.#: a 0-dim node has no length");
+  lua_pushinteger(L, v->shape[0]);
+  return 1;
+}
+
+/* ag.recording(): whether ops on nodes record now (a tape is active and not under no_grad). */
+static int ag_recording(lua_State *L) {
+  lua_pushboolean(L, nc_lua_active_tape(L) != NULL);
   return 1;
 }
 
@@ -416,19 +430,27 @@ void nc_lua_add_autograd(lua_State *L) {
   static const luaL_Reg node_methods[] = {{"detach", node_detach}, {"zero_grad", node_zero_grad}, {NULL, NULL}};
   static const luaL_Reg node_meta[] = {{"__gc", node_gc},           {"__close", node_gc},
                                        {"__tostring", node_tostring}, {"__index", node_index},
-                                       {"__newindex", node_newindex}, {NULL, NULL}};
+                                       {"__newindex", node_newindex}, {"__len", node_len}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"Tape", tape_new},   {"tensor", ag_tensor},  {"param", ag_param},
-                                   {"no_grad", no_grad}, {"Function", ag_function}, {NULL, NULL}};
+                                   {"no_grad", no_grad}, {"Function", ag_function}, {"recording", ag_recording},
+                                   {NULL, NULL}};
   luaL_newmetatable(L, NC_TAPE_MT);
   luaL_setfuncs(L, tape_meta, 0);
   luaL_newlib(L, tape_methods);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
+  luaL_newlib(L, funcs);
+  int module = lua_gettop(L);
   luaL_newmetatable(L, NC_NODE_MT);
+  int meta = lua_gettop(L);
   luaL_setfuncs(L, node_meta, 0);
   luaL_newlib(L, node_methods);
-  lua_setfield(L, -2, "methods");
-  lua_pop(L, 1);
-  luaL_newlib(L, funcs);
+  int methods = lua_gettop(L);
+  nc_lua_add_autograd_ops(L, module, meta, methods);
+  /* autograd.lua adds the Lua-defined methods (in-place guards, gradcheck helpers) */
+  lua_pushvalue(L, methods);
+  lua_setfield(L, module, "node_methods");
+  lua_setfield(L, meta, "methods");
+  lua_settop(L, module);
   lua_setfield(L, -2, "autograd");
 }

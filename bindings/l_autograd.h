@@ -27,4 +27,21 @@ nc_node *nc_lua_checknodelike(lua_State *L, int idx, const char *fname);
  * when none is active. */
 nc_tape *nc_lua_active_tape(lua_State *L);
 
+/* A differentiable op's binding: a Node method, an autograd module function, or both. The
+ * tables of l_autograd_ops.c and l_autograd_nn.c end with a NULL name; together they must list
+ * exactly the rows of NC_AG_OPS. */
+enum { NC_LUA_AG_METHOD = 1, NC_LUA_AG_MODULE = 2, NC_LUA_AG_BOTH = 3 };
+typedef struct {
+  const char *name;
+  lua_CFunction fn;
+  int where;
+} nc_lua_ag_binding;
+extern const nc_lua_ag_binding nc_lua_ag_nn_bindings[];
+
+/* Registers the differentiable ops (l_autograd_ops.c): module functions into the table at
+ * module, methods into node_methods, operators into node_meta (all absolute indices). */
+void nc_lua_add_autograd_ops(lua_State *L, int module, int node_meta, int node_methods);
+/* n[i] with a number key: select along dim 1. */
+int nc_lua_node_index_number(lua_State *L);
+
 #endif

@@ -34,6 +34,7 @@ struct nc_ag_ctx {
 };
 
 typedef struct nc_tape_entry {
+  nc_tape *tape;
   const char *op;
   nc_backward_fn fn;
   nc_node *out;
@@ -173,6 +174,7 @@ nc_status nc_tape_record(nc_tape *t, const char *op, nc_backward_fn fn, int n, n
     free(inputs);
     return nc_error(NC_ERR_OOM, "out of host memory recording %s", op);
   }
+  e->tape = t;
   e->op = op;
   e->fn = fn;
   e->out = nc_node_retain(out);
@@ -208,11 +210,27 @@ static bool same_shape(const nc_tensor *a, const nc_tensor *b) {
   return true;
 }
 
+/* Into n->grad (taking g's reference). Rules may hand out views of another gradient, or the
+ * same tensor to several inputs, so the first gradient a node keeps is its own contiguous copy
+ * in the value's dtype: changing one .grad in place never changes another, and .grad holds no
+ * larger storage alive. Later ones add into a new tensor. */
+static nc_status accumulate_grad(nc_node *n, nc_tensor *g) {
+  if (n->grad) return accumulate(&n->grad, g);
+  nc_tensor *own;
+  nc_status s = nc_to(g, nc_tensor_device(n->value), n->value->dtype, &own);
+  nc_tensor_release(g);
+  if (s != NC_OK) return s;
+  n->grad = own;
+  return NC_OK;
+}
+
 nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retain) {
   if (t->consumed)
     return nc_error(NC_ERR_STATE, "backward called twice: the first backward freed the tape "
                                   "(pass retain=true to the first one)");
   if (!out->requires_grad) return nc_error(NC_ERR_STATE, "the output does not require a gradient (nothing was recorded)");
+  if (out->creator && out->creator->tape != t)
+    return nc_error(NC_ERR_STATE, "the output was recorded on another tape");
   nc_tensor *g0;
   if (grad) {
     if (!same_shape(grad, out->value))
@@ -231,9 +249,9 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
     }
   }
   nc_status st = NC_OK;
-  bool on_tape = out->creator != NULL;
+  bool on_tape = out->creator != NULL && out->creator->tape == t;
   if (!on_tape) { /* a leaf: its gradient is the seed */
-    st = accumulate(&out->grad, g0);
+    st = accumulate_grad(out, g0);
     goto done;
   }
   out->pending = g0;
@@ -264,9 +282,17 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
         st = nc_error(NC_ERR_STATE, "backward of %s produced a gradient of the wrong shape for input %d", e->op, i + 1);
         continue;
       }
+      if (grads[i]->dtype != in->value->dtype) { /* mixed-dtype ops: a gradient takes its input's dtype */
+        nc_tensor *c;
+        st = nc_to(grads[i], nc_tensor_device(in->value), in->value->dtype, &c);
+        nc_tensor_release(grads[i]);
+        if (st != NC_OK) continue;
+        grads[i] = c;
+      }
       /* Nodes produced on this tape gather gradients until their own entry runs; leaves (and
        * nodes from other tapes) accumulate into .grad. */
-      st = accumulate(in->creator ? &in->pending : &in->grad, grads[i]);
+      if (in->creator && in->creator->tape == t) st = accumulate(&in->pending, grads[i]);
+      else st = accumulate_grad(in, grads[i]);
     }
     if (grads != gin) free(grads);
   }

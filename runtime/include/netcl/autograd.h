@@ -71,6 +71,10 @@ int64_t *nc_ag_iparams(nc_ag_ctx *ctx); /* 16 integers */
 const nc_tensor *nc_ag_input_value(nc_ag_ctx *ctx, int i);
 bool nc_ag_needs_grad(nc_ag_ctx *ctx, int i);
 int nc_ag_n_inputs(nc_ag_ctx *ctx);
+/* For rules of broadcasting ops: grad summed over the dims that broadcasting added or
+ * stretched, so that it has shape (ndim, shape). grad itself (retained) when it already has. */
+nc_status nc_ag_reduce_to(nc_tensor *grad, int ndim, const int64_t *shape, nc_tensor **out);
+
 /* Opaque data for rules defined outside C (the Lua binding's ag.Function); free(user) runs
  * when the entry is freed. */
 void nc_ag_set_user(nc_ag_ctx *ctx, void *user, void (*free_fn)(void *user));

@@ -13,6 +13,7 @@
 #include "copy.h"
 #include "format.h"
 #include "autograd.h"
+#include "autograd_ops.h"
 #include "optable.h"
 #include "elementwise.h"
 
