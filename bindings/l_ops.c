@@ -289,5 +289,9 @@ void nc_lua_add_ops(lua_State *L) {
   luaL_setfuncs(L, module_only, 0);
   lua_pop(L, 1);
 
+  nc_lua_add_reduce(L, module, methods);
+  nc_lua_add_index(L, module, methods);
+  nc_lua_add_random(L, module, methods);
+
   lua_settop(L, module);
 }

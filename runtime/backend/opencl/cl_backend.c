@@ -171,4 +171,10 @@ const nc_backend nc_opencl_backend = {
     .unary = nc_cl_unary,
     .binary = nc_cl_binary,
     .where = nc_cl_where,
+    .reduce = nc_cl_reduce,
+    .scan = nc_cl_scan,
+    .softmax = nc_cl_softmax,
+    .index = nc_cl_index,
+    .sort = nc_cl_sort,
+    .sample = nc_cl_sample,
 };

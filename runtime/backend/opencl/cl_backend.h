@@ -117,5 +117,13 @@ nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev);
 nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
 nc_status nc_cl_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
 nc_status nc_cl_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
+nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
+                       const nc_reduce_args *args);
+nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x);
+nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x);
+nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim);
+nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
+nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
+                       uint64_t range);
 
 #endif

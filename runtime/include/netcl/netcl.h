@@ -16,6 +16,11 @@
 #include "autograd_ops.h"
 #include "optable.h"
 #include "elementwise.h"
+#include "reduce.h"
+#include "index.h"
+#include "join.h"
+#include "sort.h"
+#include "bpe.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
