@@ -167,12 +167,11 @@ static int tape_backward(lua_State *L) {
   nc_lua_tape_box *b = checktape(L, 1, fname);
   nc_node *out = nc_lua_checknode(L, 2, fname);
   nc_tensor *grad = NULL;
-  int opts = 3;
+  int opts = lua_istable(L, 3) ? 3 : 4; /* backward(out, opts) or backward(out, grad|nil, opts) */
   if (!lua_isnoneornil(L, 3) && !lua_istable(L, 3)) {
     grad = nc_lua_totensor(L, 3);
     if (!grad && nc_lua_tonode(L, 3)) grad = nc_node_value(nc_lua_tonode(L, 3));
     if (!grad) return nc_lua_argerror(L, fname, 3, "expected a Tensor gradient, got %s", luaL_typename(L, 3));
-    opts = 4;
   }
   bool retain = false;
   if (lua_istable(L, opts)) {
@@ -237,8 +236,10 @@ static int node_tostring(lua_State *L) {
   char *s;
   NC_LUA_CHECK(L, "netcl.autograd.tostring", nc_tensor_format(nc_node_value(n), &s));
   const char *op = nc_node_op(n);
-  if (op) lua_pushfstring(L, "Node(%s, op=%s)", s, op);
-  else lua_pushfstring(L, "Node(%s, requires_grad=%s)", s, nc_node_requires_grad(n) ? "true" : "false");
+  if (op)
+    lua_pushfstring(L, "Node(%s, op=%s)", s, op);
+  else
+    lua_pushfstring(L, "Node(%s, requires_grad=%s)", s, nc_node_requires_grad(n) ? "true" : "false");
   free(s);
   return 1;
 }
@@ -253,21 +254,32 @@ static int node_index(lua_State *L) {
   lua_pop(L, 3);
   nc_node *n = nc_lua_checknode(L, 1, "netcl.autograd.index");
   nc_tensor *v = nc_node_value(n);
-  if (!strcmp(k, "value")) netcl_lua_pushtensor(L, v);
+  if (!strcmp(k, "value"))
+    netcl_lua_pushtensor(L, v);
   else if (!strcmp(k, "grad")) {
-    if (nc_node_grad(n)) netcl_lua_pushtensor(L, nc_node_grad(n));
-    else lua_pushnil(L);
-  } else if (!strcmp(k, "requires_grad")) lua_pushboolean(L, nc_node_requires_grad(n));
-  else if (!strcmp(k, "is_leaf")) lua_pushboolean(L, nc_node_is_leaf(n));
+    if (nc_node_grad(n))
+      netcl_lua_pushtensor(L, nc_node_grad(n));
+    else
+      lua_pushnil(L);
+  } else if (!strcmp(k, "requires_grad"))
+    lua_pushboolean(L, nc_node_requires_grad(n));
+  else if (!strcmp(k, "is_leaf"))
+    lua_pushboolean(L, nc_node_is_leaf(n));
   else if (!strcmp(k, "op")) {
-    if (nc_node_op(n)) lua_pushstring(L, nc_node_op(n));
-    else lua_pushnil(L);
-  }
-  else if (!strcmp(k, "shape")) nc_lua_pushshape(L, v->ndim, v->shape);
-  else if (!strcmp(k, "ndim")) lua_pushinteger(L, v->ndim);
-  else if (!strcmp(k, "dtype")) lua_pushstring(L, nc_dtype_name(v->dtype));
-  else if (!strcmp(k, "device")) nc_lua_pushdevice(L, nc_tensor_device(v));
-  else lua_pushnil(L);
+    if (nc_node_op(n))
+      lua_pushstring(L, nc_node_op(n));
+    else
+      lua_pushnil(L);
+  } else if (!strcmp(k, "shape"))
+    nc_lua_pushshape(L, v->ndim, v->shape);
+  else if (!strcmp(k, "ndim"))
+    lua_pushinteger(L, v->ndim);
+  else if (!strcmp(k, "dtype"))
+    lua_pushstring(L, nc_dtype_name(v->dtype));
+  else if (!strcmp(k, "device"))
+    nc_lua_pushdevice(L, nc_tensor_device(v));
+  else
+    lua_pushnil(L);
   return 1;
 }
 
@@ -289,10 +301,13 @@ static int node_newindex(lua_State *L) {
   nc_node *n = nc_lua_checknode(L, 1, fname);
   const char *k = luaL_checkstring(L, 2);
   if (!strcmp(k, "grad")) {
-    if (lua_isnil(L, 3)) nc_node_set_grad(n, NULL);
-    else nc_node_set_grad(n, nc_lua_checktensor_f(L, 3, fname));
+    if (lua_isnil(L, 3))
+      nc_node_set_grad(n, NULL);
+    else
+      nc_node_set_grad(n, nc_lua_checktensor_f(L, 3, fname));
   } else if (!strcmp(k, "requires_grad")) {
-    if (!nc_node_is_leaf(n)) return nc_lua_errorf(L, "%s: requires_grad can only be set on leaf nodes", fname);
+    if (!nc_node_is_leaf(n))
+      return nc_lua_errorf(L, "%s: requires_grad can only be set on leaf nodes", fname);
     nc_node_set_requires_grad(n, lua_toboolean(L, 3));
   } else {
     return nc_lua_errorf(L, "%s: cannot set field '%s' of a Node (fields: grad, requires_grad)", fname, k);
@@ -336,7 +351,8 @@ static nc_status lua_rule_backward(nc_ag_ctx *ctx, nc_tensor *grad_out, nc_tenso
     nc_tensor *g = nc_lua_totensor(L, idx);
     if (!g && nc_lua_tonode(L, idx)) g = nc_node_value(nc_lua_tonode(L, idx));
     if (!g) {
-      s = nc_error(NC_ERR_STATE, "custom Function backward returned a %s for input %d (expected a Tensor or nil)",
+      s = nc_error(NC_ERR_STATE,
+                   "custom Function backward returned a %s for input %d (expected a Tensor or nil)",
                    luaL_typename(L, idx), i + 1);
       break;
     }
@@ -365,8 +381,10 @@ static int function_call(lua_State *L) {
     int idx = 2 + i;
     nc_node *n = nc_lua_tonode(L, idx);
     inputs[i] = n;
-    if (n) netcl_lua_pushtensor(L, nc_node_value(n));
-    else lua_pushvalue(L, idx);
+    if (n)
+      netcl_lua_pushtensor(L, nc_node_value(n));
+    else
+      lua_pushvalue(L, idx);
   }
   lua_call(L, nargs + 1, 1);
   nc_tensor *out = nc_lua_totensor(L, -1);
@@ -413,7 +431,8 @@ static int ag_function(lua_State *L) {
   lua_getfield(L, 1, "forward");
   lua_getfield(L, 1, "backward");
   if (!lua_isfunction(L, -2) || !lua_isfunction(L, -1))
-    return nc_lua_errorf(L, "%s: needs {forward = function(ctx, ...) end, backward = function(ctx, grad) end}", fname);
+    return nc_lua_errorf(
+        L, "%s: needs {forward = function(ctx, ...) end, backward = function(ctx, grad) end}", fname);
   lua_pop(L, 2);
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, function_call);
@@ -424,16 +443,25 @@ static int ag_function(lua_State *L) {
 }
 
 void nc_lua_add_autograd(lua_State *L) {
-  static const luaL_Reg tape_methods[] = {{"record", tape_record}, {"scope", tape_scope},
-                                          {"backward", tape_backward}, {"free", tape_gc}, {NULL, NULL}};
-  static const luaL_Reg tape_meta[] = {{"__gc", tape_gc}, {"__close", tape_gc}, {"__len", tape_len}, {NULL, NULL}};
-  static const luaL_Reg node_methods[] = {{"detach", node_detach}, {"zero_grad", node_zero_grad}, {NULL, NULL}};
-  static const luaL_Reg node_meta[] = {{"__gc", node_gc},           {"__close", node_gc},
-                                       {"__tostring", node_tostring}, {"__index", node_index},
-                                       {"__newindex", node_newindex}, {"__len", node_len}, {NULL, NULL}};
-  static const luaL_Reg funcs[] = {{"Tape", tape_new},   {"tensor", ag_tensor},  {"param", ag_param},
-                                   {"no_grad", no_grad}, {"Function", ag_function}, {"recording", ag_recording},
-                                   {NULL, NULL}};
+  static const luaL_Reg tape_methods[] = {{"record", tape_record},
+                                          {"scope", tape_scope},
+                                          {"backward", tape_backward},
+                                          {"free", tape_gc},
+                                          {NULL, NULL}};
+  static const luaL_Reg tape_meta[] = {
+      {"__gc", tape_gc}, {"__close", tape_gc}, {"__len", tape_len}, {NULL, NULL}};
+  static const luaL_Reg node_methods[] = {
+      {"detach", node_detach}, {"zero_grad", node_zero_grad}, {NULL, NULL}};
+  static const luaL_Reg node_meta[] = {{"__gc", node_gc},
+                                       {"__close", node_gc},
+                                       {"__tostring", node_tostring},
+                                       {"__index", node_index},
+                                       {"__newindex", node_newindex},
+                                       {"__len", node_len},
+                                       {NULL, NULL}};
+  static const luaL_Reg funcs[] = {
+      {"Tape", tape_new},        {"tensor", ag_tensor},       {"param", ag_param}, {"no_grad", no_grad},
+      {"Function", ag_function}, {"recording", ag_recording}, {NULL, NULL}};
   luaL_newmetatable(L, NC_TAPE_MT);
   luaL_setfuncs(L, tape_meta, 0);
   luaL_newlib(L, tape_methods);

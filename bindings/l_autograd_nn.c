@@ -27,7 +27,9 @@ static int finish(lua_State *L, nc_status s, nc_node **out, const char *fname) {
   return 1;
 }
 
-static nc_node *node_arg(lua_State *L, int idx, const char *fname) { return nc_lua_checknodelike(L, idx, fname); }
+static nc_node *node_arg(lua_State *L, int idx, const char *fname) {
+  return nc_lua_checknodelike(L, idx, fname);
+}
 
 static nc_node *opt_node(lua_State *L, int idx, const char *fname) {
   return lua_isnoneornil(L, idx) ? NULL : node_arg(L, idx, fname);
@@ -102,10 +104,15 @@ static int opt_reduction(lua_State *L, int opts, const char *fname) {
   int r = NC_REDUCTION_MEAN;
   if (field(L, opts, "reduction") != LUA_TNIL) {
     const char *s = lua_tostring(L, -1);
-    if (s && !strcmp(s, "mean")) r = NC_REDUCTION_MEAN;
-    else if (s && !strcmp(s, "sum")) r = NC_REDUCTION_SUM;
-    else if (s && !strcmp(s, "none")) r = NC_REDUCTION_NONE;
-    else luaL_error(L, "%s: reduction must be \"mean\", \"sum\" or \"none\", got %s", fname, s ? s : luaL_typename(L, -1));
+    if (s && !strcmp(s, "mean"))
+      r = NC_REDUCTION_MEAN;
+    else if (s && !strcmp(s, "sum"))
+      r = NC_REDUCTION_SUM;
+    else if (s && !strcmp(s, "none"))
+      r = NC_REDUCTION_NONE;
+    else
+      luaL_error(L, "%s: reduction must be \"mean\", \"sum\" or \"none\", got %s", fname,
+                 s ? s : luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return r;
@@ -173,7 +180,8 @@ static int l_batch_norm(lua_State *L) {
   nc_node *w = opt_node(L, 4, fname), *b = opt_node(L, 5, fname);
   int opts = nc_lua_opts(L, 6);
   bool training = nc_lua_opt_bool(L, opts, "training", false);
-  double momentum = opt_number(L, opts, "momentum", 0.1, fname), eps = opt_number(L, opts, "eps", 1e-5, fname);
+  double momentum = opt_number(L, opts, "momentum", 0.1, fname),
+         eps = opt_number(L, opts, "eps", 1e-5, fname);
   return finish(L, nc_ag_batch_norm(tape(L), x, w, b, rm, rv, training, momentum, eps, &out), &out, fname);
 }
 
@@ -216,7 +224,8 @@ static int l_embedding(lua_State *L) {
   return finish(L, nc_ag_embedding(tape(L), w, idx, pad, &out), &out, fname);
 }
 
-/* ---- losses ----------------------------------------------------------------------------------------------- */
+/* ---- losses -----------------------------------------------------------------------------------------------
+ */
 static int l_cross_entropy(lua_State *L) {
   const char *fname = "netcl.autograd.cross_entropy";
   nc_node *x = node_arg(L, 1, fname), *out;
@@ -247,7 +256,9 @@ static int pair_loss(lua_State *L, pair_loss_fn fn, const char *fname) {
 }
 static int l_mse_loss(lua_State *L) { return pair_loss(L, nc_ag_mse_loss, "netcl.autograd.mse_loss"); }
 static int l_l1_loss(lua_State *L) { return pair_loss(L, nc_ag_l1_loss, "netcl.autograd.l1_loss"); }
-static int l_bce_with_logits(lua_State *L) { return pair_loss(L, nc_ag_bce_with_logits, "netcl.autograd.bce_with_logits"); }
+static int l_bce_with_logits(lua_State *L) {
+  return pair_loss(L, nc_ag_bce_with_logits, "netcl.autograd.bce_with_logits");
+}
 
 static int l_cosine_similarity(lua_State *L) {
   const char *fname = "netcl.autograd.cosine_similarity";

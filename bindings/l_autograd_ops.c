@@ -26,7 +26,9 @@ static int finish(lua_State *L, nc_status s, nc_node **out, const char *fname) {
   return 1;
 }
 
-static nc_node *node_arg(lua_State *L, int idx, const char *fname) { return nc_lua_checknodelike(L, idx, fname); }
+static nc_node *node_arg(lua_State *L, int idx, const char *fname) {
+  return nc_lua_checknodelike(L, idx, fname);
+}
 
 /* A Node, a Tensor (as a constant node) or a number. */
 static nc_ag_operand operand_arg(lua_State *L, int idx, const char *fname) {
@@ -55,9 +57,12 @@ static int shape_arg(lua_State *L, int idx, int64_t *shape, const char *fname) {
     shape[0] = luaL_checkinteger(L, idx);
     return 1;
   }
-  if (!lua_istable(L, idx)) return nc_lua_argerror(L, fname, idx, "expected a shape table, got %s", luaL_typename(L, idx));
+  if (!lua_istable(L, idx))
+    return nc_lua_argerror(L, fname, idx, "expected a shape table, got %s", luaL_typename(L, idx));
   lua_Integer n = luaL_len(L, idx);
-  if (n > NC_MAX_DIMS) return nc_lua_argerror(L, fname, idx, "shape has %lld dims; at most %d are supported", (long long)n, NC_MAX_DIMS);
+  if (n > NC_MAX_DIMS)
+    return nc_lua_argerror(L, fname, idx, "shape has %lld dims; at most %d are supported", (long long)n,
+                           NC_MAX_DIMS);
   for (int i = 0; i < n; i++) {
     lua_geti(L, idx, i + 1);
     int isint;
@@ -74,10 +79,12 @@ static int shape_arg(lua_State *L, int idx, int64_t *shape, const char *fname) {
 static int64_t pos_arg(lua_State *L, int idx, int64_t n, const char *fname) {
   int isint;
   lua_Integer i = lua_tointegerx(L, idx, &isint);
-  if (!isint) return nc_lua_argerror(L, fname, idx, "index must be an integer, got %s", luaL_typename(L, idx));
+  if (!isint)
+    return nc_lua_argerror(L, fname, idx, "index must be an integer, got %s", luaL_typename(L, idx));
   int64_t z = i < 0 ? i + n : i - 1;
   if (i == 0 || z < 0 || z >= n)
-    return nc_lua_argerror(L, fname, idx, "index %lld out of range for a dim of size %lld", (long long)i, (long long)n);
+    return nc_lua_argerror(L, fname, idx, "index %lld out of range for a dim of size %lld", (long long)i,
+                           (long long)n);
   return z;
 }
 
@@ -94,8 +101,10 @@ static int l_unary(lua_State *L) {
   if (op == NC_OP_GELU && opts) {
     lua_getfield(L, opts, "approximate");
     const char *a = lua_tostring(L, -1);
-    if (a && !strcmp(a, "tanh")) op = NC_OP_GELU_TANH;
-    else if (a && strcmp(a, "none")) return luaL_error(L, "%s: approximate must be \"none\" or \"tanh\", got %s", fname, a);
+    if (a && !strcmp(a, "tanh"))
+      op = NC_OP_GELU_TANH;
+    else if (a && strcmp(a, "none"))
+      return luaL_error(L, "%s: approximate must be \"none\" or \"tanh\", got %s", fname, a);
     lua_pop(L, 1);
   }
   return finish(L, nc_ag_unary(tape(L), op, x, &out), &out, fname);
@@ -170,9 +179,12 @@ static int dims_arg(lua_State *L, int idx, int ndim, int *dims, bool *single, co
     return 1;
   }
   if (!lua_istable(L, idx))
-    return nc_lua_argerror(L, fname, idx, "dims must be an integer or a table of integers, got %s", luaL_typename(L, idx));
+    return nc_lua_argerror(L, fname, idx, "dims must be an integer or a table of integers, got %s",
+                           luaL_typename(L, idx));
   lua_Integer n = luaL_len(L, idx);
-  if (n > NC_MAX_DIMS) return nc_lua_argerror(L, fname, idx, "%lld dims given; a tensor has at most %d", (long long)n, NC_MAX_DIMS);
+  if (n > NC_MAX_DIMS)
+    return nc_lua_argerror(L, fname, idx, "%lld dims given; a tensor has at most %d", (long long)n,
+                           NC_MAX_DIMS);
   for (int i = 0; i < n; i++) {
     lua_geti(L, idx, i + 1);
     dims[i] = nc_lua_checkdim(L, lua_gettop(L), nd, fname);
@@ -186,11 +198,16 @@ static nc_reduce_args reduce_opts(lua_State *L, int opts, const char *fname) {
   if (!opts) return a;
   if (lua_getfield(L, opts, "p") != LUA_TNIL) {
     const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    if (s && !strcmp(s, "inf")) a.p = INFINITY;
-    else if (s && !strcmp(s, "-inf")) a.p = -INFINITY;
-    else if (s && !strcmp(s, "fro")) a.p = 2;
-    else if (lua_type(L, -1) == LUA_TNUMBER) a.p = lua_tonumber(L, -1);
-    else luaL_error(L, "%s: opts.p must be a number, \"inf\", \"-inf\" or \"fro\"", fname);
+    if (s && !strcmp(s, "inf"))
+      a.p = INFINITY;
+    else if (s && !strcmp(s, "-inf"))
+      a.p = -INFINITY;
+    else if (s && !strcmp(s, "fro"))
+      a.p = 2;
+    else if (lua_type(L, -1) == LUA_TNUMBER)
+      a.p = lua_tonumber(L, -1);
+    else
+      luaL_error(L, "%s: opts.p must be a number, \"inf\", \"-inf\" or \"fro\"", fname);
   }
   lua_pop(L, 1);
   if (lua_getfield(L, opts, "unbiased") != LUA_TNIL) a.correction = lua_toboolean(L, -1) ? 1 : 0;
@@ -221,7 +238,9 @@ static int l_reduce(lua_State *L) {
   finish(L, nc_ag_reduce(tape(L), op, x, ndims, dims, keepdim, &a, &out), &out, fname);
   if ((op == NC_OP_MAX || op == NC_OP_MIN) && single) {
     nc_tensor *idx;
-    NC_LUA_CHECK(L, fname, nc_reduce(op == NC_OP_MAX ? NC_OP_ARGMAX : NC_OP_ARGMIN, nc_node_value(x), 1, dims, keepdim, NULL, &idx));
+    NC_LUA_CHECK(L, fname,
+                 nc_reduce(op == NC_OP_MAX ? NC_OP_ARGMAX : NC_OP_ARGMIN, nc_node_value(x), 1, dims, keepdim,
+                           NULL, &idx));
     nc_lua_pushtensor_new(L, idx);
     return 2;
   }
@@ -298,7 +317,8 @@ static nc_node **node_list(lua_State *L, int idx, int *n, const char *fname) {
   for (lua_Integer i = 0; i < len; i++) {
     lua_geti(L, idx, i + 1);
     if (!nc_lua_tonode(L, -1) && !luaL_testudata(L, -1, NC_TENSOR_MT))
-      luaL_error(L, "%s: element %lld of the list is a %s, not a Node or Tensor", fname, (long long)i + 1, luaL_typename(L, -1));
+      luaL_error(L, "%s: element %lld of the list is a %s, not a Node or Tensor", fname, (long long)i + 1,
+                 luaL_typename(L, -1));
     ns[i] = node_arg(L, lua_gettop(L), fname);
     lua_rawseti(L, -2, i + 1);
   }
@@ -366,9 +386,11 @@ static int l_split(lua_State *L) {
     n = (int)len;
   } else {
     lua_Integer size = luaL_checkinteger(L, 2);
-    if (size <= 0) return nc_lua_argerror(L, fname, 2, "split size must be positive, got %lld", (long long)size);
+    if (size <= 0)
+      return nc_lua_argerror(L, fname, 2, "split size must be positive, got %lld", (long long)size);
     int64_t count = (v->shape[dim] + size - 1) / size;
-    if (count > MAX_PARTS) return nc_lua_argerror(L, fname, 2, "split into %lld pieces is too many", (long long)count);
+    if (count > MAX_PARTS)
+      return nc_lua_argerror(L, fname, 2, "split into %lld pieces is too many", (long long)count);
     sizes = lua_newuserdatauv(L, sizeof *sizes * (size_t)(count ? count : 1), 0);
     n = nc_split_sizes(v->shape[dim], size, sizes, (int)count);
   }
@@ -384,7 +406,8 @@ static int l_chunk(lua_State *L) {
   if (v->ndim == 0) return luaL_error(L, "%s: cannot chunk a 0-dim node", fname);
   lua_Integer chunks = luaL_checkinteger(L, 2);
   if (chunks <= 0 || chunks > MAX_PARTS)
-    return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", MAX_PARTS, (long long)chunks);
+    return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", MAX_PARTS,
+                           (long long)chunks);
   int dim = lua_isnoneornil(L, 3) ? 0 : nc_lua_checkdim(L, 3, v->ndim, fname);
   int64_t len = v->shape[dim], size = (len + chunks - 1) / chunks;
   int64_t *sizes = lua_newuserdatauv(L, sizeof *sizes * (size_t)chunks, 0);
@@ -399,8 +422,10 @@ static int l_dropout(lua_State *L) {
   nc_node *x = node_arg(L, 1, fname), *out;
   double p = luaL_optnumber(L, 2, 0.5);
   bool training = true;
-  if (lua_isboolean(L, 3)) training = lua_toboolean(L, 3);
-  else training = nc_lua_opt_bool(L, nc_lua_opts(L, 3), "training", true);
+  if (lua_isboolean(L, 3))
+    training = lua_toboolean(L, 3);
+  else
+    training = nc_lua_opt_bool(L, nc_lua_opts(L, 3), "training", true);
   return finish(L, nc_ag_dropout(tape(L), x, p, training, nc_lua_rng(L), &out), &out, fname);
 }
 
@@ -434,7 +459,8 @@ static int l_permute(lua_State *L) {
   nc_node *x = node_arg(L, 1, fname), *out;
   int nd = nc_node_value(x)->ndim, dims[NC_MAX_DIMS];
   luaL_checktype(L, 2, LUA_TTABLE);
-  if (luaL_len(L, 2) != nd) return nc_lua_argerror(L, fname, 2, "needs %d dims, got %lld", nd, (long long)luaL_len(L, 2));
+  if (luaL_len(L, 2) != nd)
+    return nc_lua_argerror(L, fname, 2, "needs %d dims, got %lld", nd, (long long)luaL_len(L, 2));
   for (int i = 0; i < nd; i++) {
     lua_geti(L, 2, i + 1);
     dims[i] = nc_lua_checkdim(L, -1, nd, fname);
@@ -450,7 +476,8 @@ static int l_narrow(lua_State *L) {
   int d = nc_lua_checkdim(L, 2, v->ndim, fname);
   lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
   if (start < 0) start += v->shape[d] + 1;
-  if (start < 1) return nc_lua_argerror(L, fname, 3, "start %lld is out of range", (long long)luaL_checkinteger(L, 3));
+  if (start < 1)
+    return nc_lua_argerror(L, fname, 3, "start %lld is out of range", (long long)luaL_checkinteger(L, 3));
   return finish(L, nc_ag_narrow(tape(L), x, d, start - 1, len, &out), &out, fname);
 }
 
@@ -493,7 +520,8 @@ static int l_flatten(lua_State *L) {
   int nd = nc_node_value(x)->ndim;
   int d1 = nd == 0 || lua_isnoneornil(L, 2) ? 0 : nc_lua_checkdim(L, 2, nd, fname);
   int d2 = nd == 0 || lua_isnoneornil(L, 3) ? nd - 1 : nc_lua_checkdim(L, 3, nd, fname);
-  if (nd && d1 > d2) return nc_lua_argerror(L, fname, 3, "end dim %d comes before start dim %d", d2 + 1, d1 + 1);
+  if (nd && d1 > d2)
+    return nc_lua_argerror(L, fname, 3, "end dim %d comes before start dim %d", d2 + 1, d1 + 1);
   return finish(L, nc_ag_flatten(tape(L), x, d1, d2, &out), &out, fname);
 }
 
@@ -513,27 +541,67 @@ int nc_lua_node_index_number(lua_State *L) { return select_at(L, 0, 2, "netcl.au
 /* ---- registration ---------------------------------------------------------------------------------- */
 /* Unary and binary rows take their op code from the op table by name. */
 static const nc_lua_ag_binding op_bindings[] = {
-    {"abs", l_unary, NC_LUA_AG_BOTH},          {"neg", l_unary, NC_LUA_AG_BOTH},           {"exp", l_unary, NC_LUA_AG_BOTH},
-    {"log", l_unary, NC_LUA_AG_BOTH},          {"log1p", l_unary, NC_LUA_AG_BOTH},         {"sqrt", l_unary, NC_LUA_AG_BOTH},
-    {"rsqrt", l_unary, NC_LUA_AG_BOTH},        {"sin", l_unary, NC_LUA_AG_BOTH},           {"cos", l_unary, NC_LUA_AG_BOTH},
-    {"tanh", l_unary, NC_LUA_AG_BOTH},         {"sigmoid", l_unary, NC_LUA_AG_BOTH},       {"relu", l_unary, NC_LUA_AG_BOTH},
-    {"gelu", l_unary, NC_LUA_AG_BOTH},         {"gelu_tanh", l_unary, NC_LUA_AG_BOTH},     {"silu", l_unary, NC_LUA_AG_BOTH},
-    {"floor", l_unary, NC_LUA_AG_BOTH},        {"ceil", l_unary, NC_LUA_AG_BOTH},          {"round", l_unary, NC_LUA_AG_BOTH},
-    {"sign", l_unary, NC_LUA_AG_BOTH},         {"clamp", l_clamp, NC_LUA_AG_BOTH},         {"add", l_binary, NC_LUA_AG_BOTH},
-    {"sub", l_binary, NC_LUA_AG_BOTH},         {"mul", l_binary, NC_LUA_AG_BOTH},          {"div", l_binary, NC_LUA_AG_BOTH},
-    {"pow", l_binary, NC_LUA_AG_BOTH},         {"maximum", l_binary, NC_LUA_AG_BOTH},      {"minimum", l_binary, NC_LUA_AG_BOTH},
-    {"where", l_where, NC_LUA_AG_BOTH},        {"masked_fill", l_masked_fill, NC_LUA_AG_BOTH},
-    {"sum", l_reduce, NC_LUA_AG_BOTH},         {"mean", l_reduce, NC_LUA_AG_BOTH},         {"prod", l_reduce, NC_LUA_AG_BOTH},
-    {"max", l_reduce, NC_LUA_AG_BOTH},         {"min", l_reduce, NC_LUA_AG_BOTH},          {"var", l_reduce, NC_LUA_AG_BOTH},
-    {"std", l_reduce, NC_LUA_AG_BOTH},         {"norm", l_reduce, NC_LUA_AG_BOTH},         {"logsumexp", l_reduce, NC_LUA_AG_BOTH},
-    {"cumsum", l_cumsum, NC_LUA_AG_BOTH},      {"softmax", l_softmax, NC_LUA_AG_BOTH},     {"log_softmax", l_softmax, NC_LUA_AG_BOTH},
-    {"view", l_view, NC_LUA_AG_BOTH},          {"reshape", l_reshape, NC_LUA_AG_BOTH},     {"transpose", l_transpose, NC_LUA_AG_BOTH},
-    {"permute", l_permute, NC_LUA_AG_BOTH},    {"narrow", l_narrow, NC_LUA_AG_BOTH},       {"select", l_select, NC_LUA_AG_BOTH},
-    {"expand", l_expand, NC_LUA_AG_BOTH},      {"squeeze", l_squeeze, NC_LUA_AG_BOTH},     {"unsqueeze", l_unsqueeze, NC_LUA_AG_BOTH},
-    {"flatten", l_flatten, NC_LUA_AG_BOTH},    {"contiguous", l_contiguous, NC_LUA_AG_BOTH}, {"clone", l_clone, NC_LUA_AG_BOTH},
-    {"index_select", l_index_select, NC_LUA_AG_BOTH}, {"gather", l_gather, NC_LUA_AG_BOTH}, {"scatter_add", l_scatter_add, NC_LUA_AG_BOTH},
-    {"cat", l_cat, NC_LUA_AG_MODULE},          {"stack", l_stack, NC_LUA_AG_MODULE},       {"split", l_split, NC_LUA_AG_BOTH},
-    {"chunk", l_chunk, NC_LUA_AG_BOTH},        {"dropout", l_dropout, NC_LUA_AG_BOTH},
+    {"abs", l_unary, NC_LUA_AG_BOTH},
+    {"neg", l_unary, NC_LUA_AG_BOTH},
+    {"exp", l_unary, NC_LUA_AG_BOTH},
+    {"log", l_unary, NC_LUA_AG_BOTH},
+    {"log1p", l_unary, NC_LUA_AG_BOTH},
+    {"sqrt", l_unary, NC_LUA_AG_BOTH},
+    {"rsqrt", l_unary, NC_LUA_AG_BOTH},
+    {"sin", l_unary, NC_LUA_AG_BOTH},
+    {"cos", l_unary, NC_LUA_AG_BOTH},
+    {"tanh", l_unary, NC_LUA_AG_BOTH},
+    {"sigmoid", l_unary, NC_LUA_AG_BOTH},
+    {"relu", l_unary, NC_LUA_AG_BOTH},
+    {"gelu", l_unary, NC_LUA_AG_BOTH},
+    {"gelu_tanh", l_unary, NC_LUA_AG_BOTH},
+    {"silu", l_unary, NC_LUA_AG_BOTH},
+    {"floor", l_unary, NC_LUA_AG_BOTH},
+    {"ceil", l_unary, NC_LUA_AG_BOTH},
+    {"round", l_unary, NC_LUA_AG_BOTH},
+    {"sign", l_unary, NC_LUA_AG_BOTH},
+    {"clamp", l_clamp, NC_LUA_AG_BOTH},
+    {"add", l_binary, NC_LUA_AG_BOTH},
+    {"sub", l_binary, NC_LUA_AG_BOTH},
+    {"mul", l_binary, NC_LUA_AG_BOTH},
+    {"div", l_binary, NC_LUA_AG_BOTH},
+    {"pow", l_binary, NC_LUA_AG_BOTH},
+    {"maximum", l_binary, NC_LUA_AG_BOTH},
+    {"minimum", l_binary, NC_LUA_AG_BOTH},
+    {"where", l_where, NC_LUA_AG_BOTH},
+    {"masked_fill", l_masked_fill, NC_LUA_AG_BOTH},
+    {"sum", l_reduce, NC_LUA_AG_BOTH},
+    {"mean", l_reduce, NC_LUA_AG_BOTH},
+    {"prod", l_reduce, NC_LUA_AG_BOTH},
+    {"max", l_reduce, NC_LUA_AG_BOTH},
+    {"min", l_reduce, NC_LUA_AG_BOTH},
+    {"var", l_reduce, NC_LUA_AG_BOTH},
+    {"std", l_reduce, NC_LUA_AG_BOTH},
+    {"norm", l_reduce, NC_LUA_AG_BOTH},
+    {"logsumexp", l_reduce, NC_LUA_AG_BOTH},
+    {"cumsum", l_cumsum, NC_LUA_AG_BOTH},
+    {"softmax", l_softmax, NC_LUA_AG_BOTH},
+    {"log_softmax", l_softmax, NC_LUA_AG_BOTH},
+    {"view", l_view, NC_LUA_AG_BOTH},
+    {"reshape", l_reshape, NC_LUA_AG_BOTH},
+    {"transpose", l_transpose, NC_LUA_AG_BOTH},
+    {"permute", l_permute, NC_LUA_AG_BOTH},
+    {"narrow", l_narrow, NC_LUA_AG_BOTH},
+    {"select", l_select, NC_LUA_AG_BOTH},
+    {"expand", l_expand, NC_LUA_AG_BOTH},
+    {"squeeze", l_squeeze, NC_LUA_AG_BOTH},
+    {"unsqueeze", l_unsqueeze, NC_LUA_AG_BOTH},
+    {"flatten", l_flatten, NC_LUA_AG_BOTH},
+    {"contiguous", l_contiguous, NC_LUA_AG_BOTH},
+    {"clone", l_clone, NC_LUA_AG_BOTH},
+    {"index_select", l_index_select, NC_LUA_AG_BOTH},
+    {"gather", l_gather, NC_LUA_AG_BOTH},
+    {"scatter_add", l_scatter_add, NC_LUA_AG_BOTH},
+    {"cat", l_cat, NC_LUA_AG_MODULE},
+    {"stack", l_stack, NC_LUA_AG_MODULE},
+    {"split", l_split, NC_LUA_AG_BOTH},
+    {"chunk", l_chunk, NC_LUA_AG_BOTH},
+    {"dropout", l_dropout, NC_LUA_AG_BOTH},
     {NULL, NULL, 0},
 };
 
@@ -583,7 +651,8 @@ void nc_lua_add_autograd_ops(lua_State *L, int module, int node_meta, int node_m
       luaL_error(L, "netcl.autograd: differentiable op %s has no binding", nc_ag_op_names[i]);
   for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
     for (const nc_lua_ag_binding *b = tables[t]; b->name; b++) {
-      if (!nc_ag_op_known(b->name)) luaL_error(L, "netcl.autograd: binding %s is not a row of NC_AG_OPS", b->name);
+      if (!nc_ag_op_known(b->name))
+        luaL_error(L, "netcl.autograd: binding %s is not a row of NC_AG_OPS", b->name);
       if (b->where & NC_LUA_AG_METHOD) {
         push_binding(L, b);
         lua_setfield(L, node_methods, b->name);
@@ -599,8 +668,11 @@ void nc_lua_add_autograd_ops(lua_State *L, int module, int node_meta, int node_m
   static const struct {
     const char *meta, *name;
     nc_op op;
-  } arith[] = {{"__add", "add", NC_OP_ADD}, {"__sub", "sub", NC_OP_SUB}, {"__mul", "mul", NC_OP_MUL},
-               {"__div", "div", NC_OP_DIV}, {"__pow", "pow", NC_OP_POW}};
+  } arith[] = {{"__add", "add", NC_OP_ADD},
+               {"__sub", "sub", NC_OP_SUB},
+               {"__mul", "mul", NC_OP_MUL},
+               {"__div", "div", NC_OP_DIV},
+               {"__pow", "pow", NC_OP_POW}};
   luaL_getmetatable(L, NC_TENSOR_MT);
   int tensor_meta = lua_gettop(L);
   for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++) {

@@ -53,6 +53,24 @@ for _, name in ipairs(read_only) do
   end
 end
 
+-- Tensor methods of differentiable ops take Node arguments too (x:matmul(w) with x a Tensor
+-- and w a Node): the call goes to the Node op, with the Tensor as a constant.
+local function any_node(...)
+  for i = 1, select("#", ...) do
+    if is_node((select(i, ...))) then return true end
+  end
+  return false
+end
+for _, name in ipairs(ag.ops()) do
+  local tf, nf = tensor_methods[name], node_methods[name]
+  if tf and nf then
+    tensor_methods[name] = function(self, ...)
+      if any_node(...) then return nf(self, ...) end
+      return tf(self, ...)
+    end
+  end
+end
+
 -- ---- gradcheck ----------------------------------------------------------------------------------
 local function is_float(dtype) return dtype == "float32" or dtype == "float64" end
 

@@ -46,9 +46,12 @@ nc_node *cg_reduce(ag_graph *G, nc_op op, nc_node *x, int ndims, const int *dims
 
 nc_node *cg_reduction(ag_graph *G, nc_node *loss, int reduction) {
   switch (reduction) {
-    case NC_REDUCTION_NONE: return loss;
-    case NC_REDUCTION_MEAN: return cg_reduce(G, NC_OP_MEAN, loss, 0, NULL, false);
-    case NC_REDUCTION_SUM: return cg_reduce(G, NC_OP_SUM, loss, 0, NULL, false);
+    case NC_REDUCTION_NONE:
+      return loss;
+    case NC_REDUCTION_MEAN:
+      return cg_reduce(G, NC_OP_MEAN, loss, 0, NULL, false);
+    case NC_REDUCTION_SUM:
+      return cg_reduce(G, NC_OP_SUM, loss, 0, NULL, false);
     default:
       if (G->s == NC_OK) G->s = nc_error(NC_ERR_ARG, "unknown reduction %d", reduction);
       return NULL;

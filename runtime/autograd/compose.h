@@ -16,7 +16,10 @@ typedef struct {
   nc_node *nodes[AG_GRAPH_MAX];
 } ag_graph;
 
-#define AG_GRAPH(tape) {(tape), NC_OK, 0, {NULL}}
+#define AG_GRAPH(tape)         \
+  {                            \
+    (tape), NC_OK, 0, { NULL } \
+  }
 
 /* Takes *r (made by an op that returned s) into the graph; NULL once anything failed. */
 nc_node *cg_take(ag_graph *G, nc_status s, nc_node **r);

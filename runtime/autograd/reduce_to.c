@@ -5,10 +5,12 @@
 
 nc_status nc_ag_reduce_to(nc_tensor *grad, int ndim, const int64_t *shape, nc_tensor **out) {
   int lead = grad->ndim - ndim;
-  if (lead < 0) return nc_error(NC_ERR_SHAPE, "a gradient of %d dims cannot be reduced to %d dims", grad->ndim, ndim);
+  if (lead < 0)
+    return nc_error(NC_ERR_SHAPE, "a gradient of %d dims cannot be reduced to %d dims", grad->ndim, ndim);
   int dims[NC_MAX_DIMS], n = 0;
   for (int i = 0; i < grad->ndim; i++) {
-    if (i < lead) dims[n++] = i;
+    if (i < lead)
+      dims[n++] = i;
     else if (shape[i - lead] != grad->shape[i]) {
       if (shape[i - lead] != 1)
         return nc_error(NC_ERR_SHAPE, "a gradient of size %lld at dim %d cannot be reduced to size %lld",

@@ -36,7 +36,8 @@ static void load_sides(ag_scope *S, nc_ag_ctx *c, side *a, side *b, nc_tensor **
 }
 
 /* The gradients of op's operands before reduction (NULL where an operand is a number). */
-static void grads(ag_scope *S, nc_op op, nc_tensor *g, side a, side b, nc_tensor *y, nc_tensor **ga, nc_tensor **gb) {
+static void grads(ag_scope *S, nc_op op, nc_tensor *g, side a, side b, nc_tensor *y, nc_tensor **ga,
+                  nc_tensor **gb) {
   *ga = *gb = NULL;
   switch (op) {
     case NC_OP_ADD:
@@ -60,9 +61,11 @@ static void grads(ag_scope *S, nc_op op, nc_tensor *g, side a, side b, nc_tensor
     case NC_OP_POW: /* y = a^b: dy/da = b a^(b-1), dy/db = y log a */
       if (a.node && !b.node) {
         double e = b.o.s.f;
-        *ga = e == 0 ? ag_zeros_like(S, g) : ag_mul(S, g, ag_muls(S, ag_bin(S, NC_OP_POW, AG_T(a.t), AG_F(e - 1)), e));
+        *ga = e == 0 ? ag_zeros_like(S, g)
+                     : ag_mul(S, g, ag_muls(S, ag_bin(S, NC_OP_POW, AG_T(a.t), AG_F(e - 1)), e));
       } else if (a.node) { /* 0 where b == 0, where b a^(b-1) would be 0 * inf at a == 0 */
-        nc_tensor *d = ag_mul(S, b.t, ag_bin(S, NC_OP_POW, AG_T(a.t), AG_T(ag_bin(S, NC_OP_SUB, b.o, AG_F(1.0)))));
+        nc_tensor *d =
+            ag_mul(S, b.t, ag_bin(S, NC_OP_POW, AG_T(a.t), AG_T(ag_bin(S, NC_OP_SUB, b.o, AG_F(1.0)))));
         *ga = ag_where(S, ag_bin(S, NC_OP_EQ, b.o, AG_F(0.0)), AG_F(0.0), AG_T(ag_mul(S, g, d)));
       }
       if (b.node) { /* 0 where a == 0 and b >= 0: the limit, where y log a would be 0 * -inf */
@@ -70,8 +73,9 @@ static void grads(ag_scope *S, nc_op op, nc_tensor *g, side a, side b, nc_tensor
         nc_operand la = a.node ? AG_T(log_a) : AG_F(log(a.o.s.f));
         nc_tensor *d = ag_mul(S, g, ag_bin(S, NC_OP_MUL, AG_T(y), la));
         nc_tensor *b_nonneg = ag_bin(S, NC_OP_GE, b.o, AG_F(0.0));
-        nc_tensor *undefined = a.node ? ag_mul(S, ag_bin(S, NC_OP_EQ, a.o, AG_F(0.0)), b_nonneg)
-                                   : a.o.s.f == 0 ? b_nonneg : NULL;
+        nc_tensor *undefined = a.node         ? ag_mul(S, ag_bin(S, NC_OP_EQ, a.o, AG_F(0.0)), b_nonneg)
+                               : a.o.s.f == 0 ? b_nonneg
+                                              : NULL;
         *gb = undefined ? ag_where(S, undefined, AG_F(0.0), AG_T(d)) : d;
       }
       break;
@@ -83,7 +87,8 @@ static void grads(ag_scope *S, nc_op op, nc_tensor *g, side a, side b, nc_tensor
       if (b.node) *gb = ag_where(S, ag_bin(S, wins, b.o, a.o), AG_T(g), AG_T(half));
       break;
     }
-    default: ag_fail(S, nc_error(NC_ERR_STATE, "no gradient for binary op %s", nc_op_get(op)->name));
+    default:
+      ag_fail(S, nc_error(NC_ERR_STATE, "no gradient for binary op %s", nc_op_get(op)->name));
   }
 }
 
@@ -102,7 +107,9 @@ static nc_status binary_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   return ag_end(&S);
 }
 
-static nc_operand operand_of(nc_ag_operand x) { return x.n ? AG_T(nc_node_value(x.n)) : nc_operand_scalar(x.s); }
+static nc_operand operand_of(nc_ag_operand x) {
+  return x.n ? AG_T(nc_node_value(x.n)) : nc_operand_scalar(x.s);
+}
 
 /* The node operands of a and b, in order; returns their count. */
 static int node_inputs(nc_ag_operand a, nc_ag_operand b, nc_node **in) {
@@ -150,7 +157,8 @@ static nc_status where_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
     gi[i] = ag_keep(&S, ag_reduce_to(&S, ag_where(&S, cond, AG_T(g), AG_F(0.0)), nc_ag_input_value(c, i)));
     i++;
   }
-  if (ip[1]) gi[i] = ag_keep(&S, ag_reduce_to(&S, ag_where(&S, cond, AG_F(0.0), AG_T(g)), nc_ag_input_value(c, i)));
+  if (ip[1])
+    gi[i] = ag_keep(&S, ag_reduce_to(&S, ag_where(&S, cond, AG_F(0.0), AG_T(g)), nc_ag_input_value(c, i)));
   return ag_end(&S);
 }
 

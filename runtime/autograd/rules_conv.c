@@ -13,7 +13,8 @@ static nc_status conv2d_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   nc_tensor *x = ag_saved(&S, c, 0), *w = ag_saved(&S, c, 1), *r = NULL;
   if (ag_ok(&S) && nc_ag_needs_grad(c, 0) && ag_take(&S, nc_conv2d_backward_input(g, w, x->shape, p, &r), &r))
     gi[0] = ag_keep(&S, r);
-  if (ag_ok(&S) && nc_ag_needs_grad(c, 1) && ag_take(&S, nc_conv2d_backward_weight(g, x, w->shape, p, &r), &r))
+  if (ag_ok(&S) && nc_ag_needs_grad(c, 1) &&
+      ag_take(&S, nc_conv2d_backward_weight(g, x, w->shape, p, &r), &r))
     gi[1] = ag_keep(&S, r);
   if (nc_ag_n_inputs(c) == 3 && nc_ag_needs_grad(c, 2)) {
     int dims[3] = {0, 2, 3};

@@ -18,14 +18,17 @@ static nc_status dropout_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
 nc_status nc_ag_dropout(nc_tape *t, nc_node *x, double p, bool training, nc_rng *g, nc_node **out) {
   if (!(p >= 0 && p <= 1)) return nc_error(NC_ERR_ARG, "dropout probability %g is outside [0, 1]", p);
   nc_tensor *v = nc_node_value(x), *y, *mask = NULL;
-  if (!nc_dtype_is_float(v->dtype)) return nc_error(NC_ERR_DTYPE, "dropout takes float tensors, not %s", nc_dtype_name(v->dtype));
+  if (!nc_dtype_is_float(v->dtype))
+    return nc_error(NC_ERR_DTYPE, "dropout takes float tensors, not %s", nc_dtype_name(v->dtype));
   bool drops = training && p > 0;
   if (drops) {
     /* mask = bernoulli(1 - p) / (1 - p); p == 1 keeps nothing (scale 0 instead of 1/0) */
     nc_tensor *keep;
     NC_TRY(nc_tensor_empty(nc_tensor_device(v), v->dtype, v->ndim, v->shape, 0, &keep));
     nc_status s = nc_bernoulli(keep, g, NULL, 1 - p);
-    if (s == NC_OK) s = nc_binary(NC_OP_MUL, nc_operand_tensor(keep), nc_operand_scalar(nc_scalar_float(p < 1 ? 1 / (1 - p) : 0)), &mask);
+    if (s == NC_OK)
+      s = nc_binary(NC_OP_MUL, nc_operand_tensor(keep),
+                    nc_operand_scalar(nc_scalar_float(p < 1 ? 1 / (1 - p) : 0)), &mask);
     nc_tensor_release(keep);
     if (s != NC_OK) return s;
     s = nc_binary(NC_OP_MUL, nc_operand_tensor(v), nc_operand_tensor(mask), &y);

@@ -9,7 +9,8 @@
 #include "record.h"
 #include "scope.h"
 
-static nc_tensor *scatter_into_zeros(ag_scope *S, const nc_tensor *like, int dim, nc_tensor *idx, nc_tensor *src) {
+static nc_tensor *scatter_into_zeros(ag_scope *S, const nc_tensor *like, int dim, nc_tensor *idx,
+                                     nc_tensor *src) {
   nc_tensor *z = ag_zeros(S, src, like->ndim, like->shape), *r = NULL;
   if (!ag_ok(S)) return NULL;
   return ag_take(S, nc_scatter_add(z, dim, idx, src, &r), &r);
@@ -152,21 +153,26 @@ static nc_status join(nc_tape *t, bool stack, int n, nc_node *const *xs, int dim
   return NC_OK;
 }
 
-nc_status nc_ag_cat(nc_tape *t, int n, nc_node *const *xs, int dim, nc_node **out) { return join(t, false, n, xs, dim, out); }
-nc_status nc_ag_stack(nc_tape *t, int n, nc_node *const *xs, int dim, nc_node **out) { return join(t, true, n, xs, dim, out); }
+nc_status nc_ag_cat(nc_tape *t, int n, nc_node *const *xs, int dim, nc_node **out) {
+  return join(t, false, n, xs, dim, out);
+}
+nc_status nc_ag_stack(nc_tape *t, int n, nc_node *const *xs, int dim, nc_node **out) {
+  return join(t, true, n, xs, dim, out);
+}
 
 /* ---- split ---------------------------------------------------------------------------------------- */
 nc_status nc_ag_split(nc_tape *t, nc_node *x, int dim, int n, const int64_t *sizes, nc_node **parts) {
   const nc_tensor *v = nc_node_value(x);
-  if (dim < 0 || dim >= v->ndim) return nc_error(NC_ERR_INDEX, "split: dim %d out of range for %d dims", dim, v->ndim);
+  if (dim < 0 || dim >= v->ndim)
+    return nc_error(NC_ERR_INDEX, "split: dim %d out of range for %d dims", dim, v->ndim);
   int64_t total = 0;
   for (int i = 0; i < n; i++) {
     if (sizes[i] < 0) return nc_error(NC_ERR_ARG, "split: size %lld is negative", (long long)sizes[i]);
     total += sizes[i];
   }
   if (total != v->shape[dim])
-    return nc_error(NC_ERR_SHAPE, "split: sizes add up to %lld, but dim %d has size %lld", (long long)total, dim,
-                    (long long)v->shape[dim]);
+    return nc_error(NC_ERR_SHAPE, "split: sizes add up to %lld, but dim %d has size %lld", (long long)total,
+                    dim, (long long)v->shape[dim]);
   int64_t at = 0;
   for (int i = 0; i < n; i++) {
     nc_status s = nc_ag_narrow(t, x, dim, at, sizes[i], &parts[i]);

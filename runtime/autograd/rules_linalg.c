@@ -67,9 +67,15 @@ static nc_status product(nc_tape *t, const char *op, product_fn fn, nc_node *a, 
   return NC_OK;
 }
 
-nc_status nc_ag_matmul(nc_tape *t, nc_node *a, nc_node *b, nc_node **out) { return product(t, "matmul", nc_matmul, a, b, out); }
-nc_status nc_ag_mm(nc_tape *t, nc_node *a, nc_node *b, nc_node **out) { return product(t, "mm", nc_mm, a, b, out); }
-nc_status nc_ag_bmm(nc_tape *t, nc_node *a, nc_node *b, nc_node **out) { return product(t, "bmm", nc_bmm, a, b, out); }
+nc_status nc_ag_matmul(nc_tape *t, nc_node *a, nc_node *b, nc_node **out) {
+  return product(t, "matmul", nc_matmul, a, b, out);
+}
+nc_status nc_ag_mm(nc_tape *t, nc_node *a, nc_node *b, nc_node **out) {
+  return product(t, "mm", nc_mm, a, b, out);
+}
+nc_status nc_ag_bmm(nc_tape *t, nc_node *a, nc_node *b, nc_node **out) {
+  return product(t, "bmm", nc_bmm, a, b, out);
+}
 
 /* ---- linear ------------------------------------------------------------------------------------- */
 /* y = x W^T + b: dx = g W, dW = g^T x over all leading positions, db = g summed over them. */
@@ -84,7 +90,8 @@ static nc_status linear_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
     nc_tensor *gf = ag_reshape(&S, g, 2, gs), *xf = ag_reshape(&S, x, 2, xs);
     gi[1] = ag_keep(&S, matmul(&S, mT(&S, gf), xf));
   }
-  if (nc_ag_n_inputs(c) == 3 && nc_ag_needs_grad(c, 2)) gi[2] = ag_keep(&S, ag_reduce_to(&S, g, nc_ag_input_value(c, 2)));
+  if (nc_ag_n_inputs(c) == 3 && nc_ag_needs_grad(c, 2))
+    gi[2] = ag_keep(&S, ag_reduce_to(&S, g, nc_ag_input_value(c, 2)));
   return ag_end(&S);
 }
 

@@ -13,16 +13,18 @@ static nc_status cross_entropy_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) 
   ag_scope S = AG_SCOPE;
   nc_tensor *x = ag_saved(&S, c, 0), *targets = ag_saved(&S, c, 1), *lse = ag_saved(&S, c, 2), *r = NULL;
   nc_cross_entropy_opts o = {nc_ag_iparams(c)[0], nc_ag_params(c)[0], (nc_reduction)nc_ag_iparams(c)[1]};
-  if (ag_ok(&S) && ag_take(&S, nc_cross_entropy_backward(g, x, targets, lse, &o, &r), &r)) gi[0] = ag_keep(&S, r);
+  if (ag_ok(&S) && ag_take(&S, nc_cross_entropy_backward(g, x, targets, lse, &o, &r), &r))
+    gi[0] = ag_keep(&S, r);
   return ag_end(&S);
 }
 
 /* Probability targets (targets shaped like the logits): -sum_c t_c log_softmax(x)_c, with t
  * smoothed towards uniform, reduced over the positions. */
-static nc_status soft_cross_entropy(nc_tape *t, nc_node *logits, nc_tensor *targets, const nc_cross_entropy_opts *o,
-                                    nc_node **out) {
+static nc_status soft_cross_entropy(nc_tape *t, nc_node *logits, nc_tensor *targets,
+                                    const nc_cross_entropy_opts *o, nc_node **out) {
   nc_tensor *x = nc_node_value(logits);
-  if (x->ndim < 2) return nc_error(NC_ERR_SHAPE, "logits must be [N, C] or [N, C, d1, ...], got %d dims", x->ndim);
+  if (x->ndim < 2)
+    return nc_error(NC_ERR_SHAPE, "logits must be [N, C] or [N, C, d1, ...], got %d dims", x->ndim);
   bool same = targets->ndim == x->ndim;
   for (int i = 0; same && i < x->ndim; i++) same = targets->shape[i] == x->shape[i];
   if (!same) return nc_error(NC_ERR_SHAPE, "probability targets must have the logits' shape");
@@ -35,14 +37,15 @@ static nc_status soft_cross_entropy(nc_tape *t, nc_node *logits, nc_tensor *targ
   nc_node *logp = NULL;
   if (ag_ok(&S)) cg_take(&G, nc_ag_softmax(t, NC_OP_LOG_SOFTMAX, logits, 1, &logp), &logp);
   int cls = 1;
-  nc_node *per = cg_un(&G, NC_OP_NEG, cg_reduce(&G, NC_OP_SUM, cg_bin(&G, NC_OP_MUL, logp, cg_const(&G, p)), 1, &cls, false));
+  nc_node *per = cg_un(
+      &G, NC_OP_NEG, cg_reduce(&G, NC_OP_SUM, cg_bin(&G, NC_OP_MUL, logp, cg_const(&G, p)), 1, &cls, false));
   nc_status s = ag_end(&S);
   if (s != NC_OK && G.s == NC_OK) G.s = s;
   return cg_end(&G, cg_reduction(&G, per, o->reduction), out);
 }
 
-nc_status nc_ag_cross_entropy(nc_tape *t, nc_node *logits, nc_tensor *targets, const nc_cross_entropy_opts *opts,
-                              nc_node **out) {
+nc_status nc_ag_cross_entropy(nc_tape *t, nc_node *logits, nc_tensor *targets,
+                              const nc_cross_entropy_opts *opts, nc_node **out) {
   nc_cross_entropy_opts o = opts ? *opts : nc_cross_entropy_defaults();
   if (nc_dtype_is_float(targets->dtype)) return soft_cross_entropy(t, logits, targets, &o, out);
   nc_tensor *loss, *lse;
@@ -67,7 +70,8 @@ nc_status nc_ag_nll_loss(nc_tape *t, nc_node *logp, nc_tensor *targets, int64_t 
                          nc_node **out) {
   nc_tensor *x = nc_node_value(logp);
   if (targets->dtype != NC_INT64)
-    return nc_error(NC_ERR_DTYPE, "targets must be int64 class indices, got %s", nc_dtype_name(targets->dtype));
+    return nc_error(NC_ERR_DTYPE, "targets must be int64 class indices, got %s",
+                    nc_dtype_name(targets->dtype));
   bool ok = x->ndim >= 2 && targets->ndim == x->ndim - 1;
   for (int i = 0; ok && i < targets->ndim; i++) ok = targets->shape[i] == x->shape[i == 0 ? 0 : i + 1];
   if (!ok) return nc_error(NC_ERR_SHAPE, "nll_loss needs log-probabilities [N, C, ...] and targets [N, ...]");
@@ -129,9 +133,11 @@ static nc_status bce_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
 nc_status nc_ag_bce_with_logits(nc_tape *t, nc_node *input, nc_node *target, int reduction, nc_node **out) {
   nc_tensor *x = nc_node_value(input), *y = nc_node_value(target);
   ag_scope S = AG_SCOPE;
-  nc_tensor *soft = ag_un(&S, NC_OP_LOG1P, ag_un(&S, NC_OP_EXP, ag_un(&S, NC_OP_NEG, ag_un(&S, NC_OP_ABS, x))));
-  nc_tensor *l = ag_bin(&S, NC_OP_ADD, AG_T(ag_bin(&S, NC_OP_SUB, AG_T(ag_un(&S, NC_OP_RELU, x)),
-                                                AG_T(ag_mul(&S, x, y)))), AG_T(soft));
+  nc_tensor *soft =
+      ag_un(&S, NC_OP_LOG1P, ag_un(&S, NC_OP_EXP, ag_un(&S, NC_OP_NEG, ag_un(&S, NC_OP_ABS, x))));
+  nc_tensor *l =
+      ag_bin(&S, NC_OP_ADD,
+             AG_T(ag_bin(&S, NC_OP_SUB, AG_T(ag_un(&S, NC_OP_RELU, x)), AG_T(ag_mul(&S, x, y)))), AG_T(soft));
   nc_tensor *loss = ag_keep(&S, l);
   NC_TRY(ag_end(&S));
   nc_node *in[2] = {input, target}, *per;

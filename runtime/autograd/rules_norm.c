@@ -35,8 +35,8 @@ static nc_tensor *bias_grad(ag_scope *S, nc_tensor *g, const nc_tensor *bias, in
 }
 
 /* Sets gi[] from the kernel's dx, dw, db (borrowed from the scope) for the inputs present. */
-static void hand_out(ag_scope *S, nc_ag_ctx *c, const int64_t *ip, nc_tensor *dx, nc_tensor *dw, nc_tensor *db,
-                     nc_tensor **gi) {
+static void hand_out(ag_scope *S, nc_ag_ctx *c, const int64_t *ip, nc_tensor *dx, nc_tensor *dw,
+                     nc_tensor *db, nc_tensor **gi) {
   if (nc_ag_needs_grad(c, 0)) gi[0] = ag_keep(S, dx);
   if (ip[1] >= 0 && nc_ag_needs_grad(c, (int)ip[1])) gi[ip[1]] = ag_keep(S, dw);
   if (ip[2] >= 0 && nc_ag_needs_grad(c, (int)ip[2])) gi[ip[2]] = ag_keep(S, db);
@@ -68,10 +68,12 @@ static nc_status batch_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
 }
 
 nc_status nc_ag_batch_norm(nc_tape *t, nc_node *x, nc_node *weight, nc_node *bias, nc_tensor *running_mean,
-                           nc_tensor *running_var, bool training, double momentum, double eps, nc_node **out) {
+                           nc_tensor *running_var, bool training, double momentum, double eps,
+                           nc_node **out) {
   nc_tensor *y, *mean, *invstd;
-  NC_TRY(nc_batch_norm(nc_node_value(x), weight ? nc_node_value(weight) : NULL, bias ? nc_node_value(bias) : NULL,
-                       running_mean, running_var, training, momentum, eps, &y, &mean, &invstd));
+  NC_TRY(nc_batch_norm(nc_node_value(x), weight ? nc_node_value(weight) : NULL,
+                       bias ? nc_node_value(bias) : NULL, running_mean, running_var, training, momentum, eps,
+                       &y, &mean, &invstd));
   affine_inputs a = affine(x, weight, bias);
   nc_ag_ctx *c;
   nc_status s = ag_output(t, "batch_norm", batch_norm_rule, a.n, a.in, y, out, &c);
@@ -111,8 +113,8 @@ static nc_status row_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   return ag_end(&S);
 }
 
-nc_status nc_ag_layer_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, nc_node *bias, double eps,
-                           nc_node **out) {
+nc_status nc_ag_layer_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, nc_node *bias,
+                           double eps, nc_node **out) {
   nc_tensor *y, *mean, *rstd;
   NC_TRY(nc_layer_norm(nc_node_value(x), normalized_ndim, weight ? nc_node_value(weight) : NULL,
                        bias ? nc_node_value(bias) : NULL, eps, &y, &mean, &rstd));
@@ -133,9 +135,11 @@ nc_status nc_ag_layer_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node 
   return s;
 }
 
-nc_status nc_ag_rms_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, double eps, nc_node **out) {
+nc_status nc_ag_rms_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, double eps,
+                         nc_node **out) {
   nc_tensor *y, *rstd;
-  NC_TRY(nc_rms_norm(nc_node_value(x), normalized_ndim, weight ? nc_node_value(weight) : NULL, eps, &y, &rstd));
+  NC_TRY(
+      nc_rms_norm(nc_node_value(x), normalized_ndim, weight ? nc_node_value(weight) : NULL, eps, &y, &rstd));
   affine_inputs a = affine(x, weight, NULL);
   nc_ag_ctx *c;
   nc_status s = ag_output(t, "rms_norm", row_norm_rule, a.n, a.in, y, out, &c);

@@ -59,7 +59,8 @@ static nc_tensor *norm_grad(ag_scope *S, nc_tensor *g, nc_tensor *x, nc_tensor *
   if (isinf(p)) return ag_mul(S, ag_un(S, NC_OP_SIGN, x), to_extremes(S, g, ag_un(S, NC_OP_ABS, x), y, r));
   if (p == 2) return zero_where_zero(S, y, ag_mul(S, g, ag_bin(S, NC_OP_DIV, AG_T(x), AG_T(y))));
   /* |x|_p = (sum |x|^p)^(1/p) -> sign(x) |x|^(p-1) / y^(p-1) */
-  nc_tensor *num = ag_mul(S, ag_un(S, NC_OP_SIGN, x), ag_bin(S, NC_OP_POW, AG_T(ag_un(S, NC_OP_ABS, x)), AG_F(p - 1)));
+  nc_tensor *num =
+      ag_mul(S, ag_un(S, NC_OP_SIGN, x), ag_bin(S, NC_OP_POW, AG_T(ag_un(S, NC_OP_ABS, x)), AG_F(p - 1)));
   nc_tensor *den = ag_bin(S, NC_OP_POW, AG_T(y), AG_F(p - 1));
   return zero_where_zero(S, y, ag_mul(S, g, ag_bin(S, NC_OP_DIV, AG_T(num), AG_T(den))));
 }
@@ -72,34 +73,51 @@ static nc_status reduce_rule(nc_ag_ctx *c, nc_tensor *g_out, nc_tensor **gi) {
   const nc_tensor *xs = nc_ag_input_value(c, 0);
   nc_tensor *g = keepdims(&S, g_out, xs, &r), *y = linear ? NULL : keepdims(&S, y_out, xs, &r), *d = NULL;
   switch (r.op) {
-    case NC_OP_SUM: d = ag_expand(&S, g, xs); break;
-    case NC_OP_MEAN: d = ag_expand(&S, ag_muls(&S, g, 1.0 / reduced_count(xs, &r)), xs); break;
+    case NC_OP_SUM:
+      d = ag_expand(&S, g, xs);
+      break;
+    case NC_OP_MEAN:
+      d = ag_expand(&S, ag_muls(&S, g, 1.0 / reduced_count(xs, &r)), xs);
+      break;
     case NC_OP_PROD: {
       /* d/dx_i = prod of the others: y / x_i where x_i != 0; where x_i == 0, the product of the
        * nonzero others when x_i is the only zero, else 0. */
       nc_tensor *zero = ag_bin(&S, NC_OP_EQ, AG_T(x), AG_F(0.0));
-      nc_tensor *nonzero_prod = ag_reduce(&S, NC_OP_PROD, ag_where(&S, zero, AG_F(1.0), AG_T(x)), r.ndims, r.dims, true, NULL);
-      nc_tensor *one_zero = ag_bin(&S, NC_OP_EQ, AG_T(ag_sum_keep(&S, zero, r.ndims, r.dims)), nc_operand_scalar(nc_scalar_int(1)));
+      nc_tensor *nonzero_prod =
+          ag_reduce(&S, NC_OP_PROD, ag_where(&S, zero, AG_F(1.0), AG_T(x)), r.ndims, r.dims, true, NULL);
+      nc_tensor *one_zero = ag_bin(&S, NC_OP_EQ, AG_T(ag_sum_keep(&S, zero, r.ndims, r.dims)),
+                                   nc_operand_scalar(nc_scalar_int(1)));
       nc_tensor *at_zero = ag_where(&S, one_zero, AG_T(nonzero_prod), AG_F(0.0));
       nc_tensor *others = ag_where(&S, zero, AG_T(at_zero), AG_T(ag_bin(&S, NC_OP_DIV, AG_T(y), AG_T(x))));
       d = ag_mul(&S, g, others);
       break;
     }
     case NC_OP_MAX:
-    case NC_OP_MIN: d = to_extremes(&S, g, x, y, &r); break;
+    case NC_OP_MIN:
+      d = to_extremes(&S, g, x, y, &r);
+      break;
     case NC_OP_VAR:
     case NC_OP_STD: {
       /* var = sum (x - mean)^2 / (n - c): d var / dx = 2 (x - mean) / (n - c);
        * std = sqrt(var): d std / dx = (x - mean) / ((n - c) std) */
-      nc_tensor *centered = ag_bin(&S, NC_OP_SUB, AG_T(x), AG_T(ag_reduce(&S, NC_OP_MEAN, x, r.ndims, r.dims, true, NULL)));
+      nc_tensor *centered =
+          ag_bin(&S, NC_OP_SUB, AG_T(x), AG_T(ag_reduce(&S, NC_OP_MEAN, x, r.ndims, r.dims, true, NULL)));
       double div = reduced_count(xs, &r) - r.args.correction;
-      if (r.op == NC_OP_VAR) d = ag_mul(&S, g, ag_muls(&S, centered, 2.0 / div));
-      else d = zero_where_zero(&S, y, ag_mul(&S, g, ag_bin(&S, NC_OP_DIV, AG_T(centered), AG_T(ag_muls(&S, y, div)))));
+      if (r.op == NC_OP_VAR)
+        d = ag_mul(&S, g, ag_muls(&S, centered, 2.0 / div));
+      else
+        d = zero_where_zero(&S, y,
+                            ag_mul(&S, g, ag_bin(&S, NC_OP_DIV, AG_T(centered), AG_T(ag_muls(&S, y, div)))));
       break;
     }
-    case NC_OP_NORM: d = norm_grad(&S, g, x, y, &r); break;
-    case NC_OP_LOGSUMEXP: d = ag_mul(&S, g, ag_un(&S, NC_OP_EXP, ag_bin(&S, NC_OP_SUB, AG_T(x), AG_T(y)))); break;
-    default: ag_fail(&S, nc_error(NC_ERR_STATE, "no gradient for reduction %s", nc_op_get(r.op)->name));
+    case NC_OP_NORM:
+      d = norm_grad(&S, g, x, y, &r);
+      break;
+    case NC_OP_LOGSUMEXP:
+      d = ag_mul(&S, g, ag_un(&S, NC_OP_EXP, ag_bin(&S, NC_OP_SUB, AG_T(x), AG_T(y))));
+      break;
+    default:
+      ag_fail(&S, nc_error(NC_ERR_STATE, "no gradient for reduction %s", nc_op_get(r.op)->name));
   }
   gi[0] = ag_keep(&S, d);
   return ag_end(&S);

@@ -23,7 +23,8 @@ static nc_status softmax_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
 }
 
 nc_status nc_ag_softmax(nc_tape *t, nc_op op, nc_node *x, int dim, nc_node **out) {
-  if (op != NC_OP_SOFTMAX && op != NC_OP_LOG_SOFTMAX) return nc_error(NC_ERR_ARG, "nc_ag_softmax takes softmax or log_softmax");
+  if (op != NC_OP_SOFTMAX && op != NC_OP_LOG_SOFTMAX)
+    return nc_error(NC_ERR_ARG, "nc_ag_softmax takes softmax or log_softmax");
   nc_tensor *y;
   NC_TRY(nc_softmax(op, nc_node_value(x), dim, &y));
   nc_ag_ctx *c;

@@ -14,39 +14,54 @@ static int saves(nc_op op) {
     case NC_OP_FLOOR:
     case NC_OP_CEIL:
     case NC_OP_ROUND:
-    case NC_OP_SIGN: return 0;
+    case NC_OP_SIGN:
+      return 0;
     case NC_OP_EXP:
     case NC_OP_SQRT:
     case NC_OP_RSQRT:
     case NC_OP_TANH:
     case NC_OP_SIGMOID:
-    case NC_OP_RELU: return SAVED_Y;
-    case NC_OP_GELU: return SAVED_X | SAVED_Y;
-    default: return SAVED_X;
+    case NC_OP_RELU:
+      return SAVED_Y;
+    case NC_OP_GELU:
+      return SAVED_X | SAVED_Y;
+    default:
+      return SAVED_X;
   }
 }
 
 /* d out / d x for op, or NULL on failure. */
 static nc_tensor *derivative(ag_scope *S, nc_op op, nc_tensor *x, nc_tensor *y) {
   switch (op) {
-    case NC_OP_ABS: return ag_un(S, NC_OP_SIGN, x);
-    case NC_OP_EXP: return y;
-    case NC_OP_LOG: return ag_bin(S, NC_OP_DIV, AG_F(1.0), AG_T(x));
-    case NC_OP_LOG1P: return ag_bin(S, NC_OP_DIV, AG_F(1.0), AG_T(ag_bin(S, NC_OP_ADD, AG_T(x), AG_F(1.0))));
-    case NC_OP_SQRT: return ag_bin(S, NC_OP_DIV, AG_F(0.5), AG_T(y));
+    case NC_OP_ABS:
+      return ag_un(S, NC_OP_SIGN, x);
+    case NC_OP_EXP:
+      return y;
+    case NC_OP_LOG:
+      return ag_bin(S, NC_OP_DIV, AG_F(1.0), AG_T(x));
+    case NC_OP_LOG1P:
+      return ag_bin(S, NC_OP_DIV, AG_F(1.0), AG_T(ag_bin(S, NC_OP_ADD, AG_T(x), AG_F(1.0))));
+    case NC_OP_SQRT:
+      return ag_bin(S, NC_OP_DIV, AG_F(0.5), AG_T(y));
     case NC_OP_RSQRT: /* x^(-1/2) -> -x^(-3/2) / 2 = -y^3 / 2 */
       return ag_muls(S, ag_bin(S, NC_OP_POW, AG_T(y), AG_F(3.0)), -0.5);
-    case NC_OP_SIN: return ag_un(S, NC_OP_COS, x);
-    case NC_OP_COS: return ag_un(S, NC_OP_NEG, ag_un(S, NC_OP_SIN, x));
-    case NC_OP_TANH: return ag_bin(S, NC_OP_SUB, AG_F(1.0), AG_T(ag_mul(S, y, y)));
-    case NC_OP_SIGMOID: return ag_mul(S, y, ag_bin(S, NC_OP_SUB, AG_F(1.0), AG_T(y)));
-    case NC_OP_RELU: return ag_where(S, ag_bin(S, NC_OP_GT, AG_T(y), AG_F(0.0)), AG_F(1.0), AG_F(0.0));
+    case NC_OP_SIN:
+      return ag_un(S, NC_OP_COS, x);
+    case NC_OP_COS:
+      return ag_un(S, NC_OP_NEG, ag_un(S, NC_OP_SIN, x));
+    case NC_OP_TANH:
+      return ag_bin(S, NC_OP_SUB, AG_F(1.0), AG_T(ag_mul(S, y, y)));
+    case NC_OP_SIGMOID:
+      return ag_mul(S, y, ag_bin(S, NC_OP_SUB, AG_F(1.0), AG_T(y)));
+    case NC_OP_RELU:
+      return ag_where(S, ag_bin(S, NC_OP_GT, AG_T(y), AG_F(0.0)), AG_F(1.0), AG_F(0.0));
     case NC_OP_GELU: {
       /* x Phi(x) -> Phi(x) + x phi(x). There is no erf op, but the forward already computed
        * y = x Phi(x): Phi = y / x, exact to rounding (Phi(0) = 1/2). */
       nc_tensor *phi_cdf = ag_where(S, ag_bin(S, NC_OP_EQ, AG_T(x), AG_F(0.0)), AG_F(0.5),
                                     AG_T(ag_bin(S, NC_OP_DIV, AG_T(y), AG_T(x))));
-      nc_tensor *pdf = ag_muls(S, ag_un(S, NC_OP_EXP, ag_muls(S, ag_mul(S, x, x), -0.5)), 0.39894228040143267794);
+      nc_tensor *pdf =
+          ag_muls(S, ag_un(S, NC_OP_EXP, ag_muls(S, ag_mul(S, x, x), -0.5)), 0.39894228040143267794);
       return ag_bin(S, NC_OP_ADD, AG_T(phi_cdf), AG_T(ag_mul(S, x, pdf)));
     }
     case NC_OP_GELU_TANH: {
@@ -66,7 +81,8 @@ static nc_tensor *derivative(ag_scope *S, nc_op op, nc_tensor *x, nc_tensor *y) 
       nc_tensor *one_s = ag_bin(S, NC_OP_SUB, AG_F(1.0), AG_T(s));
       return ag_mul(S, s, ag_bin(S, NC_OP_ADD, AG_T(ag_mul(S, x, one_s)), AG_F(1.0)));
     }
-    default: return ag_fail(S, nc_error(NC_ERR_STATE, "no derivative for unary op %s", nc_op_get(op)->name));
+    default:
+      return ag_fail(S, nc_error(NC_ERR_STATE, "no derivative for unary op %s", nc_op_get(op)->name));
   }
 }
 

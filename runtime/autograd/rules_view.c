@@ -113,7 +113,8 @@ static nc_status slice_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   nc_tensor *z = ag_zeros(&S, g, input(c)->ndim, input(c)->shape), *part;
   if (ag_ok(&S)) {
-    nc_status s = ip[0] ? nc_tensor_select(z, (int)ip[1], ip[2], &part) : nc_tensor_narrow(z, (int)ip[1], ip[2], ip[3], &part);
+    nc_status s = ip[0] ? nc_tensor_select(z, (int)ip[1], ip[2], &part)
+                        : nc_tensor_narrow(z, (int)ip[1], ip[2], ip[3], &part);
     if (s == NC_OK) {
       s = nc_copy(part, g);
       nc_tensor_release(part);
@@ -124,8 +125,8 @@ static nc_status slice_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   return ag_end(&S);
 }
 
-static nc_status record_slice(nc_tape *t, const char *op, nc_node *x, nc_tensor *y, int kind, int dim, int64_t at,
-                              int64_t len, nc_node **out) {
+static nc_status record_slice(nc_tape *t, const char *op, nc_node *x, nc_tensor *y, int kind, int dim,
+                              int64_t at, int64_t len, nc_node **out) {
   nc_ag_ctx *c;
   NC_TRY(ag_output(t, op, slice_rule, 1, &x, y, out, &c));
   if (c) {

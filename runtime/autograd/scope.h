@@ -20,7 +20,10 @@ typedef struct {
   nc_tensor *t[AG_SCOPE_MAX];
 } ag_scope;
 
-#define AG_SCOPE {NC_OK, 0, {NULL}}
+#define AG_SCOPE       \
+  {                    \
+    NC_OK, 0, { NULL } \
+  }
 
 /* Operands: a tensor, or a real number. */
 #define AG_T(x) nc_operand_tensor(x)

@@ -156,10 +156,11 @@ bool nc_ag_should_record(const nc_tape *t, int n, nc_node *const *in) {
   return false;
 }
 
-nc_status nc_tape_record(nc_tape *t, const char *op, nc_backward_fn fn, int n, nc_node *const *in, nc_node *out,
-                         nc_ag_ctx **ctx) {
+nc_status nc_tape_record(nc_tape *t, const char *op, nc_backward_fn fn, int n, nc_node *const *in,
+                         nc_node *out, nc_ag_ctx **ctx) {
   if (t->consumed)
-    return nc_error(NC_ERR_STATE, "this tape was freed by backward; record on a new tape (or pass retain=true)");
+    return nc_error(NC_ERR_STATE,
+                    "this tape was freed by backward; record on a new tape (or pass retain=true)");
   if (t->n == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 64;
     nc_tape_entry **e = realloc(t->entries, cap * sizeof *e);
@@ -226,9 +227,11 @@ static nc_status accumulate_grad(nc_node *n, nc_tensor *g) {
 
 nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retain) {
   if (t->consumed)
-    return nc_error(NC_ERR_STATE, "backward called twice: the first backward freed the tape "
-                                  "(pass retain=true to the first one)");
-  if (!out->requires_grad) return nc_error(NC_ERR_STATE, "the output does not require a gradient (nothing was recorded)");
+    return nc_error(NC_ERR_STATE,
+                    "backward called twice: the first backward freed the tape "
+                    "(pass retain=true to the first one)");
+  if (!out->requires_grad)
+    return nc_error(NC_ERR_STATE, "the output does not require a gradient (nothing was recorded)");
   if (out->creator && out->creator->tape != t)
     return nc_error(NC_ERR_STATE, "the output was recorded on another tape");
   nc_tensor *g0;
@@ -238,10 +241,11 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
     g0 = nc_tensor_retain(grad);
   } else {
     if (nc_tensor_numel(out->value) != 1)
-      return nc_error(NC_ERR_SHAPE, "backward of a non-scalar output (%lld elements) needs a gradient argument",
+      return nc_error(NC_ERR_SHAPE,
+                      "backward of a non-scalar output (%lld elements) needs a gradient argument",
                       (long long)nc_tensor_numel(out->value));
-    NC_TRY(nc_tensor_empty(nc_tensor_device(out->value), out->value->dtype, out->value->ndim, out->value->shape, 0,
-                           &g0));
+    NC_TRY(nc_tensor_empty(nc_tensor_device(out->value), out->value->dtype, out->value->ndim,
+                           out->value->shape, 0, &g0));
     nc_status s = nc_fill(g0, 1.0);
     if (s != NC_OK) {
       nc_tensor_release(g0);
@@ -279,7 +283,8 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
       }
       if (!same_shape(grads[i], in->value)) {
         nc_tensor_release(grads[i]);
-        st = nc_error(NC_ERR_STATE, "backward of %s produced a gradient of the wrong shape for input %d", e->op, i + 1);
+        st = nc_error(NC_ERR_STATE, "backward of %s produced a gradient of the wrong shape for input %d",
+                      e->op, i + 1);
         continue;
       }
       if (grads[i]->dtype != in->value->dtype) { /* mixed-dtype ops: a gradient takes its input's dtype */
@@ -291,8 +296,10 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
       }
       /* Nodes produced on this tape gather gradients until their own entry runs; leaves (and
        * nodes from other tapes) accumulate into .grad. */
-      if (in->creator && in->creator->tape == t) st = accumulate(&in->pending, grads[i]);
-      else st = accumulate_grad(in, grads[i]);
+      if (in->creator && in->creator->tape == t)
+        st = accumulate(&in->pending, grads[i]);
+      else
+        st = accumulate_grad(in, grads[i]);
     }
     if (grads != gin) free(grads);
   }

@@ -21,13 +21,13 @@ typedef struct nc_ag_ctx nc_ag_ctx;
 nc_status nc_node_new(nc_tensor *value, bool requires_grad, nc_node **out);
 nc_node *nc_node_retain(nc_node *n);
 void nc_node_release(nc_node *n);
-nc_tensor *nc_node_value(const nc_node *n);        /* borrowed */
-nc_tensor *nc_node_grad(const nc_node *n);         /* borrowed; NULL when none yet */
-void nc_node_set_grad(nc_node *n, nc_tensor *g);   /* retains g; NULL clears */
+nc_tensor *nc_node_value(const nc_node *n);      /* borrowed */
+nc_tensor *nc_node_grad(const nc_node *n);       /* borrowed; NULL when none yet */
+void nc_node_set_grad(nc_node *n, nc_tensor *g); /* retains g; NULL clears */
 bool nc_node_requires_grad(const nc_node *n);
 void nc_node_set_requires_grad(nc_node *n, bool on);
-bool nc_node_is_leaf(const nc_node *n);            /* not produced by a recorded op */
-const char *nc_node_op(const nc_node *n);          /* the recording op's name, or NULL */
+bool nc_node_is_leaf(const nc_node *n);   /* not produced by a recorded op */
+const char *nc_node_op(const nc_node *n); /* the recording op's name, or NULL */
 
 /* ---- tapes -------------------------------------------------------------------------------- */
 
@@ -46,8 +46,8 @@ typedef nc_status (*nc_backward_fn)(nc_ag_ctx *ctx, nc_tensor *grad_out, nc_tens
 bool nc_ag_should_record(const nc_tape *t, int n, nc_node *const *in);
 
 /* Records out = op(in[0..n)) with rule fn; *ctx receives the entry's context for saving. */
-nc_status nc_tape_record(nc_tape *t, const char *op, nc_backward_fn fn, int n, nc_node *const *in, nc_node *out,
-                         nc_ag_ctx **ctx);
+nc_status nc_tape_record(nc_tape *t, const char *op, nc_backward_fn fn, int n, nc_node *const *in,
+                         nc_node *out, nc_ag_ctx **ctx);
 
 /* Backward from out. grad: the gradient of out (NULL = 1 for a one-element out; required
  * otherwise). Accumulates into .grad of every node that requires a gradient and was reached.

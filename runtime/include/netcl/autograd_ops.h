@@ -21,12 +21,13 @@
 #include "random.h"
 #include "reduce.h"
 
-/* X(name) for each differentiable op. */
+/* X(name) for each differentiable op, by family. */
+// clang-format off
 #define NC_AG_OPS(X)                                                                                        \
   /* elementwise unary (nc_ag_unary, nc_ag_clamp) */                                                        \
   X(abs) X(neg) X(exp) X(log) X(log1p) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu)    \
   X(gelu_tanh) X(silu) X(floor) X(ceil) X(round) X(sign) X(clamp)                                           \
-  /* elementwise binary, broadcasting (nc_ag_binary), where, masked_fill */                                 \
+  /* elementwise binary with broadcasting (nc_ag_binary), where, masked_fill */                             \
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(where) X(masked_fill)                          \
   /* reductions (nc_ag_reduce), cumsum, softmax */                                                          \
   X(sum) X(mean) X(prod) X(max) X(min) X(var) X(std) X(norm) X(logsumexp) X(cumsum) X(softmax)              \
@@ -36,13 +37,14 @@
   X(flatten) X(contiguous) X(clone)                                                                         \
   /* indexing and joins */                                                                                  \
   X(index_select) X(gather) X(scatter_add) X(cat) X(stack) X(split) X(chunk)                                \
-  /* matrix products */                                                                                       \
+  /* matrix products */                                                                                     \
   X(matmul) X(mm) X(bmm) X(linear)                                                                          \
   /* layers */                                                                                              \
   X(conv2d) X(max_pool2d) X(avg_pool2d) X(adaptive_avg_pool2d) X(batch_norm) X(layer_norm) X(rms_norm)      \
   X(dropout) X(embedding)                                                                                   \
   /* losses and similarities */                                                                             \
   X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(bce_with_logits) X(cosine_similarity)
+// clang-format on
 
 /* The names of NC_AG_OPS, in order, and their count. */
 extern const char *const nc_ag_op_names[];
@@ -147,9 +149,10 @@ nc_status nc_ag_pool2d(nc_tape *t, nc_node *x, const nc_pool2d_desc *params, nc_
  * and bias may be NULL. */
 nc_status nc_ag_batch_norm(nc_tape *t, nc_node *x, nc_node *weight, nc_node *bias, nc_tensor *running_mean,
                            nc_tensor *running_var, bool training, double momentum, double eps, nc_node **out);
-nc_status nc_ag_layer_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, nc_node *bias, double eps,
-                           nc_node **out);
-nc_status nc_ag_rms_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, double eps, nc_node **out);
+nc_status nc_ag_layer_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, nc_node *bias,
+                           double eps, nc_node **out);
+nc_status nc_ag_rms_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, double eps,
+                         nc_node **out);
 /* Training: each element is zeroed with probability p (a Bernoulli mask drawn from g) and the
  * rest scaled by 1 / (1 - p); p == 1 gives zeros. Not training (or p == 0): the identity. */
 nc_status nc_ag_dropout(nc_tape *t, nc_node *x, double p, bool training, nc_rng *g, nc_node **out);
@@ -162,8 +165,8 @@ nc_status nc_ag_embedding(nc_tape *t, nc_node *weight, nc_tensor *idx, int64_t p
 /* Class-index targets (int64): the fused op (nc_cross_entropy: label smoothing, ignore_index).
  * Probability targets (float, the logits' shape): -sum_c t_c log_softmax(x)_c, smoothed the
  * same way; ignore_index does not apply. */
-nc_status nc_ag_cross_entropy(nc_tape *t, nc_node *logits, nc_tensor *targets, const nc_cross_entropy_opts *opts,
-                              nc_node **out);
+nc_status nc_ag_cross_entropy(nc_tape *t, nc_node *logits, nc_tensor *targets,
+                              const nc_cross_entropy_opts *opts, nc_node **out);
 /* -logp[n, target[n]] for log-probabilities [N, C, ...] and int64 targets [N, ...]; targets equal
  * to ignore_index count nothing and mean divides by the number of the others. */
 nc_status nc_ag_nll_loss(nc_tape *t, nc_node *logp, nc_tensor *targets, int64_t ignore_index, int reduction,
