@@ -42,6 +42,30 @@ nc_node *nc_lua_checknodelike(lua_State *L, int idx, const char *fname) {
   return NULL;
 }
 
+void nc_lua_ag_push(lua_State *L, nc_node *n) {
+  nc_lua_pushnode_owned(L, n);
+  nc_lua_account(L, nc_tensor_nbytes(nc_node_value(n)));
+}
+
+int nc_lua_ag_result(lua_State *L, nc_status s, nc_node **out, const char *fname) {
+  if (s != NC_OK) nc_lua_raise(L, fname);
+  nc_lua_ag_push(L, *out);
+  return 1;
+}
+
+nc_tensor *nc_lua_ag_checktensor(lua_State *L, int idx, const char *fname) {
+  nc_node *n = nc_lua_tonode(L, idx);
+  return n ? nc_node_value(n) : nc_lua_checktensor_f(L, idx, fname);
+}
+
+nc_tensor *nc_lua_ag_opttensor(lua_State *L, int idx, const char *fname) {
+  return lua_isnoneornil(L, idx) ? NULL : nc_lua_ag_checktensor(L, idx, fname);
+}
+
+nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname) {
+  return lua_isnoneornil(L, idx) ? NULL : nc_lua_checknodelike(L, idx, fname);
+}
+
 /* ---- active tape ---------------------------------------------------------------------------------- */
 static void push_state(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &STATE_KEY) == LUA_TTABLE) return;

@@ -23,6 +23,18 @@ nc_node *nc_lua_checknode(lua_State *L, int idx, const char *fname);
 /* A Node, or a Tensor wrapped in a constant node (the wrapper replaces the argument slot). */
 nc_node *nc_lua_checknodelike(lua_State *L, int idx, const char *fname);
 
+/* Helpers of the op bindings (l_autograd_ops.c, l_autograd_nn.c). */
+/* Pushes the node an op made (taking the reference; its new bytes are reported to the
+ * collector) when s is NC_OK, else raises fname's error; returns 1. *out is read only after s
+ * is known (argument evaluation order is unspecified). */
+int nc_lua_ag_result(lua_State *L, nc_status s, nc_node **out, const char *fname);
+void nc_lua_ag_push(lua_State *L, nc_node *n);
+/* A plain Tensor argument (masks, indices, targets, buffers); a Node gives its value. */
+nc_tensor *nc_lua_ag_checktensor(lua_State *L, int idx, const char *fname);
+/* The same, or NULL when the argument is none or nil; likewise for nodes. */
+nc_tensor *nc_lua_ag_opttensor(lua_State *L, int idx, const char *fname);
+nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname);
+
 /* The tape ops record onto: the active one (tape:record/scope), or NULL under no_grad or
  * when none is active. */
 nc_tape *nc_lua_active_tape(lua_State *L);

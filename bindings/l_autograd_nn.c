@@ -18,32 +18,6 @@
 #include "l_ops.h"
 #include "netcl/autograd_ops.h"
 
-static nc_tape *tape(lua_State *L) { return nc_lua_active_tape(L); }
-
-static int finish(lua_State *L, nc_status s, nc_node **out, const char *fname) {
-  if (s != NC_OK) nc_lua_raise(L, fname);
-  nc_lua_pushnode_owned(L, *out);
-  nc_lua_account(L, nc_tensor_nbytes(nc_node_value(*out)));
-  return 1;
-}
-
-static nc_node *node_arg(lua_State *L, int idx, const char *fname) {
-  return nc_lua_checknodelike(L, idx, fname);
-}
-
-static nc_node *opt_node(lua_State *L, int idx, const char *fname) {
-  return lua_isnoneornil(L, idx) ? NULL : node_arg(L, idx, fname);
-}
-
-static nc_tensor *tensor_arg(lua_State *L, int idx, const char *fname) {
-  nc_node *n = nc_lua_tonode(L, idx);
-  return n ? nc_node_value(n) : nc_lua_checktensor_f(L, idx, fname);
-}
-
-static nc_tensor *opt_tensor(lua_State *L, int idx, const char *fname) {
-  return lua_isnoneornil(L, idx) ? NULL : tensor_arg(L, idx, fname);
-}
-
 /* ---- options --------------------------------------------------------------------------------- */
 /* Pushes opts[key] (nil without options) and returns its type. */
 static int field(lua_State *L, int opts, const char *key) {
@@ -122,8 +96,8 @@ static int opt_reduction(lua_State *L, int opts, const char *fname) {
 typedef nc_status (*product_fn)(nc_tape *, nc_node *, nc_node *, nc_node **);
 
 static int product(lua_State *L, product_fn fn, const char *fname) {
-  nc_node *a = node_arg(L, 1, fname), *b = node_arg(L, 2, fname), *out;
-  return finish(L, fn(tape(L), a, b, &out), &out, fname);
+  nc_node *a = nc_lua_checknodelike(L, 1, fname), *b = nc_lua_checknodelike(L, 2, fname), *out;
+  return nc_lua_ag_result(L, fn(nc_lua_active_tape(L), a, b, &out), &out, fname);
 }
 static int l_matmul(lua_State *L) { return product(L, nc_ag_matmul, "netcl.autograd.matmul"); }
 static int l_mm(lua_State *L) { return product(L, nc_ag_mm, "netcl.autograd.mm"); }
@@ -131,25 +105,27 @@ static int l_bmm(lua_State *L) { return product(L, nc_ag_bmm, "netcl.autograd.bm
 
 static int l_linear(lua_State *L) {
   const char *fname = "netcl.autograd.linear";
-  nc_node *x = node_arg(L, 1, fname), *w = node_arg(L, 2, fname), *b = opt_node(L, 3, fname), *out;
-  return finish(L, nc_ag_linear(tape(L), x, w, b, &out), &out, fname);
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *w = nc_lua_checknodelike(L, 2, fname),
+          *b = nc_lua_ag_optnode(L, 3, fname), *out;
+  return nc_lua_ag_result(L, nc_ag_linear(nc_lua_active_tape(L), x, w, b, &out), &out, fname);
 }
 
 /* ---- convolution and pooling ------------------------------------------------------------------------ */
 static int l_conv2d(lua_State *L) {
   const char *fname = "netcl.autograd.conv2d";
-  nc_node *x = node_arg(L, 1, fname), *w = node_arg(L, 2, fname), *b = opt_node(L, 3, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *w = nc_lua_checknodelike(L, 2, fname),
+          *b = nc_lua_ag_optnode(L, 3, fname), *out;
   int opts = nc_lua_opts(L, 4);
   nc_conv2d_desc p = {.stride = {1, 1}, .padding = {0, 0}, .dilation = {1, 1}, .groups = 1};
   opt_pair(L, opts, "stride", p.stride, fname);
   opt_pair(L, opts, "padding", p.padding, fname);
   opt_pair(L, opts, "dilation", p.dilation, fname);
   p.groups = opt_integer(L, opts, "groups", 1, fname);
-  return finish(L, nc_ag_conv2d(tape(L), x, w, b, &p, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_conv2d(nc_lua_active_tape(L), x, w, b, &p, &out), &out, fname);
 }
 
 static int pool(lua_State *L, int kind, const char *fname) {
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int opts = nc_lua_opts(L, 3);
   int64_t k[2];
   check_pair(L, 2, k, fname, "kernel size");
@@ -159,30 +135,32 @@ static int pool(lua_State *L, int kind, const char *fname) {
   if (kind == NC_POOL_MAX) opt_pair(L, opts, "dilation", p.dilation, fname);
   p.ceil_mode = nc_lua_opt_bool(L, opts, "ceil_mode", false);
   if (kind == NC_POOL_AVG) p.count_include_pad = nc_lua_opt_bool(L, opts, "count_include_pad", true);
-  return finish(L, nc_ag_pool2d(tape(L), x, &p, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_pool2d(nc_lua_active_tape(L), x, &p, &out), &out, fname);
 }
 static int l_max_pool2d(lua_State *L) { return pool(L, NC_POOL_MAX, "netcl.autograd.max_pool2d"); }
 static int l_avg_pool2d(lua_State *L) { return pool(L, NC_POOL_AVG, "netcl.autograd.avg_pool2d"); }
 
 static int l_adaptive_avg_pool2d(lua_State *L) {
   const char *fname = "netcl.autograd.adaptive_avg_pool2d";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   nc_pool2d_desc p = nc_pool2d_defaults(NC_POOL_ADAPTIVE_AVG, 1, 1);
   check_pair(L, 2, p.out_size, fname, "output size");
-  return finish(L, nc_ag_pool2d(tape(L), x, &p, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_pool2d(nc_lua_active_tape(L), x, &p, &out), &out, fname);
 }
 
 /* ---- normalization ------------------------------------------------------------------------------------ */
 static int l_batch_norm(lua_State *L) {
   const char *fname = "netcl.autograd.batch_norm";
-  nc_node *x = node_arg(L, 1, fname), *out;
-  nc_tensor *rm = opt_tensor(L, 2, fname), *rv = opt_tensor(L, 3, fname);
-  nc_node *w = opt_node(L, 4, fname), *b = opt_node(L, 5, fname);
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
+  nc_tensor *rm = nc_lua_ag_opttensor(L, 2, fname), *rv = nc_lua_ag_opttensor(L, 3, fname);
+  nc_node *w = nc_lua_ag_optnode(L, 4, fname), *b = nc_lua_ag_optnode(L, 5, fname);
   int opts = nc_lua_opts(L, 6);
   bool training = nc_lua_opt_bool(L, opts, "training", false);
   double momentum = opt_number(L, opts, "momentum", 0.1, fname),
          eps = opt_number(L, opts, "eps", 1e-5, fname);
-  return finish(L, nc_ag_batch_norm(tape(L), x, w, b, rm, rv, training, momentum, eps, &out), &out, fname);
+  return nc_lua_ag_result(
+      L, nc_ag_batch_norm(nc_lua_active_tape(L), x, w, b, rm, rv, training, momentum, eps, &out), &out,
+      fname);
 }
 
 /* normalized_shape (an integer or a table) must be x's trailing dims; returns its length. */
@@ -197,62 +175,64 @@ static int normalized(lua_State *L, int idx, const nc_tensor *x, const char *fna
 
 static int l_layer_norm(lua_State *L) {
   const char *fname = "netcl.autograd.layer_norm";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = normalized(L, 2, nc_node_value(x), fname);
-  nc_node *w = opt_node(L, 3, fname), *b = opt_node(L, 4, fname);
+  nc_node *w = nc_lua_ag_optnode(L, 3, fname), *b = nc_lua_ag_optnode(L, 4, fname);
   double eps = opt_number(L, nc_lua_opts(L, 5), "eps", 1e-5, fname);
-  return finish(L, nc_ag_layer_norm(tape(L), x, nd, w, b, eps, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_layer_norm(nc_lua_active_tape(L), x, nd, w, b, eps, &out), &out, fname);
 }
 
 static int l_rms_norm(lua_State *L) {
   const char *fname = "netcl.autograd.rms_norm";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = normalized(L, 2, nc_node_value(x), fname);
-  nc_node *w = opt_node(L, 3, fname);
+  nc_node *w = nc_lua_ag_optnode(L, 3, fname);
   double eps = opt_number(L, nc_lua_opts(L, 4), "eps", 1e-6, fname);
-  return finish(L, nc_ag_rms_norm(tape(L), x, nd, w, eps, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_rms_norm(nc_lua_active_tape(L), x, nd, w, eps, &out), &out, fname);
 }
 
 /* ---- embedding ---------------------------------------------------------------------------------------- */
 static int l_embedding(lua_State *L) {
   const char *fname = "netcl.autograd.embedding";
-  nc_tensor *first = tensor_arg(L, 1, fname);
+  nc_tensor *first = nc_lua_ag_checktensor(L, 1, fname);
   int wi = nc_dtype_is_float(first->dtype) ? 1 : 2, ii = 3 - wi; /* the integer tensor is the index */
-  nc_node *w = node_arg(L, wi, fname), *out;
-  nc_tensor *idx = tensor_arg(L, ii, fname);
+  nc_node *w = nc_lua_checknodelike(L, wi, fname), *out;
+  nc_tensor *idx = nc_lua_ag_checktensor(L, ii, fname);
   int64_t pad = opt_integer(L, nc_lua_opts(L, 3), "padding_idx", -1, fname);
-  return finish(L, nc_ag_embedding(tape(L), w, idx, pad, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_embedding(nc_lua_active_tape(L), w, idx, pad, &out), &out, fname);
 }
 
 /* ---- losses -----------------------------------------------------------------------------------------------
  */
 static int l_cross_entropy(lua_State *L) {
   const char *fname = "netcl.autograd.cross_entropy";
-  nc_node *x = node_arg(L, 1, fname), *out;
-  nc_tensor *targets = tensor_arg(L, 2, fname);
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
+  nc_tensor *targets = nc_lua_ag_checktensor(L, 2, fname);
   int opts = nc_lua_opts(L, 3);
   nc_cross_entropy_opts o = nc_cross_entropy_defaults();
   o.ignore_index = opt_integer(L, opts, "ignore_index", o.ignore_index, fname);
   o.label_smoothing = opt_number(L, opts, "label_smoothing", 0.0, fname);
   o.reduction = (nc_reduction)opt_reduction(L, opts, fname);
-  return finish(L, nc_ag_cross_entropy(tape(L), x, targets, &o, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_cross_entropy(nc_lua_active_tape(L), x, targets, &o, &out), &out, fname);
 }
 
 static int l_nll_loss(lua_State *L) {
   const char *fname = "netcl.autograd.nll_loss";
-  nc_node *x = node_arg(L, 1, fname), *out;
-  nc_tensor *targets = tensor_arg(L, 2, fname);
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
+  nc_tensor *targets = nc_lua_ag_checktensor(L, 2, fname);
   int opts = nc_lua_opts(L, 3);
   int64_t ii = opt_integer(L, opts, "ignore_index", -100, fname);
-  return finish(L, nc_ag_nll_loss(tape(L), x, targets, ii, opt_reduction(L, opts, fname), &out), &out, fname);
+  return nc_lua_ag_result(
+      L, nc_ag_nll_loss(nc_lua_active_tape(L), x, targets, ii, opt_reduction(L, opts, fname), &out), &out,
+      fname);
 }
 
 typedef nc_status (*pair_loss_fn)(nc_tape *, nc_node *, nc_node *, int, nc_node **);
 
 static int pair_loss(lua_State *L, pair_loss_fn fn, const char *fname) {
-  nc_node *a = node_arg(L, 1, fname), *b = node_arg(L, 2, fname), *out;
+  nc_node *a = nc_lua_checknodelike(L, 1, fname), *b = nc_lua_checknodelike(L, 2, fname), *out;
   int reduction = opt_reduction(L, nc_lua_opts(L, 3), fname);
-  return finish(L, fn(tape(L), a, b, reduction, &out), &out, fname);
+  return nc_lua_ag_result(L, fn(nc_lua_active_tape(L), a, b, reduction, &out), &out, fname);
 }
 static int l_mse_loss(lua_State *L) { return pair_loss(L, nc_ag_mse_loss, "netcl.autograd.mse_loss"); }
 static int l_l1_loss(lua_State *L) { return pair_loss(L, nc_ag_l1_loss, "netcl.autograd.l1_loss"); }
@@ -262,7 +242,7 @@ static int l_bce_with_logits(lua_State *L) {
 
 static int l_cosine_similarity(lua_State *L) {
   const char *fname = "netcl.autograd.cosine_similarity";
-  nc_node *a = node_arg(L, 1, fname), *b = node_arg(L, 2, fname), *out;
+  nc_node *a = nc_lua_checknodelike(L, 1, fname), *b = nc_lua_checknodelike(L, 2, fname), *out;
   int nd = nc_node_value(a)->ndim > nc_node_value(b)->ndim ? nc_node_value(a)->ndim : nc_node_value(b)->ndim;
   int opts = nc_lua_opts(L, 3) ? 3 : nc_lua_opts(L, 4), dim;
   if (lua_type(L, 3) == LUA_TNUMBER) {
@@ -275,7 +255,8 @@ static int l_cosine_similarity(lua_State *L) {
     dim = nd >= 2 ? 1 : 0;
   }
   double eps = opt_number(L, opts, "eps", 1e-8, fname);
-  return finish(L, nc_ag_cosine_similarity(tape(L), a, b, dim, eps, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_cosine_similarity(nc_lua_active_tape(L), a, b, dim, eps, &out), &out,
+                          fname);
 }
 
 const nc_lua_ag_binding nc_lua_ag_nn_bindings[] = {

@@ -13,36 +13,12 @@
 #include "netcl/join.h"
 
 /* ---- shared helpers ---------------------------------------------------------------------------- */
-/* Pushes a node made by an op (taking the reference), reporting its new bytes to the collector. */
-static void push_result(lua_State *L, nc_node *n) {
-  nc_lua_pushnode_owned(L, n);
-  nc_lua_account(L, nc_tensor_nbytes(nc_node_value(n)));
-}
-
-/* out is read after s was computed (argument evaluation order is unspecified). */
-static int finish(lua_State *L, nc_status s, nc_node **out, const char *fname) {
-  if (s != NC_OK) nc_lua_raise(L, fname);
-  push_result(L, *out);
-  return 1;
-}
-
-static nc_node *node_arg(lua_State *L, int idx, const char *fname) {
-  return nc_lua_checknodelike(L, idx, fname);
-}
-
 /* A Node, a Tensor (as a constant node) or a number. */
 static nc_ag_operand operand_arg(lua_State *L, int idx, const char *fname) {
   if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
   if (!nc_lua_tonode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
     nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
-  return nc_ag_node(node_arg(L, idx, fname));
-}
-
-/* A plain Tensor argument (masks, conditions, indices, targets); a Node gives its value. */
-static nc_tensor *tensor_arg(lua_State *L, int idx, const char *fname) {
-  nc_node *n = nc_lua_tonode(L, idx);
-  if (n) return nc_node_value(n);
-  return nc_lua_checktensor_f(L, idx, fname);
+  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
 }
 
 /* "netcl.autograd.<op name>" from upvalue 2 (the name). */
@@ -88,15 +64,13 @@ static int64_t pos_arg(lua_State *L, int idx, int64_t n, const char *fname) {
   return z;
 }
 
-static nc_tape *tape(lua_State *L) { return nc_lua_active_tape(L); }
-
 /* ---- elementwise --------------------------------------------------------------------------------- */
 /* x:name(opts); upvalue 1: the op code. gelu takes {approximate = "none" | "tanh"}. */
 static int l_unary(lua_State *L) {
   char fname[64];
   nc_op op = (nc_op)lua_tointeger(L, lua_upvalueindex(1));
   upname(L, fname, sizeof fname);
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int opts = nc_lua_opts(L, 2);
   if (op == NC_OP_GELU && opts) {
     lua_getfield(L, opts, "approximate");
@@ -107,7 +81,7 @@ static int l_unary(lua_State *L) {
       return luaL_error(L, "%s: approximate must be \"none\" or \"tanh\", got %s", fname, a);
     lua_pop(L, 1);
   }
-  return finish(L, nc_ag_unary(tape(L), op, x, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_unary(nc_lua_active_tape(L), op, x, &out), &out, fname);
 }
 
 static const nc_scalar *bound_arg(lua_State *L, int idx, nc_scalar *store, const char *fname) {
@@ -118,18 +92,18 @@ static const nc_scalar *bound_arg(lua_State *L, int idx, nc_scalar *store, const
 
 static int l_clamp(lua_State *L) {
   const char *fname = "netcl.autograd.clamp";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   nc_scalar a, b;
   const nc_scalar *lo = bound_arg(L, 2, &a, fname), *hi = bound_arg(L, 3, &b, fname);
   if (!lo && !hi) return luaL_error(L, "%s: needs at least one of lo and hi", fname);
-  return finish(L, nc_ag_clamp(tape(L), x, lo, hi, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_clamp(nc_lua_active_tape(L), x, lo, hi, &out), &out, fname);
 }
 
 static int binary(lua_State *L, nc_op op, const char *fname) {
   nc_ag_operand a = operand_arg(L, 1, fname), b = operand_arg(L, 2, fname);
   if (!a.n && !b.n) return luaL_error(L, "%s: needs at least one Node or Tensor operand", fname);
   nc_node *out;
-  return finish(L, nc_ag_binary(tape(L), op, a, b, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_binary(nc_lua_active_tape(L), op, a, b, &out), &out, fname);
 }
 
 /* a:name(b), ag.name(a, b) and the metamethods; upvalue 1: the op code. */
@@ -139,8 +113,9 @@ static int l_binary(lua_State *L) {
 }
 
 static int l_unm(lua_State *L) {
-  nc_node *x = node_arg(L, 1, "netcl.autograd.neg"), *out;
-  return finish(L, nc_ag_unary(tape(L), NC_OP_NEG, x, &out), &out, "netcl.autograd.neg");
+  nc_node *x = nc_lua_checknodelike(L, 1, "netcl.autograd.neg"), *out;
+  return nc_lua_ag_result(L, nc_ag_unary(nc_lua_active_tape(L), NC_OP_NEG, x, &out), &out,
+                          "netcl.autograd.neg");
 }
 
 static nc_ag_operand where_operand(lua_State *L, int idx, const char *fname) {
@@ -153,18 +128,18 @@ static int l_where(lua_State *L) {
   const char *fname = "netcl.autograd.where";
   bool method = nc_lua_tonode(L, 1) != NULL;
   int ci = method ? 2 : 1, ai = method ? 1 : 2, bi = 3;
-  nc_tensor *cond = tensor_arg(L, ci, fname);
+  nc_tensor *cond = nc_lua_ag_checktensor(L, ci, fname);
   nc_ag_operand a = where_operand(L, ai, fname), b = where_operand(L, bi, fname);
   nc_node *out;
-  return finish(L, nc_ag_where(tape(L), cond, a, b, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_where(nc_lua_active_tape(L), cond, a, b, &out), &out, fname);
 }
 
 static int l_masked_fill(lua_State *L) {
   const char *fname = "netcl.autograd.masked_fill";
-  nc_node *x = node_arg(L, 1, fname), *out;
-  nc_tensor *mask = tensor_arg(L, 2, fname);
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
+  nc_tensor *mask = nc_lua_ag_checktensor(L, 2, fname);
   nc_scalar v = nc_lua_checkscalar(L, 3, fname);
-  return finish(L, nc_ag_masked_fill(tape(L), x, mask, v, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_masked_fill(nc_lua_active_tape(L), x, mask, v, &out), &out, fname);
 }
 
 /* ---- reductions ----------------------------------------------------------------------------------- */
@@ -226,7 +201,7 @@ static int l_reduce(lua_State *L) {
   char fname[64];
   nc_op op = (nc_op)lua_tointeger(L, lua_upvalueindex(1));
   upname(L, fname, sizeof fname);
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int dims_at = 2, opts_at = 3;
   if (lua_istable(L, 2) && luaL_len(L, 2) == 0) dims_at = 0, opts_at = 2;
   int dims[NC_MAX_DIMS];
@@ -235,7 +210,8 @@ static int l_reduce(lua_State *L) {
   int opts = nc_lua_opts(L, opts_at);
   bool keepdim = nc_lua_opt_bool(L, opts, "keepdim", false);
   nc_reduce_args a = reduce_opts(L, opts, fname);
-  finish(L, nc_ag_reduce(tape(L), op, x, ndims, dims, keepdim, &a, &out), &out, fname);
+  nc_lua_ag_result(L, nc_ag_reduce(nc_lua_active_tape(L), op, x, ndims, dims, keepdim, &a, &out), &out,
+                   fname);
   if ((op == NC_OP_MAX || op == NC_OP_MIN) && single) {
     nc_tensor *idx;
     NC_LUA_CHECK(L, fname,
@@ -258,9 +234,9 @@ static int along_dim(lua_State *L, int idx, const nc_tensor *x, const char *fnam
 
 static int l_cumsum(lua_State *L) {
   const char *fname = "netcl.autograd.cumsum";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int dim = along_dim(L, 2, nc_node_value(x), fname);
-  return finish(L, nc_ag_cumsum(tape(L), x, dim, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_cumsum(nc_lua_active_tape(L), x, dim, &out), &out, fname);
 }
 
 /* x:softmax(d), x:log_softmax(d); upvalue 1: the op code. */
@@ -268,38 +244,34 @@ static int l_softmax(lua_State *L) {
   char fname[64];
   nc_op op = (nc_op)lua_tointeger(L, lua_upvalueindex(1));
   upname(L, fname, sizeof fname);
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int dim = along_dim(L, 2, nc_node_value(x), fname);
-  return finish(L, nc_ag_softmax(tape(L), op, x, dim, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_softmax(nc_lua_active_tape(L), op, x, dim, &out), &out, fname);
 }
 
 /* ---- indexing and joins ------------------------------------------------------------------------ */
-static int l_index_select(lua_State *L) {
-  const char *fname = "netcl.autograd.index_select";
-  nc_node *x = node_arg(L, 1, fname), *out;
+/* x:index_select(d, idx) and x:gather(d, idx); upvalue 2: the name. */
+static int l_select_by_index(lua_State *L) {
+  char fname[64];
+  bool gather = !strcmp(lua_tostring(L, lua_upvalueindex(2)), "gather");
+  upname(L, fname, sizeof fname);
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = nc_node_value(x)->ndim;
   int dim = nc_lua_checkdim(L, 2, nd ? nd : 1, fname);
-  nc_tensor *idx = tensor_arg(L, 3, fname);
-  return finish(L, nc_ag_index_select(tape(L), x, dim, idx, &out), &out, fname);
-}
-
-static int l_gather(lua_State *L) {
-  const char *fname = "netcl.autograd.gather";
-  nc_node *x = node_arg(L, 1, fname), *out;
-  int nd = nc_node_value(x)->ndim;
-  int dim = nc_lua_checkdim(L, 2, nd ? nd : 1, fname);
-  nc_tensor *idx = tensor_arg(L, 3, fname);
-  return finish(L, nc_ag_gather(tape(L), x, dim, idx, &out), &out, fname);
+  nc_tensor *idx = nc_lua_ag_checktensor(L, 3, fname);
+  nc_status s = gather ? nc_ag_gather(nc_lua_active_tape(L), x, dim, idx, &out)
+                       : nc_ag_index_select(nc_lua_active_tape(L), x, dim, idx, &out);
+  return nc_lua_ag_result(L, s, &out, fname);
 }
 
 static int l_scatter_add(lua_State *L) {
   const char *fname = "netcl.autograd.scatter_add";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = nc_node_value(x)->ndim;
   int dim = nc_lua_checkdim(L, 2, nd ? nd : 1, fname);
-  nc_tensor *idx = tensor_arg(L, 3, fname);
-  nc_node *src = node_arg(L, 4, fname);
-  return finish(L, nc_ag_scatter_add(tape(L), x, dim, idx, src, &out), &out, fname);
+  nc_tensor *idx = nc_lua_ag_checktensor(L, 3, fname);
+  nc_node *src = nc_lua_checknodelike(L, 4, fname);
+  return nc_lua_ag_result(L, nc_ag_scatter_add(nc_lua_active_tape(L), x, dim, idx, src, &out), &out, fname);
 }
 
 /* The nodes of the list at idx (Tensors become constant nodes), in an array owned by a
@@ -319,7 +291,7 @@ static nc_node **node_list(lua_State *L, int idx, int *n, const char *fname) {
     if (!nc_lua_tonode(L, -1) && !luaL_testudata(L, -1, NC_TENSOR_MT))
       luaL_error(L, "%s: element %lld of the list is a %s, not a Node or Tensor", fname, (long long)i + 1,
                  luaL_typename(L, -1));
-    ns[i] = node_arg(L, lua_gettop(L), fname);
+    ns[i] = nc_lua_checknodelike(L, lua_gettop(L), fname);
     lua_rawseti(L, -2, i + 1);
   }
   lua_setiuservalue(L, -2, 1);
@@ -343,8 +315,9 @@ static int join(lua_State *L, bool stack) {
       }
     }
   int dim = lua_isnoneornil(L, 2) ? 0 : nc_lua_checkdim(L, 2, rank ? rank : 1, fname);
-  nc_status s = stack ? nc_ag_stack(tape(L), n, ns, dim, &out) : nc_ag_cat(tape(L), n, ns, dim, &out);
-  return finish(L, s, &out, fname);
+  nc_status s = stack ? nc_ag_stack(nc_lua_active_tape(L), n, ns, dim, &out)
+                      : nc_ag_cat(nc_lua_active_tape(L), n, ns, dim, &out);
+  return nc_lua_ag_result(L, s, &out, fname);
 }
 static int l_cat(lua_State *L) { return join(L, false); }
 static int l_stack(lua_State *L) { return join(L, true); }
@@ -354,10 +327,10 @@ static int l_stack(lua_State *L) { return join(L, true); }
 /* Pushes a Lua array of the n parts of x (sizes along dim). */
 static int split_parts(lua_State *L, nc_node *x, int dim, int n, const int64_t *sizes, const char *fname) {
   nc_node **parts = lua_newuserdatauv(L, sizeof *parts * (size_t)(n ? n : 1), 0);
-  NC_LUA_CHECK(L, fname, nc_ag_split(tape(L), x, dim, n, sizes, parts));
+  NC_LUA_CHECK(L, fname, nc_ag_split(nc_lua_active_tape(L), x, dim, n, sizes, parts));
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
-    push_result(L, parts[i]);
+    nc_lua_ag_push(L, parts[i]);
     lua_rawseti(L, -2, i + 1);
   }
   return 1;
@@ -367,7 +340,7 @@ static int split_parts(lua_State *L, nc_node *x, int dim, int n, const int64_t *
 static int l_split(lua_State *L) {
   const char *fname = "netcl.autograd.split";
   lua_settop(L, 3);
-  nc_node *x = node_arg(L, 1, fname);
+  nc_node *x = nc_lua_checknodelike(L, 1, fname);
   const nc_tensor *v = nc_node_value(x);
   if (v->ndim == 0) return luaL_error(L, "%s: cannot split a 0-dim node", fname);
   int dim = lua_isnoneornil(L, 3) ? 0 : nc_lua_checkdim(L, 3, v->ndim, fname), n;
@@ -401,7 +374,7 @@ static int l_split(lua_State *L) {
 static int l_chunk(lua_State *L) {
   const char *fname = "netcl.autograd.chunk";
   lua_settop(L, 3);
-  nc_node *x = node_arg(L, 1, fname);
+  nc_node *x = nc_lua_checknodelike(L, 1, fname);
   const nc_tensor *v = nc_node_value(x);
   if (v->ndim == 0) return luaL_error(L, "%s: cannot chunk a 0-dim node", fname);
   lua_Integer chunks = luaL_checkinteger(L, 2);
@@ -419,44 +392,45 @@ static int l_chunk(lua_State *L) {
 /* ag.dropout(x, p=0.5, {training=true}) (or a boolean training as argument 3) */
 static int l_dropout(lua_State *L) {
   const char *fname = "netcl.autograd.dropout";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   double p = luaL_optnumber(L, 2, 0.5);
   bool training = true;
   if (lua_isboolean(L, 3))
     training = lua_toboolean(L, 3);
   else
     training = nc_lua_opt_bool(L, nc_lua_opts(L, 3), "training", true);
-  return finish(L, nc_ag_dropout(tape(L), x, p, training, nc_lua_rng(L), &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_dropout(nc_lua_active_tape(L), x, p, training, nc_lua_rng(L), &out), &out,
+                          fname);
 }
 
 /* ---- views --------------------------------------------------------------------------------------- */
 static int l_view(lua_State *L) {
   const char *fname = "netcl.autograd.view";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int64_t shape[NC_MAX_DIMS];
   int n = shape_arg(L, 2, shape, fname);
-  return finish(L, nc_ag_view(tape(L), x, n, shape, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_view(nc_lua_active_tape(L), x, n, shape, &out), &out, fname);
 }
 
 static int l_reshape(lua_State *L) {
   const char *fname = "netcl.autograd.reshape";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int64_t shape[NC_MAX_DIMS];
   int n = shape_arg(L, 2, shape, fname);
-  return finish(L, nc_ag_reshape(tape(L), x, n, shape, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_reshape(nc_lua_active_tape(L), x, n, shape, &out), &out, fname);
 }
 
 static int l_transpose(lua_State *L) {
   const char *fname = "netcl.autograd.transpose";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = nc_node_value(x)->ndim;
   int d1 = nc_lua_checkdim(L, 2, nd, fname), d2 = nc_lua_checkdim(L, 3, nd, fname);
-  return finish(L, nc_ag_transpose(tape(L), x, d1, d2, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_transpose(nc_lua_active_tape(L), x, d1, d2, &out), &out, fname);
 }
 
 static int l_permute(lua_State *L) {
   const char *fname = "netcl.autograd.permute";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = nc_node_value(x)->ndim, dims[NC_MAX_DIMS];
   luaL_checktype(L, 2, LUA_TTABLE);
   if (luaL_len(L, 2) != nd)
@@ -466,73 +440,74 @@ static int l_permute(lua_State *L) {
     dims[i] = nc_lua_checkdim(L, -1, nd, fname);
     lua_pop(L, 1);
   }
-  return finish(L, nc_ag_permute(tape(L), x, dims, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_permute(nc_lua_active_tape(L), x, dims, &out), &out, fname);
 }
 
 static int l_narrow(lua_State *L) {
   const char *fname = "netcl.autograd.narrow";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   const nc_tensor *v = nc_node_value(x);
   int d = nc_lua_checkdim(L, 2, v->ndim, fname);
   lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
   if (start < 0) start += v->shape[d] + 1;
   if (start < 1)
     return nc_lua_argerror(L, fname, 3, "start %lld is out of range", (long long)luaL_checkinteger(L, 3));
-  return finish(L, nc_ag_narrow(tape(L), x, d, start - 1, len, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_narrow(nc_lua_active_tape(L), x, d, start - 1, len, &out), &out, fname);
 }
 
 static int select_at(lua_State *L, int dim_idx, int pos_idx, const char *fname) {
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   const nc_tensor *v = nc_node_value(x);
   if (v->ndim == 0) return nc_lua_errorf(L, "%s: cannot select from a 0-dim node", fname);
   int d = dim_idx ? nc_lua_checkdim(L, dim_idx, v->ndim, fname) : 0;
   int64_t i = pos_arg(L, pos_idx, v->shape[d], fname);
-  return finish(L, nc_ag_select(tape(L), x, d, i, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_select(nc_lua_active_tape(L), x, d, i, &out), &out, fname);
 }
 
 static int l_select(lua_State *L) { return select_at(L, 2, 3, "netcl.autograd.select"); }
 
 static int l_expand(lua_State *L) {
   const char *fname = "netcl.autograd.expand";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int64_t shape[NC_MAX_DIMS];
   int n = shape_arg(L, 2, shape, fname);
-  return finish(L, nc_ag_expand(tape(L), x, n, shape, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_expand(nc_lua_active_tape(L), x, n, shape, &out), &out, fname);
 }
 
 static int l_squeeze(lua_State *L) {
   const char *fname = "netcl.autograd.squeeze";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int d = lua_isnoneornil(L, 2) ? -1 : nc_lua_checkdim(L, 2, nc_node_value(x)->ndim, fname);
-  return finish(L, nc_ag_squeeze(tape(L), x, d, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_squeeze(nc_lua_active_tape(L), x, d, &out), &out, fname);
 }
 
 static int l_unsqueeze(lua_State *L) {
   const char *fname = "netcl.autograd.unsqueeze";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int d = nc_lua_checkdim(L, 2, nc_node_value(x)->ndim + 1, fname);
-  return finish(L, nc_ag_unsqueeze(tape(L), x, d, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_unsqueeze(nc_lua_active_tape(L), x, d, &out), &out, fname);
 }
 
 static int l_flatten(lua_State *L) {
   const char *fname = "netcl.autograd.flatten";
-  nc_node *x = node_arg(L, 1, fname), *out;
+  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = nc_node_value(x)->ndim;
   int d1 = nd == 0 || lua_isnoneornil(L, 2) ? 0 : nc_lua_checkdim(L, 2, nd, fname);
   int d2 = nd == 0 || lua_isnoneornil(L, 3) ? nd - 1 : nc_lua_checkdim(L, 3, nd, fname);
   if (nd && d1 > d2)
     return nc_lua_argerror(L, fname, 3, "end dim %d comes before start dim %d", d2 + 1, d1 + 1);
-  return finish(L, nc_ag_flatten(tape(L), x, d1, d2, &out), &out, fname);
+  return nc_lua_ag_result(L, nc_ag_flatten(nc_lua_active_tape(L), x, d1, d2, &out), &out, fname);
 }
 
 static int l_contiguous(lua_State *L) {
-  nc_node *x = node_arg(L, 1, "netcl.autograd.contiguous"), *out;
-  return finish(L, nc_ag_contiguous(tape(L), x, &out), &out, "netcl.autograd.contiguous");
+  nc_node *x = nc_lua_checknodelike(L, 1, "netcl.autograd.contiguous"), *out;
+  return nc_lua_ag_result(L, nc_ag_contiguous(nc_lua_active_tape(L), x, &out), &out,
+                          "netcl.autograd.contiguous");
 }
 
 static int l_clone(lua_State *L) {
-  nc_node *x = node_arg(L, 1, "netcl.autograd.clone"), *out;
-  return finish(L, nc_ag_clone(tape(L), x, &out), &out, "netcl.autograd.clone");
+  nc_node *x = nc_lua_checknodelike(L, 1, "netcl.autograd.clone"), *out;
+  return nc_lua_ag_result(L, nc_ag_clone(nc_lua_active_tape(L), x, &out), &out, "netcl.autograd.clone");
 }
 
 /* n[i]: select along dim 1 (as Tensors); other keys are fields and methods. */
@@ -594,8 +569,8 @@ static const nc_lua_ag_binding op_bindings[] = {
     {"flatten", l_flatten, NC_LUA_AG_BOTH},
     {"contiguous", l_contiguous, NC_LUA_AG_BOTH},
     {"clone", l_clone, NC_LUA_AG_BOTH},
-    {"index_select", l_index_select, NC_LUA_AG_BOTH},
-    {"gather", l_gather, NC_LUA_AG_BOTH},
+    {"index_select", l_select_by_index, NC_LUA_AG_BOTH},
+    {"gather", l_select_by_index, NC_LUA_AG_BOTH},
     {"scatter_add", l_scatter_add, NC_LUA_AG_BOTH},
     {"cat", l_cat, NC_LUA_AG_MODULE},
     {"stack", l_stack, NC_LUA_AG_MODULE},

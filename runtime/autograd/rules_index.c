@@ -30,16 +30,22 @@ static nc_status index_select_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   return ag_end(&S);
 }
 
-nc_status nc_ag_index_select(nc_tape *t, nc_node *x, int dim, nc_tensor *idx, nc_node **out) {
-  nc_tensor *y;
-  NC_TRY(nc_index_select(nc_node_value(x), dim, idx, &y));
+/* The forward half shared with gather: y made from x by idx along dim. */
+static nc_status record_indexed(nc_tape *t, const char *op, nc_backward_fn rule, nc_node *x, int dim,
+                                nc_tensor *idx, nc_tensor *y, nc_node **out) {
   nc_ag_ctx *c;
-  NC_TRY(ag_output(t, "index_select", index_select_rule, 1, &x, y, out, &c));
+  NC_TRY(ag_output(t, op, rule, 1, &x, y, out, &c));
   if (c) {
     nc_ag_iparams(c)[0] = dim;
     nc_ag_save(c, idx);
   }
   return NC_OK;
+}
+
+nc_status nc_ag_index_select(nc_tape *t, nc_node *x, int dim, nc_tensor *idx, nc_node **out) {
+  nc_tensor *y;
+  NC_TRY(nc_index_select(nc_node_value(x), dim, idx, &y));
+  return record_indexed(t, "index_select", index_select_rule, x, dim, idx, y, out);
 }
 
 /* ---- gather ------------------------------------------------------------------------------------ */
@@ -53,13 +59,7 @@ static nc_status gather_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
 nc_status nc_ag_gather(nc_tape *t, nc_node *x, int dim, nc_tensor *idx, nc_node **out) {
   nc_tensor *y;
   NC_TRY(nc_gather(nc_node_value(x), dim, idx, &y));
-  nc_ag_ctx *c;
-  NC_TRY(ag_output(t, "gather", gather_rule, 1, &x, y, out, &c));
-  if (c) {
-    nc_ag_iparams(c)[0] = dim;
-    nc_ag_save(c, idx);
-  }
-  return NC_OK;
+  return record_indexed(t, "gather", gather_rule, x, dim, idx, y, out);
 }
 
 /* ---- scatter_add ---------------------------------------------------------------------------------- */

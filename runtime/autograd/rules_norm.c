@@ -113,21 +113,21 @@ static nc_status row_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   return ag_end(&S);
 }
 
-nc_status nc_ag_layer_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, nc_node *bias,
-                           double eps, nc_node **out) {
-  nc_tensor *y, *mean, *rstd;
-  NC_TRY(nc_layer_norm(nc_node_value(x), normalized_ndim, weight ? nc_node_value(weight) : NULL,
-                       bias ? nc_node_value(bias) : NULL, eps, &y, &mean, &rstd));
+/* The forward half shared by layer and RMS norm (mean NULL for RMS norm); takes y, mean and
+ * rstd's references. */
+static nc_status record_row_norm(nc_tape *t, const char *op, nc_node *x, int normalized_ndim, nc_node *weight,
+                                 nc_node *bias, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd,
+                                 nc_node **out) {
   affine_inputs a = affine(x, weight, bias);
   nc_ag_ctx *c;
-  nc_status s = ag_output(t, "layer_norm", row_norm_rule, a.n, a.in, y, out, &c);
+  nc_status s = ag_output(t, op, row_norm_rule, a.n, a.in, y, out, &c);
   if (s == NC_OK && c) {
     nc_ag_iparams(c)[0] = normalized_ndim;
     record_positions(c, &a);
-    nc_ag_iparams(c)[3] = 0;
+    nc_ag_iparams(c)[3] = mean == NULL;
     nc_ag_save(c, nc_node_value(x));
     nc_ag_save(c, rstd);
-    nc_ag_save(c, mean);
+    if (mean) nc_ag_save(c, mean);
     if (weight) nc_ag_save(c, nc_node_value(weight));
   }
   nc_tensor_release(mean);
@@ -135,22 +135,18 @@ nc_status nc_ag_layer_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node 
   return s;
 }
 
+nc_status nc_ag_layer_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, nc_node *bias,
+                           double eps, nc_node **out) {
+  nc_tensor *y, *mean, *rstd;
+  NC_TRY(nc_layer_norm(nc_node_value(x), normalized_ndim, weight ? nc_node_value(weight) : NULL,
+                       bias ? nc_node_value(bias) : NULL, eps, &y, &mean, &rstd));
+  return record_row_norm(t, "layer_norm", x, normalized_ndim, weight, bias, y, mean, rstd, out);
+}
+
 nc_status nc_ag_rms_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *weight, double eps,
                          nc_node **out) {
   nc_tensor *y, *rstd;
   NC_TRY(
       nc_rms_norm(nc_node_value(x), normalized_ndim, weight ? nc_node_value(weight) : NULL, eps, &y, &rstd));
-  affine_inputs a = affine(x, weight, NULL);
-  nc_ag_ctx *c;
-  nc_status s = ag_output(t, "rms_norm", row_norm_rule, a.n, a.in, y, out, &c);
-  if (s == NC_OK && c) {
-    nc_ag_iparams(c)[0] = normalized_ndim;
-    record_positions(c, &a);
-    nc_ag_iparams(c)[3] = 1;
-    nc_ag_save(c, nc_node_value(x));
-    nc_ag_save(c, rstd);
-    if (weight) nc_ag_save(c, nc_node_value(weight));
-  }
-  nc_tensor_release(rstd);
-  return s;
+  return record_row_norm(t, "rms_norm", x, normalized_ndim, weight, NULL, y, NULL, rstd, out);
 }
