@@ -123,16 +123,19 @@ static nc_ag_operand where_operand(lua_State *L, int idx, const char *fname) {
   return operand_arg(L, idx, fname);
 }
 
-/* ag.where(cond, a, b), or x:where(cond, other) = cond ? x : other (as Tensor.where) */
-static int l_where(lua_State *L) {
+static int where(lua_State *L, int ci, int ai, int bi) {
   const char *fname = "netcl.autograd.where";
-  bool method = nc_lua_tonode(L, 1) != NULL;
-  int ci = method ? 2 : 1, ai = method ? 1 : 2, bi = 3;
   nc_tensor *cond = nc_lua_ag_checktensor(L, ci, fname);
   nc_ag_operand a = where_operand(L, ai, fname), b = where_operand(L, bi, fname);
   nc_node *out;
   return nc_lua_ag_result(L, nc_ag_where(nc_lua_active_tape(L), cond, a, b, &out), &out, fname);
 }
+
+/* ag.where(cond, a, b) */
+static int l_where(lua_State *L) { return where(L, 1, 2, 3); }
+
+/* x:where(cond, other) = cond ? x : other (as Tensor.where) */
+static int l_where_method(lua_State *L) { return where(L, 2, 1, 3); }
 
 static int l_masked_fill(lua_State *L) {
   const char *fname = "netcl.autograd.masked_fill";
@@ -543,7 +546,8 @@ static const nc_lua_ag_binding op_bindings[] = {
     {"pow", l_binary, NC_LUA_AG_BOTH},
     {"maximum", l_binary, NC_LUA_AG_BOTH},
     {"minimum", l_binary, NC_LUA_AG_BOTH},
-    {"where", l_where, NC_LUA_AG_BOTH},
+    {"where", l_where, NC_LUA_AG_MODULE},
+    {"where", l_where_method, NC_LUA_AG_METHOD},
     {"masked_fill", l_masked_fill, NC_LUA_AG_BOTH},
     {"sum", l_reduce, NC_LUA_AG_BOTH},
     {"mean", l_reduce, NC_LUA_AG_BOTH},

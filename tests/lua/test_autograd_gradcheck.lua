@@ -110,6 +110,8 @@ case("minimum", function() return {away({2, 3})} end, function(a) return ag.mini
 case("where", function() return {P({2, 3}), P({3})} end,
      function(a, b) return ag.where(bools({2, 3}, {true, false, false, true}), a, b) end)
 case("where", function() return {P({2, 3})} end, function(a) return a:where(bools({1, 3}, {true, false, true}), 0.5) end)
+case("where", function() return {P({3})} end, -- a Tensor method with a Node argument
+     function(a) return nc.ones({2, 3}, {dtype = "float64"}):where(bools({2, 3}, {false, true}), a) end)
 case("masked_fill", function() return {P({2, 3})} end,
      function(a) return a:masked_fill(bools({3}, {false, true, false}), -7) * a end)
 
