@@ -329,12 +329,15 @@ static int node_newindex(lua_State *L) {
       nc_node_set_grad(n, NULL);
     else
       nc_node_set_grad(n, nc_lua_checktensor_f(L, 3, fname));
+  } else if (!strcmp(k, "value")) {
+    NC_LUA_CHECK(L, fname, nc_node_set_value(n, nc_lua_checktensor_f(L, 3, fname)));
   } else if (!strcmp(k, "requires_grad")) {
     if (!nc_node_is_leaf(n))
       return nc_lua_errorf(L, "%s: requires_grad can only be set on leaf nodes", fname);
     nc_node_set_requires_grad(n, lua_toboolean(L, 3));
   } else {
-    return nc_lua_errorf(L, "%s: cannot set field '%s' of a Node (fields: grad, requires_grad)", fname, k);
+    return nc_lua_errorf(L, "%s: cannot set field '%s' of a Node (fields: value, grad, requires_grad)", fname,
+                         k);
   }
   return 0;
 }

@@ -78,6 +78,16 @@ void nc_node_set_requires_grad(nc_node *n, bool on) { n->requires_grad = on; }
 bool nc_node_is_leaf(const nc_node *n) { return n->creator == NULL; }
 const char *nc_node_op(const nc_node *n) { return n->creator ? n->creator->op : NULL; }
 
+nc_status nc_node_set_value(nc_node *n, nc_tensor *v) {
+  if (n->creator)
+    return nc_error(NC_ERR_STATE, "only a leaf node's value can be replaced (this one was made by %s)",
+                    n->creator->op);
+  nc_tensor_retain(v);
+  nc_tensor_release(n->value);
+  n->value = v;
+  return NC_OK;
+}
+
 void nc_node_set_grad(nc_node *n, nc_tensor *g) {
   if (g) nc_tensor_retain(g);
   nc_tensor_release(n->grad);

@@ -131,6 +131,16 @@ function TestTape:test_leaf_gradients_are_independent_tensors()
   H.assert_close(b.grad, {1, 1}, 0, "a rule gives both inputs one tensor; each .grad is its own copy")
 end
 
+function TestTape:test_a_leaf_value_can_be_replaced()
+  local w = ag.param(f64({1, 2}))
+  w.value = f64({3, 4}):to(nc.device("cpu"))
+  lu.assertEquals(w.device.kind, "cpu")
+  lu.assertEquals(w.value:tolist(), {3, 4})
+  local tape = ag.Tape()
+  local y = tape:record(function() return w * 2 end)
+  H.assert_error(function() y.value = f64({0, 0}) end, "only a leaf", "mul")
+end
+
 function TestTape:test_max_with_a_dim_returns_positions()
   local x = ag.param(f64({{1, 5, 2}, {7, 0, 3}}))
   local tape = ag.Tape()

@@ -24,6 +24,9 @@ void nc_node_release(nc_node *n);
 nc_tensor *nc_node_value(const nc_node *n);      /* borrowed */
 nc_tensor *nc_node_grad(const nc_node *n);       /* borrowed; NULL when none yet */
 void nc_node_set_grad(nc_node *n, nc_tensor *g); /* retains g; NULL clears */
+/* Replaces a leaf's value (retains v): moving parameters to another device or dtype. Entries
+ * already recorded keep the old value. NC_ERR_STATE for a node made by an op. */
+nc_status nc_node_set_value(nc_node *n, nc_tensor *v);
 bool nc_node_requires_grad(const nc_node *n);
 void nc_node_set_requires_grad(nc_node *n, bool on);
 bool nc_node_is_leaf(const nc_node *n);   /* not produced by a recorded op */
