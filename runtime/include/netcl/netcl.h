@@ -12,6 +12,11 @@
 #include "creation.h"
 #include "copy.h"
 #include "format.h"
+#include "safetensors.h"
+#include "npy.h"
+#include "idx.h"
+#include "batch.h"
+#include "shuffle.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
