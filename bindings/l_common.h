@@ -62,6 +62,10 @@ void nc_lua_account(lua_State *L, size_t nbytes);
 void nc_lua_add_device(lua_State *L);
 void nc_lua_add_tensor(lua_State *L);
 void nc_lua_add_creation(lua_State *L);
+void nc_lua_add_io(lua_State *L);
+void nc_lua_add_data(lua_State *L);
+void nc_lua_add_json(lua_State *L);
+void nc_lua_add_term(lua_State *L);
 
 int nc_lua_open_core(lua_State *L);
 

@@ -7,7 +7,9 @@ static nc_status check(const nc_tensor *dst, const nc_tensor *src, const int64_t
   if (src->ndim < 1) return nc_error(NC_ERR_SHAPE, "gather_rows: the source has no rows (0 dims)");
   bool ok = dst->ndim == src->ndim && dst->shape[0] == n;
   for (int d = 1; ok && d < src->ndim; d++) ok = dst->shape[d] == src->shape[d];
-  if (!ok) return nc_error(NC_ERR_SHAPE, "gather_rows: the destination must be [%lld, <source row shape>]", (long long)n);
+  if (!ok)
+    return nc_error(NC_ERR_SHAPE, "gather_rows: the destination must be [%lld, <source row shape>]",
+                    (long long)n);
   if (dst->dtype != src->dtype)
     return nc_error(NC_ERR_DTYPE, "gather_rows: dtypes differ (%s into %s)", nc_dtype_name(src->dtype),
                     nc_dtype_name(dst->dtype));

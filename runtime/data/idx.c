@@ -11,7 +11,7 @@ static const struct {
   const char *name;
   int size; /* bytes per element in the file */
   nc_dtype dtype;
-} TYPES[] = {{0x08, "ubyte", 1, NC_UINT8}, {0x09, "byte", 1, NC_INT32},     {0x0B, "short", 2, NC_INT32},
+} TYPES[] = {{0x08, "ubyte", 1, NC_UINT8}, {0x09, "byte", 1, NC_INT32},    {0x0B, "short", 2, NC_INT32},
              {0x0C, "int", 4, NC_INT32},   {0x0D, "float", 4, NC_FLOAT32}, {0x0E, "double", 8, NC_FLOAT64}};
 
 /* deflate cannot compress better than about 1032:1, so a gzip input of n bytes never holds more
@@ -105,9 +105,15 @@ static uint64_t be(const unsigned char *p, int n) {
 static void convert(const unsigned char *in, void *out, size_t numel, unsigned char code) {
   for (size_t i = 0; i < numel; i++) {
     switch (code) {
-      case 0x09: ((int32_t *)out)[i] = (int8_t)in[i]; break;
-      case 0x0B: ((int32_t *)out)[i] = (int16_t)be(in + 2 * i, 2); break;
-      case 0x0C: ((int32_t *)out)[i] = (int32_t)(uint32_t)be(in + 4 * i, 4); break;
+      case 0x09:
+        ((int32_t *)out)[i] = (int8_t)in[i];
+        break;
+      case 0x0B:
+        ((int32_t *)out)[i] = (int16_t)be(in + 2 * i, 2);
+        break;
+      case 0x0C:
+        ((int32_t *)out)[i] = (int32_t)(uint32_t)be(in + 4 * i, 4);
+        break;
       case 0x0D: {
         uint32_t u = (uint32_t)be(in + 4 * i, 4);
         memcpy((float *)out + i, &u, 4);
@@ -133,10 +139,11 @@ static nc_status read_header(source *s, int *type, int *ndim, int64_t *shape) {
   unsigned char magic[4], dims[4 * 255];
   size_t got;
   NC_TRY(src_read(s, magic, 4, &got));
-  if (got < 4) return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for the 4-byte idx magic (truncated?)", got);
+  if (got < 4)
+    return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for the 4-byte idx magic (truncated?)", got);
   if (magic[0] || magic[1])
-    return nc_error(NC_ERR_FORMAT, "not an idx file (bad magic %02x %02x %02x %02x; it starts with 00 00)", magic[0],
-                    magic[1], magic[2], magic[3]);
+    return nc_error(NC_ERR_FORMAT, "not an idx file (bad magic %02x %02x %02x %02x; it starts with 00 00)",
+                    magic[0], magic[1], magic[2], magic[3]);
   *type = -1;
   for (size_t i = 0; i < sizeof TYPES / sizeof TYPES[0]; i++)
     if (TYPES[i].code == magic[2]) *type = (int)i;
@@ -144,11 +151,13 @@ static nc_status read_header(source *s, int *type, int *ndim, int64_t *shape) {
   *ndim = magic[3];
   if (*ndim == 0) return nc_error(NC_ERR_FORMAT, "idx header declares 0 dims");
   if (*ndim > NC_MAX_DIMS)
-    return nc_error(NC_ERR_UNSUPPORTED, "idx header declares %d dims; netcl supports at most %d", *ndim, NC_MAX_DIMS);
+    return nc_error(NC_ERR_UNSUPPORTED, "idx header declares %d dims; netcl supports at most %d", *ndim,
+                    NC_MAX_DIMS);
   NC_TRY(src_read(s, dims, 4 * (size_t)*ndim, &got));
   if (got < 4 * (size_t)*ndim)
-    return nc_error(NC_ERR_FORMAT, "file ends inside the header: %d dims need %d bytes, %zu are left (truncated?)",
-                    *ndim, 4 * *ndim, got);
+    return nc_error(NC_ERR_FORMAT,
+                    "file ends inside the header: %d dims need %d bytes, %zu are left (truncated?)", *ndim,
+                    4 * *ndim, got);
   for (int i = 0; i < *ndim; i++) shape[i] = (int64_t)be(dims + 4 * i, 4);
   if (nc_shape_check(*ndim, shape) != NC_OK) return nc_error_prefix(NC_ERR_FORMAT, "idx dims");
   return NC_OK;
@@ -166,8 +175,8 @@ static nc_status parse(source *s, nc_device *dev, nc_tensor **out) {
   bool huge = numel > SIZE_MAX / esize;
   size_t need = huge ? SIZE_MAX : (size_t)numel * esize, left = src_input_left(s);
   if (huge || (!s->gz && need > left) || (s->gz && need / DEFLATE_MAX_RATIO > left))
-    return nc_error(NC_ERR_FORMAT, "data are truncated: dims %s of %s need %s%zu bytes, the file holds %s%zu", dims,
-                    TYPES[type].name, huge ? "more than " : "", need, s->gz ? "at most " : "",
+    return nc_error(NC_ERR_FORMAT, "data are truncated: dims %s of %s need %s%zu bytes, the file holds %s%zu",
+                    dims, TYPES[type].name, huge ? "more than " : "", need, s->gz ? "at most " : "",
                     s->gz ? left * DEFLATE_MAX_RATIO : left);
   unsigned char *raw = malloc(need ? need : 1), *conv = NULL;
   if (!raw) return nc_error(NC_ERR_OOM, "out of host memory reading %zu bytes", need);
@@ -179,13 +188,15 @@ static nc_status parse(source *s, nc_device *dev, nc_tensor **out) {
   unsigned char extra;
   if (st == NC_OK) st = src_read(s, &extra, 1, &got);
   if (st == NC_OK && got)
-    st = nc_error(NC_ERR_FORMAT, "wrong dims: the file holds more data than dims %s of %s need (%zu bytes)", dims,
-                  TYPES[type].name, need);
+    st = nc_error(NC_ERR_FORMAT, "wrong dims: the file holds more data than dims %s of %s need (%zu bytes)",
+                  dims, TYPES[type].name, need);
   nc_dtype dt = TYPES[type].dtype;
   const void *host = raw;
   if (st == NC_OK && TYPES[type].code != 0x08) {
-    if (!(conv = malloc((size_t)numel * nc_dtype_size(dt) + 1))) st = nc_error(NC_ERR_OOM, "out of host memory");
-    else convert(raw, conv, (size_t)numel, TYPES[type].code);
+    if (!(conv = malloc((size_t)numel * nc_dtype_size(dt) + 1)))
+      st = nc_error(NC_ERR_OOM, "out of host memory");
+    else
+      convert(raw, conv, (size_t)numel, TYPES[type].code);
     host = conv;
   }
   nc_tensor *t = NULL;

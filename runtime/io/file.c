@@ -144,9 +144,12 @@ static void sync_folder(const char *path) {
   if (!dir) return;
   char *slash = strrchr(dir, '/');
   const char *d = dir;
-  if (!slash) d = ".";
-  else if (slash == dir) slash[1] = 0;
-  else *slash = 0;
+  if (!slash)
+    d = ".";
+  else if (slash == dir)
+    slash[1] = 0;
+  else
+    *slash = 0;
   int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
     fsync(fd);
@@ -160,7 +163,8 @@ nc_status nc_atomic_commit(nc_atomic_file *f) {
   if (fsync(f->fd) != 0) s = io_error("cannot flush to disk:", f->path);
   if (close(f->fd) != 0 && s == NC_OK) s = io_error("cannot close:", f->path);
   f->fd = -1;
-  if (s == NC_OK && rename(f->tmp, f->path) != 0) s = io_error("cannot rename the temporary file into place:", f->path);
+  if (s == NC_OK && rename(f->tmp, f->path) != 0)
+    s = io_error("cannot rename the temporary file into place:", f->path);
   if (s != NC_OK) {
     unlink(f->tmp);
   } else {

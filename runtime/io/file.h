@@ -10,8 +10,8 @@
 typedef struct {
   const unsigned char *data;
   size_t size;
-  void *map;     /* mmap'd region, or NULL */
-  void *owned;   /* malloc'd copy, or NULL */
+  void *map;   /* mmap'd region, or NULL */
+  void *owned; /* malloc'd copy, or NULL */
 } nc_file_view;
 
 /* Errors: NC_ERR_IO naming the path and the system's reason. */

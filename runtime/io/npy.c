@@ -49,7 +49,8 @@ static bool accept(cursor *c, char ch) {
 }
 
 static nc_status syntax(const cursor *c, const char *start, const char *what) {
-  return nc_error(NC_ERR_FORMAT, "malformed header: expected %s at header byte %ld", what, (long)(c->p - start));
+  return nc_error(NC_ERR_FORMAT, "malformed header: expected %s at header byte %ld", what,
+                  (long)(c->p - start));
 }
 
 /* A quoted string without escapes (numpy never writes any in these fields). */
@@ -73,7 +74,8 @@ static nc_status parse_descr(cursor *c, const char *start, header *h) {
   char d[32];
   skip_space(c);
   if (c->p < c->end && (*c->p == '[' || *c->p == '{'))
-    return nc_error(NC_ERR_UNSUPPORTED, "structured dtypes are not supported (netcl reads f4 f8 i4 i8 u1 b1)");
+    return nc_error(NC_ERR_UNSUPPORTED,
+                    "structured dtypes are not supported (netcl reads f4 f8 i4 i8 u1 b1)");
   NC_TRY(parse_string(c, start, d, sizeof d));
   char order = d[0];
   if (!strchr("<>|=", order) || !d[1] || !d[2])
@@ -97,21 +99,25 @@ static nc_status parse_shape(cursor *c, const char *start, header *h) {
   for (;;) {
     if (accept(c, ')')) break;
     skip_space(c);
-    if (c->p >= c->end || *c->p < '0' || *c->p > '9') return syntax(c, start, "a non-negative integer in the shape");
+    if (c->p >= c->end || *c->p < '0' || *c->p > '9')
+      return syntax(c, start, "a non-negative integer in the shape");
     int64_t v = 0;
     while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-      if (v > (INT64_MAX - 9) / 10) return nc_error(NC_ERR_FORMAT, "malformed header: a shape size overflows");
+      if (v > (INT64_MAX - 9) / 10)
+        return nc_error(NC_ERR_FORMAT, "malformed header: a shape size overflows");
       v = v * 10 + (*c->p++ - '0');
     }
     if (c->p < c->end && *c->p == 'L') c->p++; /* Python 2 longs */
     if (h->ndim == NC_MAX_DIMS)
-      return nc_error(NC_ERR_UNSUPPORTED, "shape has more than %d dims, the most netcl supports", NC_MAX_DIMS);
+      return nc_error(NC_ERR_UNSUPPORTED, "shape has more than %d dims, the most netcl supports",
+                      NC_MAX_DIMS);
     h->shape[h->ndim++] = v;
     if (accept(c, ')')) break;
     if (!accept(c, ',')) return syntax(c, start, "',' or ')' in the shape");
   }
-  return nc_shape_check(h->ndim, h->shape) == NC_OK ? NC_OK
-                                                     : nc_error_prefix(NC_ERR_FORMAT, "malformed header: shape");
+  return nc_shape_check(h->ndim, h->shape) == NC_OK
+             ? NC_OK
+             : nc_error_prefix(NC_ERR_FORMAT, "malformed header: shape");
 }
 
 static nc_status parse_header(const char *text, size_t len, header *h) {
@@ -151,13 +157,16 @@ static nc_status parse_header(const char *text, size_t len, header *h) {
   if (c.p != c.end) return syntax(&c, text, "only padding after the dict");
   if (!h->has_descr || !h->has_fortran || !h->has_shape)
     return nc_error(NC_ERR_FORMAT, "malformed header: it lacks '%s'",
-                    !h->has_descr ? "descr" : !h->has_fortran ? "fortran_order" : "shape");
+                    !h->has_descr     ? "descr"
+                    : !h->has_fortran ? "fortran_order"
+                                      : "shape");
   return NC_OK;
 }
 
 static nc_status check_bools(const unsigned char *p, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (p[i] > 1) return nc_error(NC_ERR_FORMAT, "bool element %zu holds %u; booleans are stored as 0 or 1", i, p[i]);
+    if (p[i] > 1)
+      return nc_error(NC_ERR_FORMAT, "bool element %zu holds %u; booleans are stored as 0 or 1", i, p[i]);
   return NC_OK;
 }
 
@@ -175,7 +184,8 @@ static nc_status from_fortran(nc_tensor *rev, nc_tensor **out) {
 
 nc_status nc_npy_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **out) {
   const unsigned char *b = buf;
-  if (len < 10) return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for an npy header (truncated?)", len);
+  if (len < 10)
+    return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for an npy header (truncated?)", len);
   if (memcmp(b, MAGIC, sizeof MAGIC) != 0) return nc_error(NC_ERR_FORMAT, "not an npy file (bad magic)");
   int major = b[6], minor = b[7];
   size_t hlen, hstart;
@@ -183,11 +193,13 @@ nc_status nc_npy_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **
     hlen = (size_t)b[8] | (size_t)b[9] << 8;
     hstart = 10;
   } else if (major == 2 || major == 3) {
-    if (len < 12) return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for an npy header (truncated?)", len);
+    if (len < 12)
+      return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for an npy header (truncated?)", len);
     hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
     hstart = 12;
   } else {
-    return nc_error(NC_ERR_UNSUPPORTED, "npy format version %d.%d is not supported (1.0, 2.0 and 3.0 are)", major, minor);
+    return nc_error(NC_ERR_UNSUPPORTED, "npy format version %d.%d is not supported (1.0, 2.0 and 3.0 are)",
+                    major, minor);
   }
   if (hlen > len - hstart)
     return nc_error(NC_ERR_FORMAT, "header length %zu is past the end of the file (%zu bytes)", hlen, len);
@@ -198,8 +210,8 @@ nc_status nc_npy_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **
   size_t esize = nc_dtype_size(h.dtype), have = len - hstart - hlen;
   if ((uint64_t)numel > have / esize || (size_t)numel * esize != have) {
     bool big = (uint64_t)numel > SIZE_MAX / esize;
-    return nc_error(NC_ERR_FORMAT, "the shape needs %s%zu bytes of data, the file holds %zu%s", big ? "more than " : "",
-                    big ? SIZE_MAX : (size_t)numel * esize, have,
+    return nc_error(NC_ERR_FORMAT, "the shape needs %s%zu bytes of data, the file holds %zu%s",
+                    big ? "more than " : "", big ? SIZE_MAX : (size_t)numel * esize, have,
                     !big && (size_t)numel * esize < have ? " (extra bytes after the data)" : " (truncated?)");
   }
   const unsigned char *data = b + hstart + hlen;
@@ -244,7 +256,8 @@ nc_status nc_npy_save(const char *path, nc_tensor *t) {
     n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
   snprintf(shape + n, sizeof shape - n, "%s)", t->ndim == 1 ? "," : "");
   char head[512];
-  int hl = snprintf(head + 10, sizeof head - 10, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
+  int hl = snprintf(head + 10, sizeof head - 10, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                    descr, shape);
   /* Padded with spaces and ended by a newline so the data start 64-byte aligned. */
   size_t total = ((size_t)hl + 10 + 1 + 63) & ~(size_t)63;
   memset(head + 10 + hl, ' ', total - 10 - (size_t)hl - 1);

@@ -49,14 +49,21 @@ typedef struct {
 
 static const char *json_kind(const json_t *v) {
   switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
+    case JSON_OBJECT:
+      return "an object";
+    case JSON_ARRAY:
+      return "an array";
+    case JSON_STRING:
+      return "a string";
+    case JSON_INTEGER:
+      return "an integer";
+    case JSON_REAL:
+      return "a real number";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
+    case JSON_FALSE:
+      return "a boolean";
+    default:
+      return "null";
   }
 }
 
@@ -75,9 +82,10 @@ static nc_status parse_dtype(const char *name, const char *s, nc_dtype *out) {
     }
   for (size_t i = 0; i < sizeof FOREIGN_DTYPES / sizeof FOREIGN_DTYPES[0]; i++)
     if (!strcmp(s, FOREIGN_DTYPES[i]))
-      return nc_error(NC_ERR_UNSUPPORTED,
-                      "tensor '%.200s': dtype %s has no netcl element type (netcl reads F32, F64, I32, I64, U8, BOOL)",
-                      name, s);
+      return nc_error(
+          NC_ERR_UNSUPPORTED,
+          "tensor '%.200s': dtype %s has no netcl element type (netcl reads F32, F64, I32, I64, U8, BOOL)",
+          name, s);
   return nc_error(NC_ERR_FORMAT, "tensor '%.200s': unknown dtype '%.50s'", name, s);
 }
 
@@ -85,38 +93,46 @@ static nc_status parse_dtype(const char *name, const char *s, nc_dtype *out) {
 static nc_status parse_entry(const char *name, json_t *v, uint64_t data_len, entry *e) {
   e->name = name;
   if (!json_is_object(v))
-    return nc_error(NC_ERR_FORMAT, "tensor '%.200s': expected an object with dtype, shape and data_offsets, got %s",
-                    name, json_kind(v));
-  json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"), *off = json_object_get(v, "data_offsets");
-  if (!json_is_string(dt)) return nc_error(NC_ERR_FORMAT, "tensor '%.200s': 'dtype' is missing or not a string", name);
+    return nc_error(NC_ERR_FORMAT,
+                    "tensor '%.200s': expected an object with dtype, shape and data_offsets, got %s", name,
+                    json_kind(v));
+  json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"),
+         *off = json_object_get(v, "data_offsets");
+  if (!json_is_string(dt))
+    return nc_error(NC_ERR_FORMAT, "tensor '%.200s': 'dtype' is missing or not a string", name);
   NC_TRY(parse_dtype(name, json_string_value(dt), &e->dtype));
-  if (!json_is_array(sh)) return nc_error(NC_ERR_FORMAT, "tensor '%.200s': 'shape' is missing or not an array", name);
+  if (!json_is_array(sh))
+    return nc_error(NC_ERR_FORMAT, "tensor '%.200s': 'shape' is missing or not an array", name);
   if (json_array_size(sh) > NC_MAX_DIMS)
-    return nc_error(NC_ERR_UNSUPPORTED, "tensor '%.200s': shape has %zu dims; netcl supports at most %d", name,
-                    json_array_size(sh), NC_MAX_DIMS);
+    return nc_error(NC_ERR_UNSUPPORTED, "tensor '%.200s': shape has %zu dims; netcl supports at most %d",
+                    name, json_array_size(sh), NC_MAX_DIMS);
   e->ndim = (int)json_array_size(sh);
   for (int i = 0; i < e->ndim; i++) {
     json_t *d = json_array_get(sh, (size_t)i);
     if (!json_is_integer(d) || json_integer_value(d) < 0)
-      return nc_error(NC_ERR_FORMAT, "tensor '%.200s': shape entry %d is not a non-negative integer", name, i + 1);
+      return nc_error(NC_ERR_FORMAT, "tensor '%.200s': shape entry %d is not a non-negative integer", name,
+                      i + 1);
     e->shape[i] = json_integer_value(d);
   }
   if (nc_shape_check(e->ndim, e->shape) != NC_OK)
     return nc_error_prefix(NC_ERR_FORMAT, "tensor '%.200s'", name);
   if (!json_is_array(off) || json_array_size(off) != 2 || !json_is_integer(json_array_get(off, 0)) ||
       !json_is_integer(json_array_get(off, 1)))
-    return nc_error(NC_ERR_FORMAT, "tensor '%.200s': 'data_offsets' must be an array [begin, end] of integers", name);
+    return nc_error(NC_ERR_FORMAT,
+                    "tensor '%.200s': 'data_offsets' must be an array [begin, end] of integers", name);
   json_int_t b = json_integer_value(json_array_get(off, 0)), en = json_integer_value(json_array_get(off, 1));
   if (b < 0 || en < b)
-    return nc_error(NC_ERR_FORMAT, "tensor '%.200s': data_offsets [%lld, %lld] are out of range (need 0 <= begin <= end)",
+    return nc_error(NC_ERR_FORMAT,
+                    "tensor '%.200s': data_offsets [%lld, %lld] are out of range (need 0 <= begin <= end)",
                     name, (long long)b, (long long)en);
   e->begin = (uint64_t)b;
   e->end = (uint64_t)en;
   if (e->end > data_len)
-    return nc_error(NC_ERR_FORMAT,
-                    "tensor '%.200s': data_offsets [%llu, %llu] are out of range: the data section holds %llu bytes "
-                    "(is the file truncated?)",
-                    name, (unsigned long long)e->begin, (unsigned long long)e->end, (unsigned long long)data_len);
+    return nc_error(
+        NC_ERR_FORMAT,
+        "tensor '%.200s': data_offsets [%llu, %llu] are out of range: the data section holds %llu bytes "
+        "(is the file truncated?)",
+        name, (unsigned long long)e->begin, (unsigned long long)e->end, (unsigned long long)data_len);
   uint64_t numel = 1;
   for (int i = 0; i < e->ndim; i++) numel *= (uint64_t)e->shape[i];
   size_t esize = nc_dtype_size(e->dtype);
@@ -124,11 +140,12 @@ static nc_status parse_entry(const char *name, json_t *v, uint64_t data_len, ent
   if (too_big || numel * esize != e->end - e->begin) {
     char s[200];
     format_shape(s, sizeof s, e->ndim, e->shape);
-    return nc_error(NC_ERR_FORMAT, "tensor '%.200s': shape %s of %s needs %s%llu bytes but data_offsets [%llu, %llu] hold %llu",
-                    name, s, st_dtype_name(e->dtype), too_big ? "more than " : "",
-                    too_big ? (unsigned long long)UINT64_MAX : (unsigned long long)(numel * esize),
-                    (unsigned long long)e->begin, (unsigned long long)e->end,
-                    (unsigned long long)(e->end - e->begin));
+    return nc_error(
+        NC_ERR_FORMAT,
+        "tensor '%.200s': shape %s of %s needs %s%llu bytes but data_offsets [%llu, %llu] hold %llu", name, s,
+        st_dtype_name(e->dtype), too_big ? "more than " : "",
+        too_big ? (unsigned long long)UINT64_MAX : (unsigned long long)(numel * esize),
+        (unsigned long long)e->begin, (unsigned long long)e->end, (unsigned long long)(e->end - e->begin));
   }
   return NC_OK;
 }
@@ -153,8 +170,9 @@ static nc_status check_tiling(entry *entries, size_t n, uint64_t data_len) {
   for (size_t i = 0; i < n && s == NC_OK; i++) {
     const entry *e = order[i];
     if (e->begin < pos)
-      s = nc_error(NC_ERR_FORMAT, "tensors '%.200s' (bytes %llu..%llu) and '%.200s' (bytes %llu..%llu) overlap",
-                   prev->name, (unsigned long long)prev->begin, (unsigned long long)prev->end, e->name,
+      s = nc_error(NC_ERR_FORMAT,
+                   "tensors '%.200s' (bytes %llu..%llu) and '%.200s' (bytes %llu..%llu) overlap", prev->name,
+                   (unsigned long long)prev->begin, (unsigned long long)prev->end, e->name,
                    (unsigned long long)e->begin, (unsigned long long)e->end);
     else if (e->begin > pos)
       s = nc_error(NC_ERR_FORMAT, "bytes %llu..%llu of the data section belong to no tensor",
@@ -197,7 +215,8 @@ static nc_status read_metadata(json_t *meta, nc_safetensors *f) {
   json_t *v;
   json_object_foreach(meta, k, v) {
     if (!json_is_string(v))
-      return nc_error(NC_ERR_FORMAT, "__metadata__ must map strings to strings: '%.200s' holds %s", k, json_kind(v));
+      return nc_error(NC_ERR_FORMAT, "__metadata__ must map strings to strings: '%.200s' holds %s", k,
+                      json_kind(v));
     f->meta_keys[f->n_meta] = strdup(k);
     f->meta_values[f->n_meta] = strdup(json_string_value(v));
     f->n_meta++;
@@ -210,8 +229,9 @@ static nc_status read_metadata(json_t *meta, nc_safetensors *f) {
 static nc_status check_bools(const entry *e, const unsigned char *p) {
   for (uint64_t i = 0; i < e->end - e->begin; i++)
     if (p[i] > 1)
-      return nc_error(NC_ERR_FORMAT, "tensor '%.200s': BOOL element %llu holds %u; booleans are stored as 0 or 1",
-                      e->name, (unsigned long long)i, p[i]);
+      return nc_error(NC_ERR_FORMAT,
+                      "tensor '%.200s': BOOL element %llu holds %u; booleans are stored as 0 or 1", e->name,
+                      (unsigned long long)i, p[i]);
   return NC_OK;
 }
 
@@ -228,8 +248,10 @@ static nc_status build(json_t *root, const unsigned char *data, uint64_t data_le
   json_t *v;
   if (s == NC_OK) {
     json_object_foreach(root, k, v) {
-      if (!strcmp(k, "__metadata__")) s = read_metadata(v, f);
-      else s = parse_entry(k, v, data_len, &entries[count++]);
+      if (!strcmp(k, "__metadata__"))
+        s = read_metadata(v, f);
+      else
+        s = parse_entry(k, v, data_len, &entries[count++]);
       if (s != NC_OK) break;
     }
   }
@@ -243,8 +265,10 @@ static nc_status build(json_t *root, const unsigned char *data, uint64_t data_le
     if (s != NC_OK) break;
     f->names[i] = strdup(e->name);
     f->count = i + 1;
-    if (!f->names[i]) s = nc_error(NC_ERR_OOM, "out of host memory");
-    else s = nc_tensor_write_host(f->tensors[i], p, (size_t)(e->end - e->begin));
+    if (!f->names[i])
+      s = nc_error(NC_ERR_OOM, "out of host memory");
+    else
+      s = nc_tensor_write_host(f->tensors[i], p, (size_t)(e->end - e->begin));
   }
   free(entries);
   return s;
@@ -253,7 +277,8 @@ static nc_status build(json_t *root, const unsigned char *data, uint64_t data_le
 nc_status nc_safetensors_parse(const void *buf, size_t len, nc_device *dev, nc_safetensors **out) {
   const unsigned char *b = buf;
   if (len < 8)
-    return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for the 8-byte header length (truncated?)", len);
+    return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for the 8-byte header length (truncated?)",
+                    len);
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; i--) hlen = hlen << 8 | b[i];
   if (hlen > len - 8)
@@ -268,9 +293,12 @@ nc_status nc_safetensors_parse(const void *buf, size_t len, nc_device *dev, nc_s
     return nc_error(NC_ERR_FORMAT, "header is not valid JSON: %s (header byte %d)", jerr.text, jerr.position);
   nc_status s = NC_OK;
   nc_safetensors *f = NULL;
-  if (!json_is_object(root)) s = nc_error(NC_ERR_FORMAT, "header is %s, expected a JSON object", json_kind(root));
-  else if (!(f = calloc(1, sizeof *f))) s = nc_error(NC_ERR_OOM, "out of host memory");
-  else s = build(root, b + 8 + hlen, len - 8 - hlen, dev, f);
+  if (!json_is_object(root))
+    s = nc_error(NC_ERR_FORMAT, "header is %s, expected a JSON object", json_kind(root));
+  else if (!(f = calloc(1, sizeof *f)))
+    s = nc_error(NC_ERR_OOM, "out of host memory");
+  else
+    s = build(root, b + 8 + hlen, len - 8 - hlen, dev, f);
   json_decref(root);
   if (s != NC_OK) {
     nc_safetensors_free(f);
@@ -290,8 +318,12 @@ nc_status nc_safetensors_load(const char *path, nc_device *dev, nc_safetensors *
 }
 
 size_t nc_safetensors_count(const nc_safetensors *f) { return f->count; }
-const char *nc_safetensors_name(const nc_safetensors *f, size_t i) { return i < f->count ? f->names[i] : NULL; }
-nc_tensor *nc_safetensors_tensor(const nc_safetensors *f, size_t i) { return i < f->count ? f->tensors[i] : NULL; }
+const char *nc_safetensors_name(const nc_safetensors *f, size_t i) {
+  return i < f->count ? f->names[i] : NULL;
+}
+nc_tensor *nc_safetensors_tensor(const nc_safetensors *f, size_t i) {
+  return i < f->count ? f->tensors[i] : NULL;
+}
 size_t nc_safetensors_metadata_count(const nc_safetensors *f) { return f->n_meta; }
 const char *nc_safetensors_metadata_key(const nc_safetensors *f, size_t i) {
   return i < f->n_meta ? f->meta_keys[i] : NULL;
@@ -331,10 +363,13 @@ static nc_status build_header(const nc_named_tensor *const *order, size_t n, con
   nc_status s = NC_OK;
   if (n_meta) {
     json_t *m = json_object();
-    if (!m || json_object_set_new(root, "__metadata__", m) != 0) s = nc_error(NC_ERR_OOM, "out of host memory");
+    if (!m || json_object_set_new(root, "__metadata__", m) != 0)
+      s = nc_error(NC_ERR_OOM, "out of host memory");
     for (size_t i = 0; i < n_meta && s == NC_OK; i++) {
-      if (!meta[i].key || !meta[i].value) s = nc_error(NC_ERR_ARG, "metadata entry %zu is NULL", i + 1);
-      else if (json_object_get(m, meta[i].key)) s = nc_error(NC_ERR_ARG, "metadata key '%.200s' appears twice", meta[i].key);
+      if (!meta[i].key || !meta[i].value)
+        s = nc_error(NC_ERR_ARG, "metadata entry %zu is NULL", i + 1);
+      else if (json_object_get(m, meta[i].key))
+        s = nc_error(NC_ERR_ARG, "metadata key '%.200s' appears twice", meta[i].key);
       else if (json_object_set_new(m, meta[i].key, json_string(meta[i].value)) != 0)
         s = nc_error(NC_ERR_ARG, "metadata '%.200s': keys and values must be UTF-8 strings", meta[i].key);
     }
@@ -356,7 +391,8 @@ static nc_status build_header(const nc_named_tensor *const *order, size_t n, con
     json_t *e = shape ? json_pack("{s:s, s:o, s:[I, I]}", "dtype", st_dtype_name(t->dtype), "shape", shape,
                                   "data_offsets", (json_int_t)pos, (json_int_t)(pos + nbytes))
                       : NULL;
-    if (!e) s = nc_error(NC_ERR_OOM, "out of host memory");
+    if (!e)
+      s = nc_error(NC_ERR_OOM, "out of host memory");
     else if (json_object_set_new(root, order[i]->name, e) != 0)
       s = nc_error(NC_ERR_ARG, "tensor name '%.200s' is not valid UTF-8", order[i]->name);
     pos += nbytes;

@@ -17,7 +17,8 @@ static void reference_permutation(int64_t *out, int64_t n, uint64_t seed, uint64
     uint64_t bound = (uint64_t)i + 1, threshold = (uint64_t)(two64 % bound), r;
     for (;;) {
       uint32_t ctr[4] = {(uint32_t)(c & 0xffffffffu), (uint32_t)(c >> 32), (uint32_t)(stream & 0xffffffffu),
-                         (uint32_t)(stream >> 32)}, w[4];
+                         (uint32_t)(stream >> 32)},
+               w[4];
       c++;
       nc_philox4x32(ctr, key, w);
       r = ((uint64_t)w[1] << 32) + w[0];

@@ -10,8 +10,8 @@ static nc_device *cpu;
 static char dir[] = "/tmp/netcl-idx-XXXXXX";
 
 /* An idx file: magic (0, 0, type, ndim), big-endian dims, then the given data bytes. */
-static unsigned char *idx_of(unsigned char type, int ndim, const uint32_t *dims, const void *data, size_t dlen,
-                             size_t *len) {
+static unsigned char *idx_of(unsigned char type, int ndim, const uint32_t *dims, const void *data,
+                             size_t dlen, size_t *len) {
   *len = 4 + 4 * (size_t)ndim + dlen;
   unsigned char *b = malloc(*len);
   b[0] = b[1] = 0;
@@ -45,7 +45,8 @@ static void test_types(void) {
   const unsigned char u8[6] = {0, 1, 2, 128, 254, 255};
   const unsigned char i8[6] = {0, 1, 0x7f, 0x80, 0xfe, 0xff};
   const unsigned char i16[12] = {0, 1, 0x7f, 0xff, 0x80, 0, 0xff, 0xfe, 0xff, 0xff, 0x01, 0x00};
-  const unsigned char i32[24] = {0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x80, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 1, 0, 0, 0, 0, 0, 0};
+  const unsigned char i32[24] = {0,    0,    0,    1,    0xff, 0xff, 0xff, 0xff, 0x80, 0, 0, 0,
+                                 0x7f, 0xff, 0xff, 0xff, 0,    1,    0,    0,    0,    0, 0, 0};
   const float fv[6] = {1, -2, 0, 0.25f, INFINITY, 42};
   const double dv[6] = {1, -0.5, 42, 0, -100, 0.1};
   unsigned char f32[24], f64[48];
@@ -135,7 +136,8 @@ static void test_files_and_members(void) {
   /* garbage after the gzip stream, a truncated stream, and a corrupt one */
   memcpy(both + g1, "junk", 4);
   CHECK_ERR(nc_idx_parse(both, g1 + 4, cpu, &t), NC_ERR_FORMAT, "4 bytes of garbage after the gzip stream");
-  CHECK_ERR(nc_idx_parse(g, glen / 2, cpu, &t), NC_ERR_FORMAT, "data are truncated: dims [1000] of ubyte need 1000 bytes");
+  CHECK_ERR(nc_idx_parse(g, glen / 2, cpu, &t), NC_ERR_FORMAT,
+            "data are truncated: dims [1000] of ubyte need 1000 bytes");
   memcpy(both, g, glen);
   for (size_t i = 12; i < glen - 8; i++) both[i] ^= 0x5a;
   CHECK_ERR(nc_idx_parse(both, glen, cpu, &t), NC_ERR_FORMAT, "corrupt gzip data");
@@ -156,17 +158,24 @@ static void test_bad_files(void) {
   unsigned char *b = idx_of(0x08, 3, dims, data, 8, &len);
   CHECK_OK(nc_idx_parse(b, len, cpu, &t));
   nc_tensor_release(t);
-  CHECK_ERR(nc_idx_parse(b, 2, cpu, &t), NC_ERR_FORMAT, "file is 2 bytes, too short for the 4-byte idx magic");
-  CHECK_ERR(nc_idx_parse("\x1f\x00\x08\x01", 4, cpu, &t), NC_ERR_FORMAT, "not an idx file (bad magic 1f 00 08 01");
-  CHECK_ERR(nc_idx_parse("\x00\x00\x07\x01\x00\x00\x00\x01x", 9, cpu, &t), NC_ERR_FORMAT, "unknown element type 0x07");
+  CHECK_ERR(nc_idx_parse(b, 2, cpu, &t), NC_ERR_FORMAT,
+            "file is 2 bytes, too short for the 4-byte idx magic");
+  CHECK_ERR(nc_idx_parse("\x1f\x00\x08\x01", 4, cpu, &t), NC_ERR_FORMAT,
+            "not an idx file (bad magic 1f 00 08 01");
+  CHECK_ERR(nc_idx_parse("\x00\x00\x07\x01\x00\x00\x00\x01x", 9, cpu, &t), NC_ERR_FORMAT,
+            "unknown element type 0x07");
   CHECK_ERR(nc_idx_parse("\x00\x00\x08\x00", 4, cpu, &t), NC_ERR_FORMAT, "declares 0 dims");
-  CHECK_ERR(nc_idx_parse("\x00\x00\x08\x09", 4, cpu, &t), NC_ERR_UNSUPPORTED, "declares 9 dims; netcl supports at most 8");
-  CHECK_ERR(nc_idx_parse(b, 10, cpu, &t), NC_ERR_FORMAT, "file ends inside the header: 3 dims need 12 bytes, 6 are left");
-  CHECK_ERR(nc_idx_parse(b, len - 1, cpu, &t), NC_ERR_FORMAT, "data are truncated: dims [2, 2, 2] of ubyte need 8 bytes, the file holds 7");
+  CHECK_ERR(nc_idx_parse("\x00\x00\x08\x09", 4, cpu, &t), NC_ERR_UNSUPPORTED,
+            "declares 9 dims; netcl supports at most 8");
+  CHECK_ERR(nc_idx_parse(b, 10, cpu, &t), NC_ERR_FORMAT,
+            "file ends inside the header: 3 dims need 12 bytes, 6 are left");
+  CHECK_ERR(nc_idx_parse(b, len - 1, cpu, &t), NC_ERR_FORMAT,
+            "data are truncated: dims [2, 2, 2] of ubyte need 8 bytes, the file holds 7");
   free(b);
   /* dims that describe less data than the file holds */
   b = idx_of(0x08, 3, dims, data, 9, &len);
-  CHECK_ERR(nc_idx_parse(b, len, cpu, &t), NC_ERR_FORMAT, "wrong dims: the file holds more data than dims [2, 2, 2]");
+  CHECK_ERR(nc_idx_parse(b, len, cpu, &t), NC_ERR_FORMAT,
+            "wrong dims: the file holds more data than dims [2, 2, 2]");
   unsigned char *g = gzip_of(b, len, &glen);
   CHECK_ERR(nc_idx_parse(g, glen, cpu, &t), NC_ERR_FORMAT, "wrong dims");
   free(g);
@@ -174,7 +183,8 @@ static void test_bad_files(void) {
   /* dims far beyond what the (compressed) input could hold fail before allocating */
   uint32_t huge[2] = {4000000000u, 1000000000u};
   b = idx_of(0x0E, 2, huge, data, 8, &len);
-  CHECK_ERR(nc_idx_parse(b, len, cpu, &t), NC_ERR_FORMAT, "data are truncated: dims [4000000000, 1000000000] of double need more than");
+  CHECK_ERR(nc_idx_parse(b, len, cpu, &t), NC_ERR_FORMAT,
+            "data are truncated: dims [4000000000, 1000000000] of double need more than");
   g = gzip_of(b, len, &glen);
   CHECK_ERR(nc_idx_parse(g, glen, cpu, &t), NC_ERR_FORMAT, "the file holds at most");
   free(g);

@@ -41,8 +41,10 @@ static nc_status parse_npy(const char *dict, const void *data, size_t dlen, nc_t
   nc_tensor *t = NULL;
   nc_status s = nc_npy_parse(b, len, cpu, &t);
   free(b);
-  if (out) *out = t;
-  else nc_tensor_release(t);
+  if (out)
+    *out = t;
+  else
+    nc_tensor_release(t);
   return s;
 }
 
@@ -76,7 +78,8 @@ static void test_header_bytes(void) {
   CHECK_OK(nc_fill(t, -5));
   CHECK_OK(nc_npy_save(path, t));
   b = read_file(path, &len);
-  CHECK(b && len == 128 + 8 && strstr((char *)b + 10, "{'descr': '<i8', 'fortran_order': False, 'shape': (), }"));
+  CHECK(b && len == 128 + 8 &&
+        strstr((char *)b + 10, "{'descr': '<i8', 'fortran_order': False, 'shape': (), }"));
   free(b);
   nc_tensor_release(t);
 }
@@ -151,50 +154,56 @@ static void test_bad_files(void) {
   const float d[6] = {0};
   nc_tensor *t;
   CHECK_ERR(nc_npy_parse("\x93NUMPY\x01", 7, cpu, &t), NC_ERR_FORMAT, "file is 7 bytes, too short");
-  CHECK_ERR(nc_npy_parse("PK\x03\x04 not numpy at all", 22, cpu, &t), NC_ERR_FORMAT, "not an npy file (bad magic)");
+  CHECK_ERR(nc_npy_parse("PK\x03\x04 not numpy at all", 22, cpu, &t), NC_ERR_FORMAT,
+            "not an npy file (bad magic)");
   CHECK_ERR(nc_npy_parse("\x93NUMPY\x09\x00\x10\x00{}", 12, cpu, &t), NC_ERR_UNSUPPORTED, "version 9.0");
   CHECK_ERR(nc_npy_parse("\x93NUMPY\x01\x00\xff\x00{'descr'", 18, cpu, &t), NC_ERR_FORMAT,
             "header length 255 is past the end of the file (18 bytes)");
   /* truncated and over-long data */
-  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", d, 20, NULL), NC_ERR_FORMAT,
-            "the shape needs 24 bytes of data, the file holds 20 (truncated?)");
-  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }", d, 24, NULL), NC_ERR_FORMAT,
+  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", d, 20, NULL),
+            NC_ERR_FORMAT, "the shape needs 24 bytes of data, the file holds 20 (truncated?)");
+  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }", d, 24, NULL),
+            NC_ERR_FORMAT,
             "the shape needs 12 bytes of data, the file holds 24 (extra bytes after the data)");
-  CHECK_ERR(parse_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976, 4), }", d, 24, NULL),
-            NC_ERR_FORMAT, "the shape needs more than");
-  CHECK_ERR(parse_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }", d, 24, NULL),
-            NC_ERR_FORMAT, "shape has more than 2^63 elements");
+  CHECK_ERR(
+      parse_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976, 4), }", d, 24, NULL),
+      NC_ERR_FORMAT, "the shape needs more than");
+  CHECK_ERR(
+      parse_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }", d, 24, NULL),
+      NC_ERR_FORMAT, "shape has more than 2^63 elements");
   /* dtypes */
-  CHECK_ERR(parse_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", d, 4, NULL), NC_ERR_UNSUPPORTED,
-            "dtype '<f2' is not supported");
-  CHECK_ERR(parse_npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", d, 8, NULL), NC_ERR_UNSUPPORTED,
-            "big-endian");
+  CHECK_ERR(parse_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", d, 4, NULL),
+            NC_ERR_UNSUPPORTED, "dtype '<f2' is not supported");
+  CHECK_ERR(parse_npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", d, 8, NULL),
+            NC_ERR_UNSUPPORTED, "big-endian");
   CHECK_ERR(parse_npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", d, 8, NULL),
             NC_ERR_UNSUPPORTED, "structured dtypes");
   CHECK_ERR(parse_npy("{'descr': 'f4', 'fortran_order': False, 'shape': (2,), }", d, 8, NULL), NC_ERR_FORMAT,
             "descr 'f4' is not a numpy type string");
   const unsigned char bools[2] = {0, 3};
-  CHECK_ERR(parse_npy("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", bools, 2, NULL), NC_ERR_FORMAT,
-            "bool element 1 holds 3");
+  CHECK_ERR(parse_npy("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", bools, 2, NULL),
+            NC_ERR_FORMAT, "bool element 1 holds 3");
   /* malformed headers */
-  CHECK_ERR(parse_npy("{'descr': '<f4', 'shape': (2,), }", d, 8, NULL), NC_ERR_FORMAT, "lacks 'fortran_order'");
+  CHECK_ERR(parse_npy("{'descr': '<f4', 'shape': (2,), }", d, 8, NULL), NC_ERR_FORMAT,
+            "lacks 'fortran_order'");
   CHECK_ERR(parse_npy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", d, 8, NULL),
             NC_ERR_FORMAT, "key 'descr' appears twice");
   CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': false, 'shape': (2,)}", d, 8, NULL), NC_ERR_FORMAT,
             "expected True or False");
-  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1)}", d, 8, NULL), NC_ERR_FORMAT,
-            "expected a non-negative integer in the shape");
+  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1)}", d, 8, NULL),
+            NC_ERR_FORMAT, "expected a non-negative integer in the shape");
   CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': [2]}", d, 8, NULL), NC_ERR_FORMAT,
             "expected a shape tuple");
   CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,2)}", d, 8, NULL),
             NC_ERR_UNSUPPORTED, "more than 8 dims");
-  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", d, 8, NULL), NC_ERR_FORMAT,
-            "unexpected key 'x'");
-  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk", d, 8, NULL), NC_ERR_FORMAT,
-            "expected only padding after the dict");
+  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", d, 8, NULL),
+            NC_ERR_FORMAT, "unexpected key 'x'");
+  CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk", d, 8, NULL),
+            NC_ERR_FORMAT, "expected only padding after the dict");
   CHECK_ERR(parse_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)", d, 8, NULL), NC_ERR_FORMAT,
             "expected ',' or '}'");
-  CHECK_ERR(parse_npy("{'descr': '<f4\\x', 'fortran_order': False}", d, 8, NULL), NC_ERR_FORMAT, "without escapes");
+  CHECK_ERR(parse_npy("{'descr': '<f4\\x', 'fortran_order': False}", d, 8, NULL), NC_ERR_FORMAT,
+            "without escapes");
   char path[256];
   snprintf(path, sizeof path, "%s/absent.npy", dir);
   CHECK_ERR(nc_npy_load(path, cpu, &t), NC_ERR_IO, "absent.npy: cannot open");

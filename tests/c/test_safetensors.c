@@ -70,7 +70,8 @@ static void test_exact_bytes(void) {
   unsigned char *b = read_file(path, &len);
   const char *hdr = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
   CHECK(b && len == 8 + 56 + 8);
-  CHECK(b && b[0] == 56 && !b[1] && !b[7] && strlen(hdr) == 54 && !memcmp(b + 8, hdr, 54) && !memcmp(b + 62, "  ", 2));
+  CHECK(b && b[0] == 56 && !b[1] && !b[7] && strlen(hdr) == 54 && !memcmp(b + 8, hdr, 54) &&
+        !memcmp(b + 62, "  ", 2));
   float v[2] = {0, 1};
   CHECK(b && !memcmp(b + 64, v, 8));
   free(b);
@@ -80,7 +81,8 @@ static void test_exact_bytes(void) {
   b = read_file(path, &len);
   uint64_t h = 0;
   for (int i = 7; b && i >= 0; i--) h = h << 8 | b[i];
-  const char *hdr2 = "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+  const char *hdr2 =
+      "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
   CHECK(h % 8 == 0 && h >= strlen(hdr2) && h < strlen(hdr2) + 8 && len == 8 + h + 8);
   CHECK(b && !memcmp(b + 8, hdr2, strlen(hdr2)));
   for (size_t i = 8 + strlen(hdr2); b && i < 8 + h; i++) CHECK(b[i] == ' ');
@@ -92,15 +94,15 @@ static void test_round_trip(void) {
   int64_t s23[2] = {2, 3}, s0[1] = {0}, s4[1] = {4}, s322[3] = {3, 2, 2};
   nc_tensor *f32 = make(NC_FLOAT32, 2, s23, -1.5), *f64 = make(NC_FLOAT64, 1, s4, 0.25),
             *i32 = make(NC_INT32, 1, s4, -2), *i64 = make(NC_INT64, 0, NULL, 1LL << 40),
-            *u8 = make(NC_UINT8, 1, s4, 250), *b = make(NC_BOOL, 1, s4, 0), *empty = make(NC_FLOAT32, 1, s0, 0),
-            *base = make(NC_FLOAT32, 3, s322, 0), *view;
+            *u8 = make(NC_UINT8, 1, s4, 250), *b = make(NC_BOOL, 1, s4, 0),
+            *empty = make(NC_FLOAT32, 1, s0, 0), *base = make(NC_FLOAT32, 3, s322, 0), *view;
   CHECK_OK(nc_fill(b, 0));
   nc_tensor *b1;
   CHECK_OK(nc_tensor_narrow(b, 0, 1, 2, &b1));
   CHECK_OK(nc_fill(b1, 1));
   nc_tensor_release(b1);
   CHECK_OK(nc_tensor_transpose(base, 0, 2, &view)); /* strided: written in logical order */
-  nc_named_tensor ts[] = {{"w.f32", f32}, {"f64", f64}, {"i32", i32}, {"scalar", i64},
+  nc_named_tensor ts[] = {{"w.f32", f32}, {"f64", f64}, {"i32", i32},     {"scalar", i64},
                           {"u8", u8},     {"mask", b},  {"empty", empty}, {"layer.0.t", view}};
   nc_metadata_entry meta[] = {{"format", "pt"}, {"note", "ünïcode ✓"}};
   char path[256];
@@ -189,7 +191,8 @@ static void test_bad_files(void) {
   nc_safetensors *f = NULL;
   /* truncated before the length, and a truncated data section */
   CHECK_ERR(nc_safetensors_parse("\x10\0\0", 3, cpu, &f), NC_ERR_FORMAT, "file is 3 bytes, too short");
-  CHECK_ERR(parse_str(ok, d2, 5), NC_ERR_FORMAT, "data_offsets [0, 8] are out of range: the data section holds 5 bytes (is the file truncated?)");
+  CHECK_ERR(parse_str(ok, d2, 5), NC_ERR_FORMAT,
+            "data_offsets [0, 8] are out of range: the data section holds 5 bytes (is the file truncated?)");
   /* header length past the end of the file */
   unsigned char big[20] = {0x9f, 0x86, 0x01, 0, 0, 0, 0, 0, '{', '}'};
   CHECK_ERR(nc_safetensors_parse(big, sizeof big, cpu, &f), NC_ERR_FORMAT,
@@ -203,46 +206,51 @@ static void test_bad_files(void) {
   CHECK_ERR(parse_str("[1, 2]", NULL, 0), NC_ERR_FORMAT, "header is an array, expected a JSON object");
   CHECK_ERR(parse_str("{\"a\":1,\"a\":2}", NULL, 0), NC_ERR_FORMAT, "duplicate object key");
   /* unknown dtypes, and known ones netcl has no type for */
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", d2, 8), NC_ERR_FORMAT,
-            "tensor 'a': unknown dtype 'F33'");
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]}}", d2, 8), NC_ERR_UNSUPPORTED,
-            "dtype F16 has no netcl element type");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", d2, 8),
+            NC_ERR_FORMAT, "tensor 'a': unknown dtype 'F33'");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]}}", d2, 8),
+            NC_ERR_UNSUPPORTED, "dtype F16 has no netcl element type");
   CHECK_ERR(parse_str("{\"a\":{\"dtype\":7,\"shape\":[2],\"data_offsets\":[0,8]}}", d2, 8), NC_ERR_FORMAT,
             "'dtype' is missing or not a string");
   /* shape against byte count */
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", d2, 8), NC_ERR_FORMAT,
-            "tensor 'a': shape [3] of F32 needs 12 bytes but data_offsets [0, 8] hold 8");
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,8]}}", d2, 8),
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", d2, 8),
+            NC_ERR_FORMAT, "tensor 'a': shape [3] of F32 needs 12 bytes but data_offsets [0, 8] hold 8");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,8]}}",
+                      d2, 8),
             NC_ERR_FORMAT, "tensor 'a'");
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,8]}}", d2, 8), NC_ERR_FORMAT,
-            "shape entry 1 is not a non-negative integer");
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,8],\"data_offsets\":[0,8]}}", d2, 8),
-            NC_ERR_UNSUPPORTED, "9 dims");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,8]}}", d2, 8),
+            NC_ERR_FORMAT, "shape entry 1 is not a non-negative integer");
+  CHECK_ERR(
+      parse_str("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,8],\"data_offsets\":[0,8]}}", d2, 8),
+      NC_ERR_UNSUPPORTED, "9 dims");
   /* offsets out of range, reversed, malformed, overlapping, with holes or unindexed bytes */
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", d2, 8), NC_ERR_FORMAT,
-            "data_offsets [4, 12] are out of range");
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,0]}}", d2, 8), NC_ERR_FORMAT,
-            "data_offsets [8, 0] are out of range (need 0 <= begin <= end)");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", d2, 8),
+            NC_ERR_FORMAT, "data_offsets [4, 12] are out of range");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,0]}}", d2, 8),
+            NC_ERR_FORMAT, "data_offsets [8, 0] are out of range (need 0 <= begin <= end)");
   CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]}}", d2, 8), NC_ERR_FORMAT,
             "'data_offsets' must be an array [begin, end]");
   CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                      "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", d2, 8),
+                      "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                      d2, 8),
             NC_ERR_FORMAT, "tensors 'a' (bytes 0..8) and 'b' (bytes 4..8) overlap");
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", d2, 8), NC_ERR_FORMAT,
-            "bytes 0..4 of the data section belong to no tensor");
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d2, 8), NC_ERR_FORMAT,
-            "the data section holds 8 bytes but the tensors end at byte 4");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", d2, 8),
+            NC_ERR_FORMAT, "bytes 0..4 of the data section belong to no tensor");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", d2, 8),
+            NC_ERR_FORMAT, "the data section holds 8 bytes but the tensors end at byte 4");
   /* entries and metadata of the wrong kind, and invalid booleans */
   CHECK_ERR(parse_str("{\"a\":[1]}", NULL, 0), NC_ERR_FORMAT, "tensor 'a': expected an object");
   CHECK_ERR(parse_str("{\"__metadata__\":{\"epoch\":3}}", NULL, 0), NC_ERR_FORMAT,
             "__metadata__ must map strings to strings: 'epoch' holds an integer");
   CHECK_ERR(parse_str("{\"__metadata__\":[]}", NULL, 0), NC_ERR_FORMAT, "__metadata__ must be an object");
   const unsigned char bools[2] = {1, 2};
-  CHECK_ERR(parse_str("{\"m\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[0,2]}}", bools, 2), NC_ERR_FORMAT,
-            "tensor 'm': BOOL element 1 holds 2");
+  CHECK_ERR(parse_str("{\"m\":{\"dtype\":\"BOOL\",\"shape\":[2],\"data_offsets\":[0,2]}}", bools, 2),
+            NC_ERR_FORMAT, "tensor 'm': BOOL element 1 holds 2");
   /* zero-sized tensors may share an offset; metadata alone is a valid file */
-  CHECK_OK(parse_str("{\"z\":{\"dtype\":\"I64\",\"shape\":[0,3],\"data_offsets\":[0,0]},"
-                     "\"y\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", NULL, 0));
+  CHECK_OK(
+      parse_str("{\"z\":{\"dtype\":\"I64\",\"shape\":[0,3],\"data_offsets\":[0,0]},"
+                "\"y\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}",
+                NULL, 0));
   CHECK_OK(parse_str("{\"__metadata__\":{}}   ", NULL, 0));
   /* file-level errors name the path */
   char path[256];
@@ -250,7 +258,8 @@ static void test_bad_files(void) {
   FILE *fp = fopen(path, "wb");
   fwrite(big, 1, sizeof big, fp);
   fclose(fp);
-  CHECK_ERR(nc_safetensors_load(path, cpu, &f), NC_ERR_FORMAT, "bad.safetensors: header length 99999 is past");
+  CHECK_ERR(nc_safetensors_load(path, cpu, &f), NC_ERR_FORMAT,
+            "bad.safetensors: header length 99999 is past");
   CHECK_ERR(nc_safetensors_load(dir, cpu, &f), NC_ERR_IO, "is a directory");
   snprintf(path, sizeof path, "%s/absent.safetensors", dir);
   CHECK_ERR(nc_safetensors_load(path, cpu, &f), NC_ERR_IO, "absent.safetensors: cannot open");
