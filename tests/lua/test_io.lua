@@ -117,7 +117,7 @@ function TestSafetensors:test_bad_files()
     {"duplicate names", st_file('{"a":{},"a":{}}'), "header is not valid JSON: duplicate object key"},
     {"bad boolean", st_file('{"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}}', "\1\7"),
       "tensor 'm': BOOL element 1 holds 7"},
-    {"metadata not strings", st_file('{"__metadata__":{"epoch":3}}'), "'epoch' holds an integer"},
+    {"metadata not strings", st_file('{"__metadata__":{"epoch":3}}'), "__metadata__ must map strings to strings: 'epoch' holds an integer"},
   }
   for _, c in ipairs(cases) do
     local p = path("bad-" .. c[1]:gsub(" ", "-") .. ".safetensors")
