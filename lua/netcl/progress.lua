@@ -127,7 +127,7 @@ function Bar:_draw(final)
     self.out:write(self:_plain_line(), "\n")
   end
   if self.out.flush then self.out:flush() end
-  self.last = self.clock()
+  self.last, self.last_n = self.clock(), self.n
 end
 
 --- bar:update(n=1, info?): n more steps done; info (e.g. {loss = 0.53}) replaces the values
@@ -160,7 +160,8 @@ end
 --- bar:close(): the final state, once. Also runs for `local bar <close> = progress.bar{...}`.
 function Bar:close()
   if self.closed then return end
-  self:_draw(true)
+  -- A log already ending with this count gets no duplicate line.
+  if self.tty or self.last_n ~= self.n then self:_draw(true) end
   self.closed = true
 end
 
