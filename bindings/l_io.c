@@ -80,7 +80,9 @@ static int l_save_safetensors(lua_State *L) {
     if (!t)
       return nc_lua_errorf(L, "%s: '%s' holds a %s, expected a Tensor%s", fname, lua_tostring(L, -2),
                            luaL_typename(L, -1), lua_isuserdata(L, -1) ? " (or it was freed)" : "");
-    ts[i].name = lua_tostring(L, -2);
+    size_t len;
+    ts[i].name = lua_tolstring(L, -2, &len);
+    if (strlen(ts[i].name) != len) return nc_lua_errorf(L, "%s: tensor names cannot hold NUL bytes", fname);
     ts[i++].tensor = t;
   }
   i = 0;
@@ -89,8 +91,12 @@ static int l_save_safetensors(lua_State *L) {
       if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
         return nc_lua_errorf(L, "%s: metadata maps strings to strings; found a %s key holding a %s", fname,
                              luaL_typename(L, -2), luaL_typename(L, -1));
-      meta[i].key = lua_tostring(L, -2);
-      meta[i++].value = lua_tostring(L, -1);
+      size_t klen, vlen;
+      meta[i].key = lua_tolstring(L, -2, &klen);
+      meta[i].value = lua_tolstring(L, -1, &vlen);
+      if (strlen(meta[i].key) != klen || strlen(meta[i].value) != vlen)
+        return nc_lua_errorf(L, "%s: metadata cannot hold NUL bytes ('%s')", fname, meta[i].key);
+      i++;
     }
   }
   nc_status s = nc_safetensors_save(path, ts, n, meta, m);

@@ -191,6 +191,7 @@ function TestDataLoader:test_errors()
   H.assert_error(function() data.DataLoader(ds, {transform = 3}) end, "transform must be a function")
   H.assert_error(function() data.DataLoader({1, 2, 3}) end, "argument 1 must be a dataset")
   H.assert_error(function() data.DataLoader(ds, {prefetch = 0}) end, "prefetch must be an integer >= 1")
+  H.assert_error(function() data.DataLoader(ds, {device = 3}) end, "device must be a Device or a device spec")
   local nil_transform = data.DataLoader(ds, {transform = function() end})
   H.assert_error(function() for _ in nil_transform:iter() do end end, "transform returned nil")
 end

@@ -77,6 +77,7 @@ function TestSafetensors:test_save_is_atomic()
   H.assert_error(function() nio.save({a = nc.ones({2}), b = {1, 2}}, p) end, "netcl.io.save",
     "'b' holds a table, expected a Tensor")
   H.assert_error(function() nio.save({[1] = nc.ones({2})}, p) end, "netcl.io.save", "names must be strings")
+  H.assert_error(function() nio.save({["a\0b"] = nc.ones({2})}, p) end, "tensor names cannot hold NUL bytes")
   lu.assertEquals(read(p), before)
   local ls = io.popen("ls -a " .. dir):read("a")
   lu.assertNotStrContains(ls, ".tmp.")

@@ -72,8 +72,10 @@ local function new(_, ds, opts)
     self.device = nc.default_device()
   elseif type(opts.device) == "string" then
     self.device = nc.device(opts.device)
-  else
+  elseif (getmetatable(opts.device) or {}).__name == "netcl.Device" then
     self.device = opts.device
+  else
+    error(FNAME .. ": device must be a Device or a device spec, got " .. type(opts.device), 2)
   end
   if opts.seed ~= nil then
     self.seed = check_int("seed", opts.seed, math.mininteger)
