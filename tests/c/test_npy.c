@@ -172,7 +172,8 @@ static void test_bad_files(void) {
       parse_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }", d, 24, NULL),
       NC_ERR_FORMAT, "shape has more than 2^63 elements");
   /* zero elements, but strides past 2^63 (found by fuzz_npy) */
-  CHECK_ERR(parse_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", d, 0, NULL),
+  CHECK_ERR(parse_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296), }", d,
+                      0, NULL),
             NC_ERR_FORMAT, "shape has more than 2^63 elements");
   /* dtypes */
   CHECK_ERR(parse_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", d, 4, NULL),

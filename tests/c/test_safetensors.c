@@ -1,6 +1,7 @@
 /* safetensors: the exact bytes written, round trips of every dtype and layout, atomic saves,
  * and one test per kind of malformed file. */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -158,6 +159,11 @@ static void test_atomic(void) {
   CHECK_OK(nc_safetensors_save(path, &nt, 1, NULL, 0));
   CHECK(count_entries(dir) == before + 1); /* no temporary file left behind */
   CHECK(access(path, R_OK) == 0);
+  /* Permissions as for any new file (mkstemp's 0600 would hide checkpoints from others). */
+  mode_t mask = umask(022);
+  umask(mask);
+  struct stat st;
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask));
   CHECK_ERR(nc_safetensors_save(missing, &nt, 1, NULL, 0), NC_ERR_IO, "no/such/dir/x.safetensors");
   /* A failed save leaves the old file as it was. */
   size_t len0, len1;
@@ -265,6 +271,27 @@ static void test_bad_files(void) {
   CHECK_ERR(nc_safetensors_load(path, cpu, &f), NC_ERR_IO, "absent.safetensors: cannot open");
 }
 
+/* Pipes and other unmappable files are read to their end instead. */
+static void test_pipe(void) {
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  const float d2[2] = {3, 4};
+  size_t len;
+  unsigned char *b = file_of("{\"p\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", d2, 8, &len);
+  CHECK(write(fds[1], b, len) == (ssize_t)len);
+  close(fds[1]);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+  nc_safetensors *f = NULL;
+  CHECK_OK(nc_safetensors_load(path, cpu, &f));
+  float v[2] = {0, 0};
+  if (f) CHECK_OK(nc_read_values(nc_safetensors_tensor(f, 0), v, 8));
+  CHECK(v[0] == 3 && v[1] == 4);
+  nc_safetensors_free(f);
+  close(fds[0]);
+  free(b);
+}
+
 int main(void) {
   CHECK_OK(nc_init());
   CHECK_OK(nc_device_find("cpu", &cpu));
@@ -273,6 +300,7 @@ int main(void) {
   test_round_trip();
   test_atomic();
   test_bad_files();
+  test_pipe();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
