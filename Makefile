@@ -8,7 +8,7 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages: build, tests, samples (one list, kept here).
 DEPS := build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-unit ocl-icd-opencl-dev \
         opencl-headers pocl-opencl-icd clinfo libopenblas-dev zlib1g-dev libpcre2-dev libedit-dev \
-        libjansson-dev libxxhash-dev dataset-fashion-mnist
+        libjansson-dev libxxhash-dev dataset-fashion-mnist luarocks
 
 .PHONY: all deps build test sanitize demo install format lint bench clean
 
@@ -49,8 +49,11 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr \
 	  --suppress=missingIncludeSystem -I runtime/include -I runtime -I bindings runtime bindings
 
-bench: build
-	$(BUILD)/bin/netcl-lua tests/bench/run.lua
+# Benchmarks want an optimized build of their own: `make bench` or `make bench BENCH=gemm`.
+bench: deps
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build build-release -j$(JOBS)
+	build-release/bin/netcl-lua tests/bench/run.lua $(BENCH)
 
 clean:
 	rm -rf $(BUILD) build-asan

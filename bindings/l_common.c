@@ -97,6 +97,11 @@ void nc_lua_pushtensor_owned(lua_State *L, nc_tensor *t) {
   luaL_setmetatable(L, NC_TENSOR_MT);
 }
 
+void nc_lua_pushtensor_new(lua_State *L, nc_tensor *t) {
+  nc_lua_pushtensor_owned(L, t);
+  nc_lua_account(L, nc_tensor_nbytes(t));
+}
+
 nc_tensor *nc_lua_totensor(lua_State *L, int idx) {
   nc_lua_tensor_box *b = luaL_testudata(L, idx, NC_TENSOR_MT);
   return b ? b->t : NULL;

@@ -30,6 +30,9 @@ int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, .
 
 /* Tensors. pushtensor takes over the caller's reference. */
 void nc_lua_pushtensor_owned(lua_State *L, nc_tensor *t);
+/* Pushes a tensor that owns new device memory (takes the reference), reporting its bytes to
+ * the collector. */
+void nc_lua_pushtensor_new(lua_State *L, nc_tensor *t);
 nc_tensor *nc_lua_checktensor_f(lua_State *L, int idx, const char *fname);
 nc_tensor *nc_lua_totensor(lua_State *L, int idx); /* NULL if not a live Tensor */
 
@@ -62,6 +65,10 @@ void nc_lua_account(lua_State *L, size_t nbytes);
 void nc_lua_add_device(lua_State *L);
 void nc_lua_add_tensor(lua_State *L);
 void nc_lua_add_creation(lua_State *L);
+/* Ops (l_ops.c and the per-family files it calls): module functions, Tensor methods and the
+ * arithmetic metamethods. Runs after nc_lua_add_tensor (it extends the Tensor metatable). */
+void nc_lua_add_ops(lua_State *L);
+void nc_lua_add_text(lua_State *L);
 void nc_lua_add_io(lua_State *L);
 void nc_lua_add_data(lua_State *L);
 void nc_lua_add_json(lua_State *L);

@@ -6,7 +6,9 @@ int nc_lua_open_core(lua_State *L) {
   lua_newtable(L);
   nc_lua_add_device(L);
   nc_lua_add_tensor(L);
+  nc_lua_add_ops(L);
   nc_lua_add_creation(L);
+  nc_lua_add_text(L);
   nc_lua_add_io(L);
   nc_lua_add_data(L);
   nc_lua_add_json(L);

@@ -76,6 +76,13 @@ int netcl_lua_openlibs(lua_State *L) {
 }
 
 int netcl_lua_pushtensor(lua_State *L, nc_tensor *t) {
+  /* A host may hand over a tensor before any script ran require "netcl": the Tensor metatable
+   * must exist first. */
+  if (luaL_getmetatable(L, NC_TENSOR_MT) == LUA_TNIL) {
+    luaL_requiref(L, "netcl.core", luaopen_netcl_core, 0);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
   nc_lua_pushtensor_owned(L, nc_tensor_retain(t));
   return 1;
 }

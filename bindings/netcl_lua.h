@@ -6,7 +6,8 @@
  *   netcl_lua_pushtensor(L, t);       -- hand a host tensor to Lua (shared, not copied)
  *
  * Each lua_State keeps its own netcl state (default device, random generator), so several
- * states can live in one process. */
+ * states can live in one process, each used by one thread at a time (Lua's rule); libnetcl
+ * itself is thread-safe. docs/embedding.md has the whole story, samples/embed/host.c a host. */
 #ifndef NETCL_LUA_H
 #define NETCL_LUA_H
 
@@ -18,7 +19,7 @@
 int netcl_lua_openlibs(lua_State *L);
 
 /* Pushes t as a Lua Tensor. The tensor is shared: this takes a new reference, the caller
- * keeps its own. */
+ * keeps its own. Loads netcl.core into the state first if no script has yet. */
 int netcl_lua_pushtensor(lua_State *L, nc_tensor *t);
 
 /* The tensor at idx, or raises a Lua error. The reference is borrowed from the Lua value:

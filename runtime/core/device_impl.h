@@ -7,6 +7,8 @@
 
 #include <pthread.h>
 #include "netcl/device.h"
+#include "netcl/elementwise.h"
+#include "netcl/reduce.h"
 #include "netcl/memory.h"
 #include "netcl/tensor.h"
 
@@ -36,6 +38,42 @@ typedef struct nc_backend {
   /* Builds (or loads from the disk cache) every kernel program the device uses; NULL when the
    * backend compiles nothing. */
   nc_status (*warmup)(nc_device *d);
+
+  /* ---- Op families. runtime/ops has validated shapes and dtypes, promoted, broadcast and
+   * allocated before calling these; op is a row of the op table (netcl/optable.h). Outputs may
+   * have any non-overlapping layout and never alias an input with a different layout. */
+  /* out = op(x). x has out's shape and the compute dtype; out has the compute dtype, or bool
+   * for predicates (isnan, isinf). p: the op's scalars (clamp: lo, hi), within the dtype. */
+  nc_status (*unary)(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
+  /* out = op(a, b). Tensor operands have out's shape (strides may be 0) and the compute dtype;
+   * out has the compute dtype, or bool for comparisons. */
+  nc_status (*binary)(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
+  /* out = cond ? a : b; cond is bool; a, b and out share a dtype. */
+  nc_status (*where)(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
+  /* Reduces the last nred dims of x (float32, float64 or int64) into out (x's first ndim - nred
+   * dims, x's dtype; an empty row gives the identity). idx (int64, out's shape) receives the
+   * positions for argmax/argmin and is NULL otherwise. Deterministic. */
+  nc_status (*reduce)(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
+                      const nc_reduce_args *args);
+  /* Inclusive cumsum along the last dim (float32, float64, int64); out has x's shape. */
+  nc_status (*scan)(nc_op op, nc_tensor *out, const nc_tensor *x);
+  /* softmax / log_softmax along the last dim (float32, float64); out has x's shape. */
+  nc_status (*softmax)(nc_op op, nc_tensor *out, const nc_tensor *x);
+  /* Index family (idx int64, positions already checked to be in range; dim 0-based):
+   * INDEX_SELECT: out = x at positions idx (1-D) along dim; out has x's shape with dim resized.
+   * GATHER: out[.., j, ..] = x[.., idx[.., j, ..], ..] along dim; idx has out's shape.
+   * SCATTER_ADD: out[.., idx[.., j, ..], ..] += x[.., j, ..] along dim (x is the source; idx is
+   * no larger than x, nor than out outside dim); additions happen in index order. */
+  nc_status (*index)(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim);
+  /* Positions (int64, contiguous, x's shape) that sort x along its last dim (float32, float64
+   * or int64), in the order of netcl/sort.h. */
+  nc_status (*sort)(nc_tensor *indices, const nc_tensor *x, bool descending);
+  /* Random family into a contiguous out; element i uses Philox counter offset + i.
+   * BERNOULLI: out (p's dtype, float32 or float64) = u < p[i] (p: out's shape, any layout),
+   * with u from word 0 (24 bits) for float32 and words 0-1 (53 bits) for float64.
+   * RANDINT: out (int64) = lo + (w1:w0 mod range), range > 0. */
+  nc_status (*sample)(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
+                      uint64_t range);
 } nc_backend;
 
 struct nc_device {

@@ -27,3 +27,9 @@ nc_status nc_dtype_parse(const char *name, nc_dtype *out) {
   return nc_error(NC_ERR_DTYPE,
                   "unknown dtype '%s' (expected float32, float64, int32, int64, uint8 or bool)", name);
 }
+
+nc_dtype nc_dtype_promote(nc_dtype a, nc_dtype b) {
+  static const int rank[NC_DTYPE_COUNT] = {[NC_BOOL] = 0, [NC_UINT8] = 1, [NC_INT32] = 2,
+                                           [NC_INT64] = 3, [NC_FLOAT32] = 4, [NC_FLOAT64] = 5};
+  return rank[a] >= rank[b] ? a : b;
+}

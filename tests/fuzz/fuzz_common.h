@@ -1,5 +1,5 @@
-/* Shared by the reader fuzz targets: the CPU device, and the rule every target checks (a
- * failure always leaves a message). */
+/* Shared by the fuzz targets: what every tokenizer that loads must satisfy. A violated
+ * property aborts, which is what libFuzzer (and the replay driver) report. */
 #ifndef NETCL_FUZZ_COMMON_H
 #define NETCL_FUZZ_COMMON_H
 
@@ -8,39 +8,40 @@
 #include <string.h>
 #include "netcl/netcl.h"
 
-static nc_device *fuzz_cpu(void) {
-  static nc_device *cpu;
-  if (!cpu && (nc_init() != NC_OK || nc_device_find("cpu", &cpu) != NC_OK)) {
-    fprintf(stderr, "fuzz: no CPU device: %s\n", nc_last_error());
-    abort();
-  }
-  return cpu;
-}
+/* Whether the last input was accepted (loaded, or encoded): the replay driver checks it
+ * against the corpus file names (ok_* must be accepted, bad_* rejected). */
+int fuzz_accepted;
 
-/* The status of the last input, for the replay test's check of the corpus names: "ok-*"
- * inputs must load and "bad-*" inputs must fail. */
-int nc_fuzz_last_status;
-
-/* Clears the last message, so a failure that sets none is noticed. */
-static void fuzz_reset(void) { nc_error(NC_OK, "%s", ""); }
-
-static void fuzz_check_failure(nc_status s) {
-  nc_fuzz_last_status = (int)s;
-  if (s == NC_OK) return;
-  const char *msg = nc_last_error();
-  if (!msg[0] || !strcmp(msg, "no error")) {
-    fprintf(stderr, "fuzz: %s without a message\n", nc_status_name(s));
+static inline void fuzz_require(int cond, const char *what) {
+  if (!cond) {
+    fprintf(stderr, "fuzz property violated: %s (%s)\n", what, nc_last_error());
     abort();
   }
 }
 
-/* Reads every value back: a tensor a reader returned must be fully readable. */
-static void fuzz_touch(nc_tensor *t) {
-  size_t n = nc_tensor_nbytes(t);
-  void *buf = malloc(n ? n : 1);
-  if (!buf) return;
-  if (nc_read_values(t, buf, n) != NC_OK) abort();
-  free(buf);
+/* A loaded tokenizer encodes any bytes (here: the input itself) and decodes them back, and its
+ * own file format reproduces it exactly. */
+static inline void fuzz_check_tokenizer(nc_bpe *tok, const uint8_t *data, size_t size) {
+  nc_bpe_encode_opts opts = {.allow_all = 1};
+  uint32_t *ids;
+  size_t n;
+  fuzz_require(nc_bpe_encode(tok, (const char *)data, size, &opts, &ids, &n) == NC_OK, "encode");
+  char *back;
+  size_t len;
+  fuzz_require(nc_bpe_decode(tok, ids, n, &back, &len) == NC_OK, "decode");
+  fuzz_require(len == size && (size == 0 || memcmp(back, data, size) == 0), "round trip");
+  free(back);
+  free(ids);
+  char *file, *again;
+  size_t file_len, again_len;
+  fuzz_require(nc_bpe_serialize(tok, &file, &file_len) == NC_OK, "serialize");
+  nc_bpe *copy;
+  fuzz_require(nc_bpe_load_buffer(file, file_len, &copy) == NC_OK, "reload");
+  fuzz_require(nc_bpe_serialize(copy, &again, &again_len) == NC_OK, "serialize the reloaded copy");
+  fuzz_require(again_len == file_len && memcmp(again, file, file_len) == 0, "save/load is exact");
+  free(file);
+  free(again);
+  nc_bpe_free(copy);
 }
 
 #endif

@@ -180,6 +180,15 @@ static const nc_backend cpu_backend = {
     .copy = cpu_copy,
     .arange = cpu_arange,
     .random = cpu_random,
+    .unary = nc_cpu_unary,
+    .binary = nc_cpu_binary,
+    .where = nc_cpu_where,
+    .reduce = nc_cpu_reduce,
+    .scan = nc_cpu_scan,
+    .softmax = nc_cpu_softmax,
+    .index = nc_cpu_index,
+    .sort = nc_cpu_sort,
+    .sample = nc_cpu_sample,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

@@ -6,4 +6,17 @@
 
 nc_status nc_cpu_device_create(nc_device **out);
 
+/* Op families (vtable entries; see core/device_impl.h), one file each. */
+nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
+nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
+nc_status nc_cpu_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
+nc_status nc_cpu_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
+                        const nc_reduce_args *args);
+nc_status nc_cpu_scan(nc_op op, nc_tensor *out, const nc_tensor *x);
+nc_status nc_cpu_softmax(nc_op op, nc_tensor *out, const nc_tensor *x);
+nc_status nc_cpu_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim);
+nc_status nc_cpu_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
+nc_status nc_cpu_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
+                        uint64_t range);
+
 #endif

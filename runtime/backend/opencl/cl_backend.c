@@ -168,4 +168,13 @@ const nc_backend nc_opencl_backend = {
     .arange = cl_arange,
     .random = cl_random,
     .warmup = nc_cl_build_all,
+    .unary = nc_cl_unary,
+    .binary = nc_cl_binary,
+    .where = nc_cl_where,
+    .reduce = nc_cl_reduce,
+    .scan = nc_cl_scan,
+    .softmax = nc_cl_softmax,
+    .index = nc_cl_index,
+    .sort = nc_cl_sort,
+    .sample = nc_cl_sample,
 };

@@ -55,6 +55,11 @@ typedef struct {
 
 void nc_cl_layout_of(const nc_tensor *t, nc_cl_layout *l);
 
+/* Layouts of n same-shaped operands (ts[0] gives the shape) with size-1 dims dropped and
+ * neighbouring dims merged where every operand allows it, so kernels index fewer dims and more
+ * operands take the contiguous path. A NULL entry (a scalar operand) gets a contiguous layout. */
+void nc_cl_layouts(int n, const nc_tensor *const *ts, nc_cl_layout *ls);
+
 /* Kernel `name` of kernels/<program>.cl (built with common.cl in front and `options`; the
  * build is cached in memory and on disk). */
 nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options, const char *name,
@@ -78,6 +83,26 @@ nc_status nc_cl_launch(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *
 /* Work-items for a grid-stride loop over n elements. */
 size_t nc_cl_global_size(nc_device *dev, int64_t n);
 
+/* The work-group size op kernels launch with: fixed per device (drivers such as PoCL compile a
+ * kernel once per work-group size), a power of two, at most 256. */
+size_t nc_cl_local_size(nc_device *dev);
+
+/* NC_ERR_UNSUPPORTED for float64 on a device without cl_khr_fp64. */
+nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt);
+
+/* A scalar as a kernel argument of dtype dt (bool and uint8 as uchar). */
+typedef union {
+  cl_float f;
+  cl_double d;
+  cl_int i;
+  cl_long l;
+  cl_uchar u;
+} nc_cl_scalar;
+nc_cl_arg nc_cl_scalar_arg(nc_dtype dt, const nc_scalar *s, nc_cl_scalar *store);
+
+/* Kernel "<prefix>_<dtype name>" of a program. */
+nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt, cl_kernel *out);
+
 /* The cl_mem under a tensor. */
 static inline cl_mem nc_cl_mem(const nc_tensor *t) { return (cl_mem)nc_storage_handle(t->storage); }
 
@@ -87,5 +112,18 @@ void nc_cl_staging_free(nc_cl_device *cd);
 uint64_t nc_cl_staging_bytes(nc_cl_device *cd);
 
 nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev);
+
+/* Op families (vtable entries; see core/device_impl.h), one file each. */
+nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
+nc_status nc_cl_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
+nc_status nc_cl_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
+nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
+                       const nc_reduce_args *args);
+nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x);
+nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x);
+nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim);
+nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
+nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
+                       uint64_t range);
 
 #endif

@@ -123,6 +123,71 @@ void nc_cl_layout_of(const nc_tensor *t, nc_cl_layout *l) {
   }
 }
 
+void nc_cl_layouts(int n, const nc_tensor *const *ts, nc_cl_layout *ls) {
+  const nc_tensor *t0 = ts[0];
+  int nd = 0;
+  int64_t shape[NC_MAX_DIMS], strides[4][NC_MAX_DIMS];
+  NC_ASSERT(n <= 4);
+  for (int d = 0; d < t0->ndim; d++) {
+    if (t0->shape[d] == 1) continue;
+    bool merge = nd > 0;
+    for (int k = 0; k < n && merge; k++)
+      if (ts[k] && strides[k][nd - 1] != ts[k]->strides[d] * t0->shape[d]) merge = false;
+    if (merge) {
+      shape[nd - 1] *= t0->shape[d];
+      for (int k = 0; k < n; k++) strides[k][nd - 1] = ts[k] ? ts[k]->strides[d] : 0;
+      continue;
+    }
+    shape[nd] = t0->shape[d];
+    for (int k = 0; k < n; k++) strides[k][nd] = ts[k] ? ts[k]->strides[d] : 0;
+    nd++;
+  }
+  for (int k = 0; k < n; k++) {
+    nc_cl_layout *l = &ls[k];
+    memset(l, 0, sizeof *l);
+    if (!ts[k]) {
+      l->contiguous = 1;
+      continue;
+    }
+    l->offset = ts[k]->offset;
+    l->ndim = nd;
+    l->contiguous = nd == 0 || (nd == 1 && strides[k][0] == 1);
+    for (int d = 0; d < nd; d++) {
+      l->shape[d] = shape[d];
+      l->strides[d] = strides[k][d];
+    }
+  }
+}
+
+size_t nc_cl_local_size(nc_device *dev) {
+  size_t max = dev->info.max_work_group_size ? dev->info.max_work_group_size : 1, l = 1;
+  while (l * 2 <= max && l < 256) l *= 2;
+  return l;
+}
+
+nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt) {
+  if (dt == NC_FLOAT64 && !dev->info.fp64)
+    return nc_error(NC_ERR_UNSUPPORTED, "%s has no float64 support (cl_khr_fp64)", dev->info.name);
+  return NC_OK;
+}
+
+nc_cl_arg nc_cl_scalar_arg(nc_dtype dt, const nc_scalar *s, nc_cl_scalar *v) {
+  switch (dt) {
+    case NC_FLOAT32: v->f = (cl_float)(s->is_int ? (double)s->i : s->f); return (nc_cl_arg){sizeof v->f, &v->f};
+    case NC_FLOAT64: v->d = s->is_int ? (double)s->i : s->f; return (nc_cl_arg){sizeof v->d, &v->d};
+    case NC_INT32: v->i = (cl_int)(s->is_int ? s->i : (int64_t)s->f); return (nc_cl_arg){sizeof v->i, &v->i};
+    case NC_INT64: v->l = (cl_long)(s->is_int ? s->i : (int64_t)s->f); return (nc_cl_arg){sizeof v->l, &v->l};
+    case NC_BOOL: v->u = s->is_int ? s->i != 0 : s->f != 0; return (nc_cl_arg){sizeof v->u, &v->u};
+    default: v->u = (cl_uchar)(s->is_int ? s->i : (int64_t)s->f); return (nc_cl_arg){sizeof v->u, &v->u};
+  }
+}
+
+nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt, cl_kernel *out) {
+  char name[96];
+  snprintf(name, sizeof name, "%s_%s", prefix, nc_dtype_name(dt));
+  return nc_cl_kernel(dev, program, "", name, out);
+}
+
 size_t nc_cl_global_size(nc_device *dev, int64_t n) {
   const size_t group = 256;
   size_t cap = (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 2048;

@@ -1,4 +1,4 @@
-/* Program cache. A program is kernels/common.cl followed by kernels/<name>.cl, built with
+/* Program cache. A program is the op table's op codes, kernels/common.cl and kernels/<name>.cl, built with
  * options. Key: xxh64 over (sources, options, device name, driver version, platform, library
  * version). Built programs stay in memory for the process and their binaries go to
  * $NETCL_CACHE_DIR (default $XDG_CACHE_HOME/netcl or ~/.cache/netcl), written atomically
@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "cl_backend.h"
+#include "netcl/optable.h"
 
 typedef struct {
   const char *name;
@@ -22,6 +23,23 @@ typedef struct {
 extern const nc_embedded_file nc_embedded_kernels[];
 
 static const char CACHE_MAGIC[8] = {'N', 'C', 'L', 'B', 'I', 'N', '0', '1'};
+
+/* Op codes for kernels, from the op table: enum { NC_OP_ABS, NC_OP_NEG, ... }. */
+static const char OP_ENUM[] = "enum nc_op {\n"
+#define NC_OP_ENUM_SRC_(id, name, family, arity, dtypes, result, kernel, cpu) "  NC_OP_" #id ",\n"
+    NC_OPS(NC_OP_ENUM_SRC_)
+#undef NC_OP_ENUM_SRC_
+        "  NC_OP_COUNT\n};\n";
+
+/* NETCL_FAULT=prog1,prog2 builds those programs with NC_FAULT defined: the deliberately wrong
+ * kernel variants that the parity harness's self-test must catch. Test use only. */
+static bool fault_injected(const char *program) {
+  const char *list = getenv("NETCL_FAULT");
+  size_t n = strlen(program);
+  for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0))
+    if (strncmp(p, program, n) == 0 && (p[n] == ',' || p[n] == 0)) return true;
+  return false;
+}
 
 static const nc_embedded_file *find_source(const char *file) {
   for (const nc_embedded_file *f = nc_embedded_kernels; f->name; f++)
@@ -112,11 +130,13 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   const nc_embedded_file *common = find_source("common.cl"), *src = find_source(file);
   if (!src || !common) return nc_error(NC_ERR_ARG, "no kernel source %s in this build", file);
   char opts[1024];
-  snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s", dev->info.fp64 ? "-DNC_FP64=1 " : "", options ? options : "");
+  snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s", dev->info.fp64 ? "-DNC_FP64=1 " : "",
+           fault_injected(program) ? "-DNC_FAULT=1 " : "", options ? options : "");
 
   XXH64_state_t *h = XXH64_createState();
   if (!h) return nc_error(NC_ERR_OOM, "out of host memory hashing a kernel");
   XXH64_reset(h, 0);
+  XXH64_update(h, OP_ENUM, sizeof OP_ENUM - 1);
   XXH64_update(h, common->data, common->size);
   XXH64_update(h, src->data, src->size);
   XXH64_update(h, opts, strlen(opts) + 1);
@@ -148,9 +168,9 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
     }
   }
   if (!prog) {
-    const char *srcs[2] = {common->data, src->data};
-    size_t lens[2] = {common->size, src->size};
-    prog = nc_cl.clCreateProgramWithSource(cd->ctx, 2, srcs, lens, &err);
+    const char *srcs[3] = {OP_ENUM, common->data, src->data};
+    size_t lens[3] = {sizeof OP_ENUM - 1, common->size, src->size};
+    prog = nc_cl.clCreateProgramWithSource(cd->ctx, 3, srcs, lens, &err);
     if (err != CL_SUCCESS) return nc_cl_fail(err, "creating a program", dev);
     err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL);
     if (err != CL_SUCCESS) {

@@ -22,4 +22,8 @@ nc_status nc_dtype_parse(const char *name, nc_dtype *out); /* also "float", "dou
 bool nc_dtype_is_float(nc_dtype d);
 bool nc_dtype_valid(int d);
 
+/* The smaller dtype that holds both (PyTorch order: bool < uint8 < int32 < int64 < float32 <
+ * float64). */
+nc_dtype nc_dtype_promote(nc_dtype a, nc_dtype b);
+
 #endif

@@ -1,0 +1,38 @@
+/* Helpers shared by the op binding files (l_ops.c, l_reduce.c, l_index.c, l_random.c). */
+#ifndef NETCL_L_OPS_H
+#define NETCL_L_OPS_H
+
+#include "l_common.h"
+
+/* A Tensor or a number (integers stay exact) at idx. */
+nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname);
+
+/* A number or boolean at idx as a scalar (true = 1). */
+nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname);
+
+/* The options table at idx (a table that is not a Tensor), or 0 when idx holds none. */
+int nc_lua_opts(lua_State *L, int idx);
+
+/* opts.out: the destination Tensor, or NULL. */
+nc_tensor *nc_lua_opt_out(lua_State *L, int opts, const char *fname);
+
+/* opts[field] as a boolean (def when absent). */
+bool nc_lua_opt_bool(lua_State *L, int opts, const char *field, bool def);
+
+/* Pushes the result of an op: the destination (opts.out) when there was one, else the new
+ * tensor r. Raises fname's error when s failed. */
+int nc_lua_result(lua_State *L, nc_status s, int opts, nc_tensor *r, const char *fname);
+
+/* Adds fn (with the op code as its upvalue) as module function and/or Tensor method `name`.
+ * module and methods are absolute stack indices (0 = skip). */
+void nc_lua_register_op(lua_State *L, int module, int methods, const char *name, lua_CFunction fn, int op);
+
+/* The op code given as upvalue 1; its Lua name "netcl.<name>" goes to fname. */
+nc_op nc_lua_opname(lua_State *L, char *fname, size_t n);
+
+/* The family registrations nc_lua_add_ops calls. */
+void nc_lua_add_reduce(lua_State *L, int module, int methods);
+void nc_lua_add_index(lua_State *L, int module, int methods);
+void nc_lua_add_random(lua_State *L, int module, int methods);
+
+#endif

@@ -1,0 +1,88 @@
+/* Random draws beyond rand/randn, all from the per-state Philox generator:
+ *   nc.randint(lo, hi, shape, opts) or nc.randint(hi, shape, opts)   int64 on [lo, hi) by default
+ *   nc.randperm(n, opts)                                             int64 permutation of 0..n-1
+ *   nc.bernoulli(p_tensor, opts) or nc.bernoulli(prob, shape, opts)  0/1 draws (p's dtype, or float32)
+ *   t:bernoulli_(p)                                                  p a number or a Tensor */
+#include "l_ops.h"
+
+static nc_tensor *new_tensor(lua_State *L, nc_device *dev, nc_dtype dt, int ndim, const int64_t *shape, const char *fname) {
+  nc_tensor *t;
+  NC_LUA_CHECK(L, fname, nc_tensor_empty(dev, dt, ndim, shape, 0, &t));
+  nc_lua_pushtensor_new(L, t);
+  return t;
+}
+
+static int64_t check_int(lua_State *L, int idx, const char *fname, const char *what) {
+  int isint;
+  lua_Integer v = lua_tointegerx(L, idx, &isint);
+  if (!isint) nc_lua_argerror(L, fname, idx, "%s must be an integer, got %s", what, luaL_typename(L, idx));
+  return v;
+}
+
+static int l_randint(lua_State *L) {
+  const char *fname = "netcl.randint";
+  int64_t lo = 0, hi;
+  int at = 2;
+  if (lua_istable(L, 2)) { /* randint(hi, shape, opts) */
+    hi = check_int(L, 1, fname, "hi");
+  } else {
+    lo = check_int(L, 1, fname, "lo");
+    hi = check_int(L, 2, fname, "hi");
+    at = 3;
+  }
+  int64_t shape[NC_MAX_DIMS];
+  int n = nc_lua_checkshape(L, at, shape, fname);
+  nc_dtype dt = nc_lua_opt_dtype(L, at + 1, NC_INT64, fname);
+  nc_device *dev = nc_lua_opt_device(L, at + 1, fname);
+  nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
+  NC_LUA_CHECK(L, fname, nc_randint(t, nc_lua_rng(L), lo, hi));
+  return 1;
+}
+
+static int l_randperm(lua_State *L) {
+  const char *fname = "netcl.randperm";
+  int64_t n = check_int(L, 1, fname, "n");
+  if (n < 0) return nc_lua_argerror(L, fname, 1, "n = %lld is negative", (long long)n);
+  nc_dtype dt = nc_lua_opt_dtype(L, 2, NC_INT64, fname);
+  nc_device *dev = nc_lua_opt_device(L, 2, fname);
+  nc_tensor *t = new_tensor(L, dev, dt, 1, &n, fname);
+  NC_LUA_CHECK(L, fname, nc_randperm(t, nc_lua_rng(L)));
+  return 1;
+}
+
+static int l_bernoulli(lua_State *L) {
+  const char *fname = "netcl.bernoulli";
+  nc_tensor *p = nc_lua_totensor(L, 1), *t;
+  if (p) {
+    nc_dtype dt = nc_lua_opt_dtype(L, 2, p->dtype, fname);
+    t = new_tensor(L, nc_tensor_device(p), dt, p->ndim, p->shape, fname);
+    NC_LUA_CHECK(L, fname, nc_bernoulli(t, nc_lua_rng(L), p, 0));
+    return 1;
+  }
+  double prob = luaL_checknumber(L, 1);
+  int64_t shape[NC_MAX_DIMS];
+  int n = nc_lua_checkshape(L, 2, shape, fname);
+  nc_dtype dt = nc_lua_opt_dtype(L, 3, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, 3, fname);
+  t = new_tensor(L, dev, dt, n, shape, fname);
+  NC_LUA_CHECK(L, fname, nc_bernoulli(t, nc_lua_rng(L), NULL, prob));
+  return 1;
+}
+
+static int l_bernoulli_(lua_State *L) {
+  const char *fname = "netcl.bernoulli_";
+  nc_tensor *t = nc_lua_checktensor_f(L, 1, fname), *p = nc_lua_totensor(L, 2);
+  double prob = p ? 0 : luaL_optnumber(L, 2, 0.5);
+  NC_LUA_CHECK(L, fname, nc_bernoulli(t, nc_lua_rng(L), p, prob));
+  lua_settop(L, 1);
+  return 1;
+}
+
+void nc_lua_add_random(lua_State *L, int module, int methods) {
+  static const luaL_Reg funcs[] = {{"randint", l_randint}, {"randperm", l_randperm}, {"bernoulli", l_bernoulli}, {NULL, NULL}};
+  lua_pushvalue(L, module);
+  luaL_setfuncs(L, funcs, 0);
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_bernoulli_);
+  lua_setfield(L, methods, "bernoulli_");
+}

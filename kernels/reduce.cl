@@ -1,0 +1,345 @@
+/* Reductions, cumsum and softmax over "rows": x is viewed (by the host) with the reduced dim(s)
+ * last, so row r's element j is flat index r * inner + j of x's layout.
+ *
+ * reduce_rows_<C>: one work-item per row, for short rows. reduce_groups_<C>: one work-group per
+ * (row, chunk), a tree in local memory; with several chunks per row the partial states go to
+ * reduce_partials_<C>, which merges them per row. The chunking depends only on the shape and
+ * the device, and every merge happens in a fixed order, so results are deterministic.
+ * Semantics match runtime/backend/cpu/reduce.c (nan propagates; argmax/argmin take nan as the
+ * extreme and the first of equal values). Work-groups are at most NC_RLOCAL wide. */
+
+#define NC_RLOCAL 256
+
+/* The self-test's reduction fault (NETCL_FAULT=reduce): sums skip each row's last element. */
+#ifdef NC_FAULT
+#define NC_ROW_END(op, inner) ((op) == NC_OP_SUM && (inner) > 1 ? (inner) - 1 : (inner))
+#else
+#define NC_ROW_END(op, inner) (inner)
+#endif
+
+#define NC_X(i) x[lx.contiguous ? lx.offset + (i) : nc_offset(&lx, (i))]
+
+/* ---- float states: a (sum, product, extreme, mean, max), b (M2, scaled sum), n (count, position) -- */
+#define FLOAT_STATE(N, T, A)                                                                      \
+  typedef struct {                                                                                \
+    A a, b;                                                                                       \
+    long n;                                                                                       \
+  } rs_##N;                                                                                       \
+                                                                                                  \
+  inline rs_##N rs_init_##N(int op, A p) {                                                        \
+    rs_##N s = {0, 0, 0};                                                                         \
+    switch (op) {                                                                                 \
+      case NC_OP_PROD:                                                                            \
+      case NC_OP_ALL: s.a = 1; break;                                                             \
+      case NC_OP_MAX:                                                                             \
+      case NC_OP_LOGSUMEXP: s.a = -INFINITY; break;                                               \
+      case NC_OP_MIN: s.a = INFINITY; break;                                                      \
+      case NC_OP_ARGMAX: s.a = -INFINITY, s.n = LONG_MAX; break;                                  \
+      case NC_OP_ARGMIN: s.a = INFINITY, s.n = LONG_MAX; break;                                   \
+      case NC_OP_NORM: s.a = p == -INFINITY ? INFINITY : 0; break;                                \
+    }                                                                                             \
+    return s;                                                                                     \
+  }                                                                                               \
+                                                                                                  \
+  inline bool arg_better_##N(bool is_max, A x, long i, A a, long n) {                             \
+    if (isnan(a)) return isnan(x) && i < n;                                                       \
+    if (isnan(x)) return true;                                                                    \
+    if (x == a) return i < n;                                                                     \
+    return is_max ? x > a : x < a;                                                                \
+  }                                                                                               \
+                                                                                                  \
+  inline rs_##N lse_add_##N(rs_##N s, A m2, A s2) {                                               \
+    if (isnan(s.a) || isnan(m2)) {                                                                \
+      s.a = NAN;                                                                                  \
+      return s;                                                                                   \
+    }                                                                                             \
+    A m = s.a > m2 ? s.a : m2;                                                                    \
+    if (m == -INFINITY) return s;                                                                 \
+    if (isinf(m)) {                                                                               \
+      s.a = m, s.b = 1;                                                                           \
+      return s;                                                                                   \
+    }                                                                                             \
+    s.b = (s.a == -INFINITY ? 0 : s.b * exp(s.a - m)) + (m2 == -INFINITY ? 0 : s2 * exp(m2 - m)); \
+    s.a = m;                                                                                      \
+    return s;                                                                                     \
+  }                                                                                               \
+                                                                                                  \
+  inline rs_##N rs_add_##N(int op, rs_##N s, A x, long i, A p) {                                  \
+    switch (op) {                                                                                 \
+      case NC_OP_SUM:                                                                             \
+      case NC_OP_MEAN: s.a += x; break;                                                           \
+      case NC_OP_PROD: s.a *= x; break;                                                           \
+      case NC_OP_MAX: s.a = (x > s.a || isnan(x)) ? x : s.a; break;                               \
+      case NC_OP_MIN: s.a = (x < s.a || isnan(x)) ? x : s.a; break;                               \
+      case NC_OP_ARGMAX:                                                                          \
+      case NC_OP_ARGMIN:                                                                          \
+        if (arg_better_##N(op == NC_OP_ARGMAX, x, i, s.a, s.n)) s.a = x, s.n = i;                 \
+        break;                                                                                    \
+      case NC_OP_VAR:                                                                             \
+      case NC_OP_STD: {                                                                           \
+        A d = x - s.a;                                                                            \
+        s.n++;                                                                                    \
+        s.a += d / (A)s.n;                                                                        \
+        s.b += d * (x - s.a);                                                                     \
+        break;                                                                                    \
+      }                                                                                           \
+      case NC_OP_NORM: {                                                                          \
+        A v = fabs(x);                                                                            \
+        if (p == 2) s.a += v * v;                                                                 \
+        else if (p == 1) s.a += v;                                                                \
+        else if (p == INFINITY) s.a = (v > s.a || isnan(v)) ? v : s.a;                            \
+        else if (p == -INFINITY) s.a = (v < s.a || isnan(v)) ? v : s.a;                           \
+        else if (p == 0) s.a += v != 0;                                                           \
+        else s.a += pow(v, p);                                                                    \
+        break;                                                                                    \
+      }                                                                                           \
+      case NC_OP_LOGSUMEXP: s = lse_add_##N(s, x, 1); break;                                      \
+      case NC_OP_ANY: s.a = s.a != 0 || x != 0; break;                                            \
+      case NC_OP_ALL: s.a = s.a != 0 && x != 0; break;                                            \
+    }                                                                                             \
+    return s;                                                                                     \
+  }                                                                                               \
+                                                                                                  \
+  inline rs_##N rs_merge_##N(int op, rs_##N s, rs_##N t, A p) {                                   \
+    switch (op) {                                                                                 \
+      case NC_OP_ARGMAX:                                                                          \
+      case NC_OP_ARGMIN:                                                                          \
+        return arg_better_##N(op == NC_OP_ARGMAX, t.a, t.n, s.a, s.n) ? t : s;                    \
+      case NC_OP_VAR:                                                                             \
+      case NC_OP_STD: {                                                                           \
+        if (t.n == 0) return s;                                                                   \
+        if (s.n == 0) return t;                                                                   \
+        long n = s.n + t.n;                                                                       \
+        A d = t.a - s.a;                                                                          \
+        s.a += d * (A)t.n / (A)n;                                                                 \
+        s.b += t.b + d * d * (A)s.n * (A)t.n / (A)n;                                              \
+        s.n = n;                                                                                  \
+        return s;                                                                                 \
+      }                                                                                           \
+      case NC_OP_NORM:                                                                            \
+        if (p == INFINITY) s.a = (t.a > s.a || isnan(t.a)) ? t.a : s.a;                          \
+        else if (p == -INFINITY) s.a = (t.a < s.a || isnan(t.a)) ? t.a : s.a;                     \
+        else s.a += t.a;                                                                          \
+        return s;                                                                                 \
+      case NC_OP_LOGSUMEXP: return lse_add_##N(s, t.a, t.b);                                      \
+    }                                                                                             \
+    return rs_add_##N(op, s, t.a, t.n, p);                                                        \
+  }                                                                                               \
+                                                                                                  \
+  inline T rs_final_##N(int op, rs_##N s, long count, A p, A corr) {                             \
+    switch (op) {                                                                                 \
+      case NC_OP_MEAN: return s.a / (A)count;                                                     \
+      case NC_OP_VAR: return s.b / ((A)count - corr);                                             \
+      case NC_OP_STD: return sqrt(s.b / ((A)count - corr));                                       \
+      case NC_OP_NORM:                                                                            \
+        if (p == 2) return sqrt(s.a);                                                             \
+        if (p == 1 || p == 0 || isinf(p)) return s.a;                                             \
+        return pow(s.a, (A)1 / p);                                                                \
+      case NC_OP_LOGSUMEXP: return (isnan(s.a) || isinf(s.a)) ? s.a : s.a + log(s.b);             \
+    }                                                                                             \
+    return s.a;                                                                                   \
+  }
+
+/* ---- int64 states (sum prod max min argmax argmin any all; arithmetic wraps) ---------------------- */
+typedef struct {
+  long a, b, n;
+} rs_int64;
+
+inline rs_int64 rs_init_int64(int op, long p) {
+  rs_int64 s = {0, 0, 0};
+  switch (op) {
+    case NC_OP_PROD:
+    case NC_OP_ALL: s.a = 1; break;
+    case NC_OP_MAX: s.a = LONG_MIN; break;
+    case NC_OP_MIN: s.a = LONG_MAX; break;
+    case NC_OP_ARGMAX: s.a = LONG_MIN, s.n = LONG_MAX; break;
+    case NC_OP_ARGMIN: s.a = LONG_MAX, s.n = LONG_MAX; break;
+  }
+  return s;
+}
+
+inline bool arg_better_int64(bool is_max, long x, long i, long a, long n) {
+  if (x == a) return i < n;
+  return is_max ? x > a : x < a;
+}
+
+inline rs_int64 rs_add_int64(int op, rs_int64 s, long x, long i, long p) {
+  switch (op) {
+    case NC_OP_SUM: s.a = (long)((ulong)s.a + (ulong)x); break;
+    case NC_OP_PROD: s.a = (long)((ulong)s.a * (ulong)x); break;
+    case NC_OP_MAX: s.a = x > s.a ? x : s.a; break;
+    case NC_OP_MIN: s.a = x < s.a ? x : s.a; break;
+    case NC_OP_ARGMAX:
+    case NC_OP_ARGMIN:
+      if (arg_better_int64(op == NC_OP_ARGMAX, x, i, s.a, s.n)) s.a = x, s.n = i;
+      break;
+    case NC_OP_ANY: s.a = s.a != 0 || x != 0; break;
+    case NC_OP_ALL: s.a = s.a != 0 && x != 0; break;
+  }
+  return s;
+}
+
+inline rs_int64 rs_merge_int64(int op, rs_int64 s, rs_int64 t, long p) { return rs_add_int64(op, s, t.a, t.n, p); }
+inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { return s.a; }
+
+/* ---- kernels ------------------------------------------------------------------------------------- */
+#define REDUCE_STORE(N, s)                                                                        \
+  do {                                                                                            \
+    out[nc_offset(&lo, row)] = rs_final_##N(op, s, inner, p, corr);                               \
+    if (has_idx) idx[nc_offset(&li, row)] = (s).n;                                                \
+  } while (0)
+
+#define REDUCE_ARGS(T, A)                                                                         \
+  int op, __global T *out, nc_layout lo, __global long *idx, nc_layout li, int has_idx, A p, A corr
+
+#define REDUCE_K(N, T, A)                                                                         \
+  __kernel void reduce_rows_##N(REDUCE_ARGS(T, A), __global const T *x, nc_layout lx, long outer, long inner) { \
+    NC_GRID_LOOP(row, outer) {                                                                    \
+      rs_##N s = rs_init_##N(op, p);                                                              \
+      const long end = NC_ROW_END(op, inner);                                                     \
+      for (long j = 0; j < end; j++) s = rs_add_##N(op, s, NC_X(row * inner + j), j, p);         \
+      REDUCE_STORE(N, s);                                                                         \
+    }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  __kernel void reduce_groups_##N(REDUCE_ARGS(T, A), __global const T *x, nc_layout lx, long outer, long inner, \
+                                  long chunks, long chunk_len, __global rs_##N *partial) {        \
+    __local rs_##N sh[NC_RLOCAL];                                                                 \
+    const int lid = get_local_id(0), ls = get_local_size(0);                                      \
+    for (long u = get_group_id(0); u < outer * chunks; u += get_num_groups(0)) {                  \
+      const long row = u / chunks, start = (u - row * chunks) * chunk_len;                        \
+      const long end = min((long)NC_ROW_END(op, inner), start + chunk_len);                       \
+      rs_##N s = rs_init_##N(op, p);                                                              \
+      for (long j = start + lid; j < end; j += ls) s = rs_add_##N(op, s, NC_X(row * inner + j), j, p); \
+      sh[lid] = s;                                                                                \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+      for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
+        if (lid < w) sh[lid] = rs_merge_##N(op, sh[lid], sh[lid + w], p);                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+      }                                                                                           \
+      if (lid == 0) {                                                                             \
+        if (chunks == 1) REDUCE_STORE(N, sh[0]);                                                  \
+        else partial[u] = sh[0];                                                                  \
+      }                                                                                           \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+    }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  __kernel void reduce_partials_##N(REDUCE_ARGS(T, A), __global const rs_##N *partial, long outer, long inner, \
+                                    long chunks) {                                                \
+    __local rs_##N sh[NC_RLOCAL];                                                                 \
+    const int lid = get_local_id(0), ls = get_local_size(0);                                      \
+    for (long row = get_group_id(0); row < outer; row += get_num_groups(0)) {                     \
+      rs_##N s = rs_init_##N(op, p);                                                              \
+      for (long c = lid; c < chunks; c += ls) s = rs_merge_##N(op, s, partial[row * chunks + c], p); \
+      sh[lid] = s;                                                                                \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+      for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
+        if (lid < w) sh[lid] = rs_merge_##N(op, sh[lid], sh[lid + w], p);                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+      }                                                                                           \
+      if (lid == 0) REDUCE_STORE(N, sh[0]);                                                       \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+    }                                                                                             \
+  }
+
+/* ---- cumsum: a scan per row, tile by tile in local memory (Hillis-Steele), carrying the total -- */
+#define CUMSUM_K(N, T, ADD)                                                                       \
+  __kernel void cumsum_rows_##N(__global T *out, nc_layout lo, __global const T *x, nc_layout lx, long outer, \
+                                long inner) {                                                     \
+    NC_GRID_LOOP(row, outer) {                                                                    \
+      T acc = 0;                                                                                  \
+      for (long j = 0; j < inner; j++) {                                                          \
+        acc = ADD(acc, NC_X(row * inner + j));                                                    \
+        out[nc_offset(&lo, row * inner + j)] = acc;                                               \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  __kernel void cumsum_groups_##N(__global T *out, nc_layout lo, __global const T *x, nc_layout lx, long outer, \
+                                  long inner) {                                                   \
+    __local T buf[NC_RLOCAL];                                                                     \
+    const int lid = get_local_id(0), ls = get_local_size(0);                                      \
+    for (long row = get_group_id(0); row < outer; row += get_num_groups(0)) {                     \
+      T carry = 0;                                                                                \
+      for (long base = 0; base < inner; base += ls) {                                             \
+        const long j = base + lid;                                                                \
+        buf[lid] = j < inner ? NC_X(row * inner + j) : (T)0;                                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+        for (int w = 1; w < ls; w <<= 1) {                                                        \
+          T t = lid >= w ? buf[lid - w] : (T)0;                                                   \
+          barrier(CLK_LOCAL_MEM_FENCE);                                                           \
+          buf[lid] = ADD(buf[lid], t);                                                            \
+          barrier(CLK_LOCAL_MEM_FENCE);                                                           \
+        }                                                                                         \
+        if (j < inner) out[nc_offset(&lo, row * inner + j)] = ADD(carry, buf[lid]);               \
+        carry = ADD(carry, buf[ls - 1]);                                                          \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+#define PLAIN_ADD(a, b) ((a) + (b))
+#define WRAP_ADD(a, b) ((long)((ulong)(a) + (ulong)(b)))
+
+/* ---- softmax: max, sum of exp(x - max), write ------------------------------------------------------ */
+#define SOFTMAX_WRITE(i, v, m, sum) out[nc_offset(&lo, i)] = op == NC_OP_LOG_SOFTMAX ? ((v) - (m)) - log(sum) : exp((v) - (m)) / (sum)
+
+#define SOFTMAX_K(N, T)                                                                           \
+  __kernel void softmax_rows_##N(int op, __global T *out, nc_layout lo, __global const T *x, nc_layout lx, long outer, \
+                                 long inner) {                                                    \
+    NC_GRID_LOOP(row, outer) {                                                                    \
+      T m = -INFINITY, sum = 0;                                                                   \
+      for (long j = 0; j < inner; j++) {                                                          \
+        T v = NC_X(row * inner + j);                                                              \
+        m = (v > m || isnan(v)) ? v : m;                                                          \
+      }                                                                                           \
+      for (long j = 0; j < inner; j++) sum += exp(NC_X(row * inner + j) - m);                     \
+      for (long j = 0; j < inner; j++) SOFTMAX_WRITE(row * inner + j, NC_X(row * inner + j), m, sum); \
+    }                                                                                             \
+  }                                                                                               \
+                                                                                                  \
+  __kernel void softmax_groups_##N(int op, __global T *out, nc_layout lo, __global const T *x, nc_layout lx, \
+                                   long outer, long inner) {                                      \
+    __local T sh[NC_RLOCAL];                                                                      \
+    const int lid = get_local_id(0), ls = get_local_size(0);                                      \
+    for (long row = get_group_id(0); row < outer; row += get_num_groups(0)) {                     \
+      T m = -INFINITY;                                                                            \
+      for (long j = lid; j < inner; j += ls) {                                                    \
+        T v = NC_X(row * inner + j);                                                              \
+        m = (v > m || isnan(v)) ? v : m;                                                          \
+      }                                                                                           \
+      sh[lid] = m;                                                                                \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+      for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
+        if (lid < w) sh[lid] = (sh[lid + w] > sh[lid] || isnan(sh[lid + w])) ? sh[lid + w] : sh[lid]; \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+      }                                                                                           \
+      m = sh[0];                                                                                  \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+      T sum = 0;                                                                                  \
+      for (long j = lid; j < inner; j += ls) sum += exp(NC_X(row * inner + j) - m);               \
+      sh[lid] = sum;                                                                              \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+      for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
+        if (lid < w) sh[lid] += sh[lid + w];                                                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+      }                                                                                           \
+      sum = sh[0];                                                                                \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+      for (long j = lid; j < inner; j += ls) SOFTMAX_WRITE(row * inner + j, NC_X(row * inner + j), m, sum); \
+    }                                                                                             \
+  }
+
+FLOAT_STATE(float32, float, float)
+REDUCE_K(float32, float, float)
+CUMSUM_K(float32, float, PLAIN_ADD)
+SOFTMAX_K(float32, float)
+REDUCE_K(int64, long, long)
+CUMSUM_K(int64, long, WRAP_ADD)
+#ifdef NC_FP64
+FLOAT_STATE(float64, double, double)
+REDUCE_K(float64, double, double)
+CUMSUM_K(float64, double, PLAIN_ADD)
+SOFTMAX_K(float64, double)
+#endif

@@ -1,0 +1,134 @@
+/* OpenCL reductions, cumsum and softmax on kernels/reduce.cl. Rows shorter than ROWS_MAX go one
+ * per work-item; longer rows get work-groups, and rows too few to fill the device are cut into
+ * chunks whose partial states a second kernel merges. The plan depends only on the shape and
+ * the device, so results are deterministic. */
+#include <string.h>
+#include "cl_backend.h"
+
+#define ROWS_MAX 64
+
+/* Work-groups that keep the device busy. */
+static int64_t busy_groups(nc_device *dev) {
+  int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  return cus * 4 > 8 ? cus * 4 : 8;
+}
+
+static void own_layout(const nc_tensor *t, nc_cl_layout *l) {
+  const nc_tensor *ts[1] = {t};
+  nc_cl_layouts(1, ts, l);
+}
+
+typedef union {
+  cl_float f;
+  cl_double d;
+  cl_long l;
+} real_arg;
+
+/* p and correction in the kernel's accumulator type. */
+static nc_cl_arg real(nc_dtype dt, double v, real_arg *store) {
+  switch (dt) {
+    case NC_FLOAT32: store->f = (cl_float)v; return (nc_cl_arg){sizeof store->f, &store->f};
+    case NC_FLOAT64: store->d = v; return (nc_cl_arg){sizeof store->d, &store->d};
+    default: store->l = 0; return (nc_cl_arg){sizeof store->l, &store->l};
+  }
+}
+
+static nc_status kernel(nc_device *dev, const char *prefix, nc_dtype dt, cl_kernel *k) {
+  NC_TRY(nc_cl_check_dtype(dev, dt));
+  return nc_cl_typed_kernel(dev, "reduce", prefix, dt, k);
+}
+
+nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
+                       const nc_reduce_args *args) {
+  if (idx && op == NC_OP_MAX) op = NC_OP_ARGMAX;
+  if (idx && op == NC_OP_MIN) op = NC_OP_ARGMIN;
+  nc_device *dev = nc_tensor_device(out);
+  const nc_dtype dt = x->dtype;
+  cl_long outer = nc_tensor_numel(out), inner = 1;
+  for (int d = x->ndim - nred; d < x->ndim; d++) inner *= x->shape[d];
+  const size_t ls = nc_cl_local_size(dev);
+
+  nc_cl_layout lo, li, lx;
+  own_layout(out, &lo);
+  own_layout(x, &lx);
+  if (idx) own_layout(idx, &li);
+  else li = lo;
+  cl_mem mo = nc_cl_mem(out), mi = idx ? nc_cl_mem(idx) : mo, mx = nc_cl_mem(x);
+  cl_int cop = (cl_int)op, has_idx = idx != NULL;
+  real_arg p, corr;
+  nc_cl_arg head[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(lo), NC_CL_ARG(mi), NC_CL_ARG(li), NC_CL_ARG(has_idx),
+                      real(dt, args->p, &p), real(dt, args->correction, &corr)};
+  enum { NHEAD = sizeof head / sizeof head[0] };
+  cl_kernel k;
+
+  if (inner < ROWS_MAX) {
+    NC_TRY(kernel(dev, "reduce_rows", dt, &k));
+    nc_cl_arg a[NHEAD + 4];
+    memcpy(a, head, sizeof head);
+    a[NHEAD] = NC_CL_ARG(mx), a[NHEAD + 1] = NC_CL_ARG(lx), a[NHEAD + 2] = NC_CL_ARG(outer), a[NHEAD + 3] = NC_CL_ARG(inner);
+    return nc_cl_launch(dev, k, NHEAD + 4, a, nc_cl_global_size(dev, outer), ls);
+  }
+
+  const int64_t target = busy_groups(dev);
+  cl_long chunks = 1;
+  if (outer < target) {
+    int64_t want = (target + outer - 1) / outer, most = (inner + (int64_t)ls * 4 - 1) / ((int64_t)ls * 4);
+    chunks = want < most ? want : most;
+    if (chunks < 1) chunks = 1;
+  }
+  cl_long chunk_len = (inner + chunks - 1) / chunks;
+  chunks = (inner + chunk_len - 1) / chunk_len;
+  nc_tensor *partial = NULL;
+  if (chunks > 1) {
+    int64_t bytes = outer * chunks * 32; /* at least the size of any rs_<C> state */
+    NC_TRY(nc_tensor_empty(dev, NC_UINT8, 1, &bytes, 0, &partial));
+  }
+  cl_mem mp = partial ? nc_cl_mem(partial) : mo;
+  nc_status s = kernel(dev, "reduce_groups", dt, &k);
+  if (s == NC_OK) {
+    nc_cl_arg a[NHEAD + 7];
+    memcpy(a, head, sizeof head);
+    a[NHEAD] = NC_CL_ARG(mx), a[NHEAD + 1] = NC_CL_ARG(lx), a[NHEAD + 2] = NC_CL_ARG(outer);
+    a[NHEAD + 3] = NC_CL_ARG(inner), a[NHEAD + 4] = NC_CL_ARG(chunks), a[NHEAD + 5] = NC_CL_ARG(chunk_len);
+    a[NHEAD + 6] = NC_CL_ARG(mp);
+    int64_t units = outer * chunks, groups = units < target * 8 ? units : target * 8;
+    s = nc_cl_launch(dev, k, NHEAD + 7, a, (size_t)groups * ls, ls);
+  }
+  if (s == NC_OK && chunks > 1) s = kernel(dev, "reduce_partials", dt, &k);
+  if (s == NC_OK && chunks > 1) {
+    nc_cl_arg a[NHEAD + 4];
+    memcpy(a, head, sizeof head);
+    a[NHEAD] = NC_CL_ARG(mp), a[NHEAD + 1] = NC_CL_ARG(outer), a[NHEAD + 2] = NC_CL_ARG(inner), a[NHEAD + 3] = NC_CL_ARG(chunks);
+    int64_t groups = outer < target * 8 ? outer : target * 8;
+    s = nc_cl_launch(dev, k, NHEAD + 4, a, (size_t)groups * ls, ls);
+  }
+  /* The in-order queue runs the kernels before any later user of the recycled buffer. */
+  nc_tensor_release(partial);
+  return s;
+}
+
+/* cumsum and softmax: rows of the last dim, one per work-item when short, else per group. */
+static nc_status along_rows(const char *family, nc_op op, nc_tensor *out, const nc_tensor *x) {
+  nc_device *dev = nc_tensor_device(out);
+  cl_long inner = x->ndim ? x->shape[x->ndim - 1] : 1;
+  cl_long outer = inner ? nc_tensor_numel(x) / inner : 0;
+  const bool rows = inner < ROWS_MAX;
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "%s_%s", family, rows ? "rows" : "groups");
+  cl_kernel k;
+  NC_TRY(kernel(dev, prefix, x->dtype, &k));
+  nc_cl_layout lo, lx;
+  own_layout(out, &lo);
+  own_layout(x, &lx);
+  cl_mem mo = nc_cl_mem(out), mx = nc_cl_mem(x);
+  cl_int cop = (cl_int)op;
+  const size_t ls = nc_cl_local_size(dev);
+  int64_t groups = outer < busy_groups(dev) * 8 ? outer : busy_groups(dev) * 8;
+  size_t global = rows ? nc_cl_global_size(dev, outer) : (size_t)groups * ls;
+  nc_cl_arg a[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(lo), NC_CL_ARG(mx), NC_CL_ARG(lx), NC_CL_ARG(outer), NC_CL_ARG(inner)};
+  const bool has_op = op != NC_OP_CUMSUM;
+  return nc_cl_launch(dev, k, has_op ? 7 : 6, has_op ? a : a + 1, global, ls);
+}
+
+nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x) { return along_rows("cumsum", op, out, x); }
+nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x) { return along_rows("softmax", op, out, x); }

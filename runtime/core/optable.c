@@ -1,0 +1,30 @@
+/* The op table's rows. It lives in core because backends read it too (their kernels take op
+ * codes from it). */
+#include <string.h>
+#include "netcl/optable.h"
+
+static const nc_op_info table[NC_OP_COUNT] = {
+#define NC_OP_ROW_(id, name, family, arity, dtypes, result, kernel, cpu) \
+  {NC_OP_##id, #id, name, NC_FAMILY_##family, arity, dtypes, result, kernel, cpu},
+    NC_OPS(NC_OP_ROW_)
+#undef NC_OP_ROW_
+};
+
+const nc_op_info *nc_op_get(nc_op op) { return (unsigned)op < NC_OP_COUNT ? &table[op] : NULL; }
+
+const nc_op_info *nc_op_find(const char *name) {
+  for (int i = 0; i < NC_OP_COUNT; i++)
+    if (strcmp(table[i].name, name) == 0) return &table[i];
+  return NULL;
+}
+
+const char *nc_op_family_name(nc_op_family f) {
+  static const char *const names[NC_FAMILY_COUNT] = {"unary", "binary", "where", "reduce", "scan",
+                                                     "softmax", "index", "shape", "sort", "random"};
+  return (unsigned)f < NC_FAMILY_COUNT ? names[f] : "unknown";
+}
+
+bool nc_op_accepts(nc_op op, nc_dtype d) {
+  const nc_op_info *o = nc_op_get(op);
+  return o && nc_dtype_valid(d) && (o->dtypes & (1u << d));
+}

@@ -1,0 +1,145 @@
+/* The op table: one row per op with its name, family, arity, accepted input dtypes, result
+ * rule, OpenCL kernel and CPU function. The op enum, the kernels' op codes (NC_OP_<ID> is
+ * defined in every OpenCL program), the Lua bindings of the generic families and the parity
+ * harness's coverage check are all generated from this list, so adding an op is one row here
+ * plus its kernel and CPU cases (see tests/parity/README.md). */
+#ifndef NETCL_OPTABLE_H
+#define NETCL_OPTABLE_H
+
+#include <stdbool.h>
+#include "dtype.h"
+
+/* Accepted input dtypes, as bit masks over nc_dtype. */
+#define NC_DT_F32 (1u << NC_FLOAT32)
+#define NC_DT_FLOAT ((1u << NC_FLOAT32) | (1u << NC_FLOAT64))
+#define NC_DT_INT ((1u << NC_INT32) | (1u << NC_INT64) | (1u << NC_UINT8))
+#define NC_DT_BOOL (1u << NC_BOOL)
+#define NC_DT_NUM (NC_DT_FLOAT | NC_DT_INT)
+#define NC_DT_ALL (NC_DT_NUM | NC_DT_BOOL)
+
+typedef enum {
+  NC_FAMILY_UNARY,   /* out = f(x [, params]) elementwise */
+  NC_FAMILY_BINARY,  /* out = f(a, b), NumPy broadcasting, tensors or scalars */
+  NC_FAMILY_WHERE,   /* out = cond ? a : b */
+  NC_FAMILY_REDUCE,  /* over any set of dims, keepdim */
+  NC_FAMILY_SCAN,    /* prefix along one dim */
+  NC_FAMILY_SOFTMAX, /* normalized along one dim */
+  NC_FAMILY_INDEX,   /* index tensors select, gather or scatter elements */
+  NC_FAMILY_SHAPE,   /* joins and splits tensors (copies and views) */
+  NC_FAMILY_SORT,    /* sort and top-k along one dim */
+  NC_FAMILY_RANDOM,  /* Philox draws */
+  NC_FAMILY_COUNT
+} nc_op_family;
+
+/* How the output dtype follows from the (promoted) input dtype. */
+typedef enum {
+  NC_RES_SAME,  /* the promoted input dtype */
+  NC_RES_FLOAT, /* integers and bool become float32 */
+  NC_RES_BOOL,  /* bool (comparisons, predicates) */
+  NC_RES_INDEX, /* int64 positions */
+  NC_RES_SUM,   /* integers and bool accumulate in int64 */
+  NC_RES_ARG    /* set by an argument (dtype option, or the destination) */
+} nc_result_rule;
+
+/* X(ID, name, family, arity, accepted dtypes, result rule, OpenCL kernel, CPU function) */
+#define NC_OPS(X)                                                                                              \
+  X(ABS, "abs", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                     \
+  X(NEG, "neg", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                     \
+  X(EXP, "exp", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                    \
+  X(LOG, "log", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                    \
+  X(LOG1P, "log1p", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                \
+  X(SQRT, "sqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                  \
+  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                \
+  X(SIN, "sin", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                    \
+  X(COS, "cos", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                    \
+  X(TANH, "tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                  \
+  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")            \
+  X(RELU, "relu", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                   \
+  X(GELU, "gelu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                  \
+  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")        \
+  X(SILU, "silu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                  \
+  X(FLOOR, "floor", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                 \
+  X(CEIL, "ceil", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                   \
+  X(ROUND, "round", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                 \
+  X(SIGN, "sign", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                   \
+  X(CLAMP, "clamp", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                 \
+  X(ISNAN, "isnan", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_unary")               \
+  X(ISINF, "isinf", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_unary")               \
+  X(ADD, "add", BINARY, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")                  \
+  X(SUB, "sub", BINARY, 2, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")                  \
+  X(MUL, "mul", BINARY, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")                  \
+  X(DIV, "div", BINARY, 2, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:binary_<T>", "cpu_binary")                 \
+  X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")                  \
+  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")          \
+  X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")          \
+  X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
+  X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
+  X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
+  X(LE, "le", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
+  X(GT, "gt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
+  X(GE, "ge", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
+  X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:where_<T>", "cpu_where")                 \
+  X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:where_<T>", "cpu_where")     \
+  X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, "reduce.cl:reduce_<C>", "cpu_reduce")                        \
+  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")                    \
+  X(PROD, "prod", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, "reduce.cl:reduce_<C>", "cpu_reduce")                      \
+  X(MAX, "max", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, "reduce.cl:reduce_<C>", "cpu_reduce")                       \
+  X(MIN, "min", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, "reduce.cl:reduce_<C>", "cpu_reduce")                       \
+  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, "reduce.cl:reduce_<C>", "cpu_reduce")                \
+  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, "reduce.cl:reduce_<C>", "cpu_reduce")                \
+  X(VAR, "var", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")                      \
+  X(STD, "std", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")                      \
+  X(NORM, "norm", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")                    \
+  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")          \
+  X(ANY, "any", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, "reduce.cl:reduce_<C>", "cpu_reduce")                       \
+  X(ALL, "all", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, "reduce.cl:reduce_<C>", "cpu_reduce")                       \
+  X(CUMSUM, "cumsum", SCAN, 1, NC_DT_ALL, NC_RES_SUM, "reduce.cl:cumsum_<C>", "cpu_scan")                      \
+  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:softmax_<T>", "cpu_softmax")           \
+  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:softmax_<T>", "cpu_softmax")   \
+  X(INDEX_SELECT, "index_select", INDEX, 2, NC_DT_ALL, NC_RES_SAME, "index.cl:take_<bytes>", "cpu_index")      \
+  X(GATHER, "gather", INDEX, 2, NC_DT_ALL, NC_RES_SAME, "index.cl:take_<bytes>", "cpu_index")                  \
+  X(SCATTER_ADD, "scatter_add", INDEX, 3, NC_DT_ALL, NC_RES_SAME, "index.cl:scatter_add_<T>", "cpu_index")     \
+  X(ONE_HOT, "one_hot", INDEX, 1, NC_DT_INT, NC_RES_INDEX, "elementwise.cl:compare_int64", "cpu_binary")       \
+  X(CAT, "cat", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, "core.cl:copy_<T>_<S>", "cpu_copy")                         \
+  X(STACK, "stack", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, "core.cl:copy_<T>_<S>", "cpu_copy")                     \
+  X(SPLIT, "split", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, "(views)", "(views)")                                    \
+  X(CHUNK, "chunk", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, "(views)", "(views)")                                    \
+  X(SORT, "sort", SORT, 1, NC_DT_ALL, NC_RES_SAME, "sort.cl:bitonic_<C>", "cpu_sort")                          \
+  X(TOPK, "topk", SORT, 1, NC_DT_ALL, NC_RES_SAME, "sort.cl:bitonic_<C>", "cpu_sort")                          \
+  X(UNIFORM, "uniform", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, "core.cl:uniform_<T>", "cpu_random")               \
+  X(NORMAL, "normal", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, "core.cl:normal_<T>", "cpu_random")                  \
+  X(BERNOULLI, "bernoulli", RANDOM, 1, NC_DT_FLOAT, NC_RES_ARG, "random.cl:bernoulli_<T>", "cpu_sample")       \
+  X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, "random.cl:randint_<T>", "cpu_sample")               \
+  X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG, "random.cl:randint_int64 + sort.cl", "cpu_sample")
+
+typedef enum {
+#define NC_OP_ENUM_(id, name, family, arity, dtypes, result, kernel, cpu) NC_OP_##id,
+  NC_OPS(NC_OP_ENUM_)
+#undef NC_OP_ENUM_
+  NC_OP_COUNT
+} nc_op;
+
+typedef struct {
+  nc_op op;
+  const char *id;       /* "ADD": the kernels' NC_OP_ADD */
+  const char *name;     /* "add": the Lua name */
+  nc_op_family family;
+  int arity;            /* tensor inputs; -1 = a list */
+  unsigned dtypes;      /* accepted input dtypes (NC_DT_* mask) */
+  nc_result_rule result;
+  const char *kernel;   /* "program.cl:kernel" (<T> = dtype name) */
+  const char *cpu;      /* CPU backend function */
+} nc_op_info;
+
+/* The row of op (NULL when op is out of range). */
+const nc_op_info *nc_op_get(nc_op op);
+
+/* Looks an op up by its Lua name; NULL when there is none. */
+const nc_op_info *nc_op_find(const char *name);
+
+const char *nc_op_family_name(nc_op_family f); /* "unary", ... */
+
+/* Whether op takes inputs of dtype d. */
+bool nc_op_accepts(nc_op op, nc_dtype d);
+
+#endif

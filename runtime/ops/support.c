@@ -1,0 +1,112 @@
+#include <math.h>
+#include <string.h>
+#include "support.h"
+
+const char *nc_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  len += (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < ndim && len < n; i++)
+    len += (size_t)snprintf(buf + len, n - len, "%s%lld", i ? "," : "", (long long)shape[i]);
+  if (len < n) snprintf(buf + len, n - len, "]");
+  return buf;
+}
+
+nc_status nc_check_devices(nc_device *dev, int n, nc_tensor *const *ts) {
+  for (int i = 0; i < n; i++) {
+    if (!ts[i]) continue;
+    nc_device *d = nc_tensor_device(ts[i]);
+    if (d != dev)
+      return nc_error(NC_ERR_DEVICE, "tensors are on different devices (%s and %s); move one with :to()",
+                      nc_device_info_of(dev)->spec, nc_device_info_of(d)->spec);
+  }
+  return NC_OK;
+}
+
+static void extent(const nc_tensor *t, int64_t *lo, int64_t *hi) {
+  int64_t a = t->offset, b = t->offset;
+  for (int i = 0; i < t->ndim; i++) {
+    int64_t span = (t->shape[i] - 1) * t->strides[i];
+    if (span < 0) a += span;
+    else b += span;
+  }
+  size_t es = nc_dtype_size(t->dtype);
+  *lo = a * (int64_t)es;
+  *hi = (b + 1) * (int64_t)es;
+}
+
+bool nc_tensors_overlap(const nc_tensor *a, const nc_tensor *b) {
+  if (a->storage != b->storage || nc_tensor_numel(a) == 0 || nc_tensor_numel(b) == 0) return false;
+  int64_t alo, ahi, blo, bhi;
+  extent(a, &alo, &ahi);
+  extent(b, &blo, &bhi);
+  return alo < bhi && blo < ahi;
+}
+
+bool nc_same_layout(const nc_tensor *a, const nc_tensor *b) {
+  if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim || a->dtype != b->dtype)
+    return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i] || (a->shape[i] > 1 && a->strides[i] != b->strides[i])) return false;
+  return true;
+}
+
+nc_status nc_check_writable(const nc_tensor *dst) {
+  for (int i = 0; i < dst->ndim; i++)
+    if (dst->shape[i] > 1 && dst->strides[i] == 0)
+      return nc_error(NC_ERR_ARG, "cannot write into an expanded tensor (several elements share memory); "
+                                  "use contiguous() or clone() first");
+  return NC_OK;
+}
+
+bool nc_dtype_castable(nc_dtype from, nc_dtype to) {
+  if (nc_dtype_is_float(from)) return nc_dtype_is_float(to);
+  if (from == NC_BOOL) return true;
+  return to != NC_BOOL;
+}
+
+nc_status nc_check_dst(const nc_tensor *dst, int ndim, const int64_t *shape, nc_dtype res) {
+  bool same = dst->ndim == ndim;
+  for (int i = 0; same && i < ndim; i++) same = dst->shape[i] == shape[i];
+  if (!same) {
+    char a[128], b[128];
+    return nc_error(NC_ERR_SHAPE, "the destination has shape %s but the result has shape %s",
+                    nc_shape_str(dst->ndim, dst->shape, a, sizeof a), nc_shape_str(ndim, shape, b, sizeof b));
+  }
+  if (!nc_dtype_castable(res, dst->dtype))
+    return nc_error(NC_ERR_DTYPE, "result type %s can't be cast to the destination's %s", nc_dtype_name(res),
+                    nc_dtype_name(dst->dtype));
+  return nc_check_writable(dst);
+}
+
+nc_status nc_input_for(nc_tensor *x, nc_dtype dt, const nc_tensor *dst, nc_tensor **out) {
+  bool alias = dst && nc_tensors_overlap(x, dst) && !nc_same_layout(x, dst);
+  if (x->dtype == dt && !alias) {
+    *out = nc_tensor_retain(x);
+    return NC_OK;
+  }
+  return nc_to(x, nc_tensor_device(x), dt, out);
+}
+
+void nc_dtype_int_range(nc_dtype dt, int64_t *lo, int64_t *hi) {
+  switch (dt) {
+    case NC_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+    case NC_UINT8: *lo = 0, *hi = 255; break;
+    case NC_BOOL: *lo = 0, *hi = 1; break;
+    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+  }
+}
+
+nc_scalar nc_scalar_cast(nc_scalar s, nc_dtype dt) {
+  if (nc_dtype_is_float(dt)) return nc_scalar_float(s.is_int ? (double)s.i : s.f);
+  if (dt == NC_BOOL) return nc_scalar_int(s.is_int ? s.i != 0 : s.f != 0);
+  if (s.is_int) return s;
+  if (!isfinite(s.f)) return nc_scalar_int(0);
+  return nc_scalar_int(s.f >= 9.2e18 ? INT64_MAX : s.f <= -9.2e18 ? INT64_MIN : (int64_t)s.f);
+}
+
+nc_status nc_check_dim(int dim, int ndim) {
+  if (dim < 0 || dim >= (ndim ? ndim : 1))
+    return nc_error(NC_ERR_INDEX, "dim %d is out of range for a tensor with %d dims", dim + 1, ndim);
+  return NC_OK;
+}

@@ -1,0 +1,46 @@
+/* Helpers shared by the ops layer: shape strings for messages, device and destination checks,
+ * aliasing, dtype conversion of inputs, and dims. Internal to runtime/ops. */
+#ifndef NETCL_OPS_SUPPORT_H
+#define NETCL_OPS_SUPPORT_H
+
+#include "core/device_impl.h"
+#include "netcl/copy.h"
+#include "netcl/elementwise.h"
+
+/* "[2,3]" into buf (always terminated). Returns buf. */
+const char *nc_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+
+/* NC_ERR_DEVICE unless every non-NULL tensor lives on dev. */
+nc_status nc_check_devices(nc_device *dev, int n, nc_tensor *const *ts);
+
+/* Whether the memory a and b may touch overlaps (conservative: by extent). */
+bool nc_tensors_overlap(const nc_tensor *a, const nc_tensor *b);
+
+/* Same storage, offset, shape and strides: element i of one is element i of the other. */
+bool nc_same_layout(const nc_tensor *a, const nc_tensor *b);
+
+/* A destination must not be an expanded view (elements sharing memory). */
+nc_status nc_check_writable(const nc_tensor *dst);
+
+/* Whether a value of dtype from may be stored in to by an _into op (floats only in floats,
+ * integers in integers or floats, bool anywhere). */
+bool nc_dtype_castable(nc_dtype from, nc_dtype to);
+
+/* dst's shape must equal (ndim, shape) and dst must hold dtype res. */
+nc_status nc_check_dst(const nc_tensor *dst, int ndim, const int64_t *shape, nc_dtype res);
+
+/* x ready to be read while dst is written: x itself (retained) when it has dtype dt and does
+ * not overlap dst other than element for element; otherwise a contiguous copy in dt. dst may
+ * be NULL. */
+nc_status nc_input_for(nc_tensor *x, nc_dtype dt, const nc_tensor *dst, nc_tensor **out);
+
+/* s converted to a value dtype dt can hold (bool: 0/1; integers: truncated, nan -> 0). */
+nc_scalar nc_scalar_cast(nc_scalar s, nc_dtype dt);
+
+/* Range of an integer dtype (bool: 0..1). */
+void nc_dtype_int_range(nc_dtype dt, int64_t *lo, int64_t *hi);
+
+/* Dims: 0-based dim of ndim (NC_ERR_INDEX otherwise). */
+nc_status nc_check_dim(int dim, int ndim);
+
+#endif
