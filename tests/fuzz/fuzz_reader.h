@@ -17,7 +17,8 @@ static void fuzz_reset(void) { nc_error(NC_OK, "%s", ""); }
 /* A reader either succeeds or fails with a message. */
 static void fuzz_check_status(nc_status s) {
   fuzz_accepted = s == NC_OK;
-  if (s != NC_OK) fuzz_require(nc_last_error()[0] && strcmp(nc_last_error(), "no error") != 0, "a failure explains itself");
+  if (s != NC_OK)
+    fuzz_require(nc_last_error()[0] && strcmp(nc_last_error(), "no error") != 0, "a failure explains itself");
 }
 
 /* Every value of a tensor a reader returned can be read back. */

@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fuzz_touch(nc_safetensors_tensor(f, i));
     }
     for (size_t i = 0; i < nc_safetensors_metadata_count(f); i++)
-      fuzz_require(nc_safetensors_metadata_key(f, i) && nc_safetensors_metadata_value(f, i), "metadata entries are whole");
+      fuzz_require(nc_safetensors_metadata_key(f, i) && nc_safetensors_metadata_value(f, i),
+                   "metadata entries are whole");
     nc_safetensors_free(f);
   }
   return 0;
