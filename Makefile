@@ -49,8 +49,13 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr \
 	  --suppress=missingIncludeSystem -I runtime/include -I runtime -I bindings runtime bindings
 
+# Every benchmark prints JSON lines; they are also collected in tests/bench/out/.
 bench: build
-	$(BUILD)/bin/netcl-lua tests/bench/run.lua
+	@mkdir -p tests/bench/out
+	@for b in $(BUILD)/tests/bench/bench_*; do \
+	  echo "# $$b" >&2; $$b | tee tests/bench/out/$$(basename $$b).jsonl || exit 1; \
+	done
+	@if [ -f tests/bench/run.lua ]; then $(BUILD)/bin/netcl-lua tests/bench/run.lua; fi
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -9,7 +9,7 @@ nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t se
   cl_mem mo = nc_cl_mem(out);
   cl_long off = out->offset, n = nc_tensor_numel(out), clo = lo;
   cl_ulong sd = seed, of = offset, rg = range;
-  const size_t global = nc_cl_global_size(dev, n), ls = nc_cl_local_size(dev);
+  const size_t global = nc_cl_grid(dev, n), ls = nc_cl_local_size(dev);
   if (op == NC_OP_BERNOULLI) {
     NC_TRY(nc_cl_typed_kernel(dev, "random", "bernoulli", out->dtype, &k));
     nc_cl_layout lp;
