@@ -24,8 +24,8 @@ static void die(const char *what) {
   exit(1);
 }
 
-#define TRY(what, expr) \
-  do {                  \
+#define TRY(what, expr)             \
+  do {                              \
     if ((expr) != NC_OK) die(what); \
   } while (0)
 
@@ -39,10 +39,18 @@ typedef struct {
 
 static void run(bench_ctx *x, bench_op op) {
   switch (op) {
-    case OP_MEMCPY: memcpy(x->hb, x->ha, (size_t)N * sizeof(float)); break;
-    case OP_COPY: TRY("copy", nc_copy(x->c, x->a)); break;
-    case OP_ADD: TRY("add", nc_binary_into(NC_OP_ADD, x->c, nc_operand_tensor(x->a), nc_operand_tensor(x->b))); break;
-    case OP_SUM: TRY("sum", nc_reduce_into(NC_OP_SUM, x->s, x->a, 0, NULL, false, NULL)); break;
+    case OP_MEMCPY:
+      memcpy(x->hb, x->ha, (size_t)N * sizeof(float));
+      break;
+    case OP_COPY:
+      TRY("copy", nc_copy(x->c, x->a));
+      break;
+    case OP_ADD:
+      TRY("add", nc_binary_into(NC_OP_ADD, x->c, nc_operand_tensor(x->a), nc_operand_tensor(x->b)));
+      break;
+    case OP_SUM:
+      TRY("sum", nc_reduce_into(NC_OP_SUM, x->s, x->a, 0, NULL, false, NULL));
+      break;
   }
 }
 
@@ -61,11 +69,13 @@ static double best_time(bench_ctx *x, bench_op op) {
   return best;
 }
 
-static void emit(const nc_device_info *info, const char *name, double bytes, double t, const char *ref, double ref_gbps) {
+static void emit(const nc_device_info *info, const char *name, double bytes, double t, const char *ref,
+                 double ref_gbps) {
   double gbps = bytes / t / 1e9;
-  printf("{\"bench\": \"%s\", \"device\": \"%s\", \"device_name\": \"%s\", \"n\": %d, \"dtype\": \"float32\", "
-         "\"ms\": %.3f, \"gbps\": %.2f, \"reference\": \"%s\", \"reference_gbps\": %.2f, \"ratio\": %.3f}\n",
-         name, info->spec, info->name, N, t * 1e3, gbps, ref, ref_gbps, gbps / ref_gbps);
+  printf(
+      "{\"bench\": \"%s\", \"device\": \"%s\", \"device_name\": \"%s\", \"n\": %d, \"dtype\": \"float32\", "
+      "\"ms\": %.3f, \"gbps\": %.2f, \"reference\": \"%s\", \"reference_gbps\": %.2f, \"ratio\": %.3f}\n",
+      name, info->spec, info->name, N, t * 1e3, gbps, ref, ref_gbps, gbps / ref_gbps);
   fflush(stdout);
 }
 

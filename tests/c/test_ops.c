@@ -9,35 +9,35 @@
 
 static int failures, checks;
 
-#define EXPECT(cond)                                                            \
-  do {                                                                          \
-    checks++;                                                                   \
-    if (!(cond)) {                                                              \
-      failures++;                                                               \
-      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);       \
-    }                                                                           \
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    checks++;                                                             \
+    if (!(cond)) {                                                        \
+      failures++;                                                         \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                     \
   } while (0)
 
-#define EXPECT_OK(expr)                                                         \
-  do {                                                                          \
-    nc_status s_ = (expr);                                                      \
-    checks++;                                                                   \
-    if (s_ != NC_OK) {                                                          \
-      failures++;                                                               \
+#define EXPECT_OK(expr)                                                               \
+  do {                                                                                \
+    nc_status s_ = (expr);                                                            \
+    checks++;                                                                         \
+    if (s_ != NC_OK) {                                                                \
+      failures++;                                                                     \
       fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, nc_last_error()); \
-    }                                                                           \
+    }                                                                                 \
   } while (0)
 
 /* expr fails with status code and a message containing needle */
-#define EXPECT_ERR(expr, code, needle)                                          \
-  do {                                                                          \
-    nc_status s_ = (expr);                                                      \
-    checks++;                                                                   \
-    if (s_ != (code) || !strstr(nc_last_error(), needle)) {                     \
-      failures++;                                                               \
-      fprintf(stderr, "%s:%d: %s: expected %s '%s', got %s '%s'\n", __FILE__, __LINE__, #expr, #code, needle, \
-              nc_status_name(s_), nc_last_error());                             \
-    }                                                                           \
+#define EXPECT_ERR(expr, code, needle)                                                                \
+  do {                                                                                                \
+    nc_status s_ = (expr);                                                                            \
+    checks++;                                                                                         \
+    if (s_ != (code) || !strstr(nc_last_error(), needle)) {                                           \
+      failures++;                                                                                     \
+      fprintf(stderr, "%s:%d: %s: expected %s '%s', got %s '%s'\n", __FILE__, __LINE__, #expr, #code, \
+              needle, nc_status_name(s_), nc_last_error());                                           \
+    }                                                                                                 \
   } while (0)
 
 static nc_tensor *vec(nc_device *dev, nc_dtype dt, int n, const double *v) {
@@ -70,7 +70,8 @@ static void test_optable(void) {
   /* every backend implements every family */
   for (int i = 0; i < nc_device_count(); i++) {
     const nc_backend *b = nc_device_get(i)->backend;
-    EXPECT(b->unary && b->binary && b->where && b->reduce && b->scan && b->softmax && b->index && b->sort && b->sample);
+    EXPECT(b->unary && b->binary && b->where && b->reduce && b->scan && b->softmax && b->index && b->sort &&
+           b->sample);
   }
 }
 
@@ -83,7 +84,8 @@ static void test_promotion(void) {
   nc_tensor_empty(cpu, NC_UINT8, 1, &one, 0, &u8);
   nc_tensor_empty(cpu, NC_BOOL, 1, &one, 0, &b);
   nc_tensor_empty(cpu, NC_FLOAT32, 1, &one, 0, &f32);
-  nc_operand I = nc_operand_tensor(i32), U = nc_operand_tensor(u8), B = nc_operand_tensor(b), F = nc_operand_tensor(f32);
+  nc_operand I = nc_operand_tensor(i32), U = nc_operand_tensor(u8), B = nc_operand_tensor(b),
+             F = nc_operand_tensor(f32);
   nc_operand si = nc_operand_scalar(nc_scalar_int(3)), sf = nc_operand_scalar(nc_scalar_float(0.5));
   EXPECT_OK(nc_result_dtype(NC_OP_ADD, &I, &U, &d));
   EXPECT(d == NC_INT32);
@@ -106,7 +108,8 @@ static void test_promotion(void) {
   EXPECT_OK(nc_result_dtype(NC_OP_ISNAN, &F, NULL, &d));
   EXPECT(d == NC_BOOL);
   EXPECT_ERR(nc_result_dtype(NC_OP_SUB, &B, &B, &d), NC_ERR_DTYPE, "sub does not take bool tensors");
-  EXPECT(nc_dtype_promote(NC_UINT8, NC_BOOL) == NC_UINT8 && nc_dtype_promote(NC_INT64, NC_FLOAT32) == NC_FLOAT32);
+  EXPECT(nc_dtype_promote(NC_UINT8, NC_BOOL) == NC_UINT8 &&
+         nc_dtype_promote(NC_INT64, NC_FLOAT32) == NC_FLOAT32);
   nc_tensor_release(i32), nc_tensor_release(u8), nc_tensor_release(b), nc_tensor_release(f32);
 }
 
@@ -117,7 +120,8 @@ static void test_broadcast(void) {
   EXPECT_OK(nc_broadcast_shapes(3, a, 2, b, &nd, out));
   EXPECT(nd == 3 && out[0] == 2 && out[1] == 4 && out[2] == 3);
   const int64_t x[] = {2, 3};
-  EXPECT_ERR(nc_broadcast_shapes(2, x, 1, c, &nd, out), NC_ERR_SHAPE, "shapes [2,3] and [4] cannot be broadcast");
+  EXPECT_ERR(nc_broadcast_shapes(2, x, 1, c, &nd, out), NC_ERR_SHAPE,
+             "shapes [2,3] and [4] cannot be broadcast");
 }
 
 /* One computation per family on dev. */
@@ -159,7 +163,8 @@ static void test_device(nc_device *dev) {
 
   EXPECT_OK(nc_softmax(NC_OP_LOG_SOFTMAX, m, 1, &r));
   values(r, got, 4);
-  EXPECT(fabs(got[0] + log(1 + exp(-3.0))) < 1e-6 && fabs(got[1] + log(1 + exp(3.0))) < 1e-5); /* row [1, -2] */
+  EXPECT(fabs(got[0] + log(1 + exp(-3.0))) < 1e-6 &&
+         fabs(got[1] + log(1 + exp(3.0))) < 1e-5); /* row [1, -2] */
   nc_tensor_release(r);
 
   EXPECT_OK(nc_sort(a, 0, true, &r, &i));
@@ -193,7 +198,8 @@ static void test_device(nc_device *dev) {
   EXPECT_ERR(nc_index_select(a, 0, bad, &r), NC_ERR_INDEX, "index 4 is out of range for dim 1 of size 4");
   int bad_dim = 2;
   EXPECT_ERR(nc_reduce(NC_OP_SUM, m, 1, &bad_dim, false, NULL, &r), NC_ERR_INDEX, "dim 3 is out of range");
-  EXPECT_ERR(nc_binary(NC_OP_ADD, nc_operand_tensor(m), nc_operand_tensor(b), &r), NC_ERR_SHAPE, "shapes [2,2] and [4] cannot be broadcast");
+  EXPECT_ERR(nc_binary(NC_OP_ADD, nc_operand_tensor(m), nc_operand_tensor(b), &r), NC_ERR_SHAPE,
+             "shapes [2,2] and [4] cannot be broadcast");
   nc_tensor_release(fidx), nc_tensor_release(bad), nc_tensor_release(idx);
   nc_tensor_release(m), nc_tensor_release(a), nc_tensor_release(b);
 }

@@ -20,9 +20,17 @@ static nc_status general(const char *prefix, nc_dtype kdt, nc_op op, nc_tensor *
   nc_cl_scalar sa, sb;
   cl_int cop = (cl_int)op, mode = (a->t ? 0 : 1) | (b->t ? 0 : 2);
   cl_long n = nc_tensor_numel(out);
-  nc_cl_arg args[] = {NC_CL_ARG(cop),  NC_CL_ARG(mo), NC_CL_ARG(l[0]), NC_CL_ARG(ma), NC_CL_ARG(l[1]), NC_CL_ARG(mb),
-                      NC_CL_ARG(l[2]), nc_cl_scalar_arg(kdt, &a->s, &sa), nc_cl_scalar_arg(kdt, &b->s, &sb),
-                      NC_CL_ARG(mode), NC_CL_ARG(n)};
+  nc_cl_arg args[] = {NC_CL_ARG(cop),
+                      NC_CL_ARG(mo),
+                      NC_CL_ARG(l[0]),
+                      NC_CL_ARG(ma),
+                      NC_CL_ARG(l[1]),
+                      NC_CL_ARG(mb),
+                      NC_CL_ARG(l[2]),
+                      nc_cl_scalar_arg(kdt, &a->s, &sa),
+                      nc_cl_scalar_arg(kdt, &b->s, &sb),
+                      NC_CL_ARG(mode),
+                      NC_CL_ARG(n)};
   return nc_cl_launch(dev, k, 11, args, nc_cl_grid(dev, n), nc_cl_local_size(dev));
 }
 
@@ -68,11 +76,15 @@ nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sca
   }
   const nc_scalar zero = nc_scalar_int(0);
   nc_cl_scalar p0, p1;
-  nc_cl_arg lo = nc_cl_scalar_arg(x->dtype, p ? &p[0] : &zero, &p0), hi = nc_cl_scalar_arg(x->dtype, p ? &p[1] : &zero, &p1);
+  nc_cl_arg lo = nc_cl_scalar_arg(x->dtype, p ? &p[0] : &zero, &p0),
+            hi = nc_cl_scalar_arg(x->dtype, p ? &p[1] : &zero, &p1);
   const cl_long n = nc_tensor_numel(out);
   if (contiguous(out) && contiguous(x)) {
-    fast_call c = {.mem = {nc_cl_mem(out), nc_cl_mem(x)}, .off = {out->offset, x->offset}, .nt = 2,
-                   .extra = {lo, hi}, .nextra = 2};
+    fast_call c = {.mem = {nc_cl_mem(out), nc_cl_mem(x)},
+                   .off = {out->offset, x->offset},
+                   .nt = 2,
+                   .extra = {lo, hi},
+                   .nextra = 2};
     return fast(dev, op, x->dtype, &c, n);
   }
   cl_kernel k;
@@ -82,7 +94,8 @@ nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sca
   nc_cl_layouts(2, ts, l);
   cl_mem mo = nc_cl_mem(out), mx = nc_cl_mem(x);
   cl_int cop = (cl_int)op;
-  nc_cl_arg args[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(l[0]), NC_CL_ARG(mx), NC_CL_ARG(l[1]), lo, hi, NC_CL_ARG(n)};
+  nc_cl_arg args[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(l[0]), NC_CL_ARG(mx), NC_CL_ARG(l[1]), lo, hi,
+                      NC_CL_ARG(n)};
   return nc_cl_launch(dev, k, 8, args, nc_cl_grid(dev, n), nc_cl_local_size(dev));
 }
 
@@ -95,11 +108,12 @@ nc_status nc_cl_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_o
   nc_cl_scalar sa, sb;
   cl_int mode = (a->t ? 0 : 1) | (b->t ? 0 : 2);
   cl_mem mo = nc_cl_mem(out);
-  fast_call c = {.mem = {mo, a->t ? nc_cl_mem(a->t) : mo, b->t ? nc_cl_mem(b->t) : mo},
-                 .off = {out->offset, a->t ? a->t->offset : out->offset, b->t ? b->t->offset : out->offset},
-                 .nt = 3,
-                 .extra = {nc_cl_scalar_arg(dt, &a->s, &sa), nc_cl_scalar_arg(dt, &b->s, &sb), NC_CL_ARG(mode)},
-                 .nextra = 3};
+  fast_call c = {
+      .mem = {mo, a->t ? nc_cl_mem(a->t) : mo, b->t ? nc_cl_mem(b->t) : mo},
+      .off = {out->offset, a->t ? a->t->offset : out->offset, b->t ? b->t->offset : out->offset},
+      .nt = 3,
+      .extra = {nc_cl_scalar_arg(dt, &a->s, &sa), nc_cl_scalar_arg(dt, &b->s, &sb), NC_CL_ARG(mode)},
+      .nextra = 3};
   return fast(dev, op, dt, &c, nc_tensor_numel(out));
 }
 
@@ -111,13 +125,22 @@ nc_status nc_cl_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a
   const nc_tensor *ts[4] = {out, cond, a->t, b->t};
   nc_cl_layout l[4];
   nc_cl_layouts(4, ts, l);
-  cl_mem mo = nc_cl_mem(out), mc = nc_cl_mem(cond), ma = a->t ? nc_cl_mem(a->t) : mo, mb = b->t ? nc_cl_mem(b->t) : mo;
+  cl_mem mo = nc_cl_mem(out), mc = nc_cl_mem(cond), ma = a->t ? nc_cl_mem(a->t) : mo,
+         mb = b->t ? nc_cl_mem(b->t) : mo;
   nc_cl_scalar sa, sb;
   cl_int mode = (a->t ? 0 : 1) | (b->t ? 0 : 2);
   cl_long n = nc_tensor_numel(out);
-  nc_cl_arg args[] = {NC_CL_ARG(mo),   NC_CL_ARG(l[0]), NC_CL_ARG(mc), NC_CL_ARG(l[1]),
-                      NC_CL_ARG(ma),   NC_CL_ARG(l[2]), NC_CL_ARG(mb), NC_CL_ARG(l[3]),
-                      nc_cl_scalar_arg(out->dtype, &a->s, &sa), nc_cl_scalar_arg(out->dtype, &b->s, &sb),
-                      NC_CL_ARG(mode), NC_CL_ARG(n)};
+  nc_cl_arg args[] = {NC_CL_ARG(mo),
+                      NC_CL_ARG(l[0]),
+                      NC_CL_ARG(mc),
+                      NC_CL_ARG(l[1]),
+                      NC_CL_ARG(ma),
+                      NC_CL_ARG(l[2]),
+                      NC_CL_ARG(mb),
+                      NC_CL_ARG(l[3]),
+                      nc_cl_scalar_arg(out->dtype, &a->s, &sa),
+                      nc_cl_scalar_arg(out->dtype, &b->s, &sb),
+                      NC_CL_ARG(mode),
+                      NC_CL_ARG(n)};
   return nc_cl_launch(dev, k, 12, args, nc_cl_grid(dev, n), nc_cl_local_size(dev));
 }
