@@ -101,6 +101,11 @@ size_t nc_cl_grid(nc_device *dev, int64_t n);
  * kernel once per work-group size), a power of two, at most 256. */
 size_t nc_cl_local_size(nc_device *dev);
 
+/* The work-group size for kernel k: nc_cl_local_size, lowered to the largest power of two the
+ * kernel itself allows (a kernel using many registers or much local memory may allow fewer
+ * items than the device). */
+size_t nc_cl_kernel_local_size(nc_device *dev, cl_kernel k);
+
 /* NC_ERR_UNSUPPORTED for float64 on a device without cl_khr_fp64. */
 nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt);
 
