@@ -189,6 +189,10 @@ static const nc_backend cpu_backend = {
     .index = nc_cpu_index,
     .sort = nc_cpu_sort,
     .sample = nc_cpu_sample,
+    .sgd_step = nc_cpu_sgd_step,
+    .rmsprop_step = nc_cpu_rmsprop_step,
+    .adam_step = nc_cpu_adam_step,
+    .sum_squares = nc_cpu_sum_squares,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

@@ -177,4 +177,8 @@ const nc_backend nc_opencl_backend = {
     .index = nc_cl_index,
     .sort = nc_cl_sort,
     .sample = nc_cl_sample,
+    .sgd_step = nc_cl_sgd_step,
+    .rmsprop_step = nc_cl_rmsprop_step,
+    .adam_step = nc_cl_adam_step,
+    .sum_squares = nc_cl_sum_squares,
 };

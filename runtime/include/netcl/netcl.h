@@ -18,6 +18,7 @@
 #include "index.h"
 #include "join.h"
 #include "sort.h"
+#include "optim.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
