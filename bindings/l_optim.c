@@ -23,7 +23,9 @@ static double num_at(lua_State *L, int idx, lua_Integer i, const char *name) {
   lua_geti(L, idx, i);
   int isnum;
   double v = lua_tonumberx(L, -1, &isnum);
-  if (!isnum) nc_lua_errorf(L, "%s: %s[%lld] must be a number, got %s", FNAME, name, (long long)i, luaL_typename(L, -1));
+  if (!isnum)
+    nc_lua_errorf(L, "%s: %s[%lld] must be a number, got %s", FNAME, name, (long long)i,
+                  luaL_typename(L, -1));
   lua_pop(L, 1);
   return v;
 }
@@ -40,7 +42,8 @@ static nc_tensor *opt_tensor(lua_State *L, int idx) {
 }
 
 static int l_sgd_step(lua_State *L) {
-  nc_tensor *p = nc_lua_checktensor_f(L, 1, FNAME), *g = nc_lua_checktensor_f(L, 2, FNAME), *b = opt_tensor(L, 3);
+  nc_tensor *p = nc_lua_checktensor_f(L, 1, FNAME), *g = nc_lua_checktensor_f(L, 2, FNAME),
+            *b = opt_tensor(L, 3);
   const bool first = lua_toboolean(L, 4);
   luaL_checktype(L, 5, LUA_TTABLE);
   const nc_sgd_options o = {
@@ -72,12 +75,14 @@ static int l_rmsprop_step(lua_State *L) {
 
 static int l_adam_step(lua_State *L) {
   nc_tensor *p = nc_lua_checktensor_f(L, 1, FNAME), *g = nc_lua_checktensor_f(L, 2, FNAME);
-  nc_tensor *m1 = nc_lua_checktensor_f(L, 3, FNAME), *m2 = nc_lua_checktensor_f(L, 4, FNAME), *mx = opt_tensor(L, 5);
+  nc_tensor *m1 = nc_lua_checktensor_f(L, 3, FNAME), *m2 = nc_lua_checktensor_f(L, 4, FNAME),
+            *mx = opt_tensor(L, 5);
   const lua_Integer step = luaL_checkinteger(L, 6);
   const bool decoupled = lua_toboolean(L, 7);
   luaL_checktype(L, 8, LUA_TTABLE);
   if (lua_getfield(L, 8, "betas") != LUA_TTABLE)
-    return nc_lua_errorf(L, "%s: option 'betas' must be a table of two numbers, got %s", FNAME, luaL_typename(L, -1));
+    return nc_lua_errorf(L, "%s: option 'betas' must be a table of two numbers, got %s", FNAME,
+                         luaL_typename(L, -1));
   const int betas = lua_gettop(L);
   const nc_adam_options o = {
       .lr = num_field(L, 8, "lr"),
@@ -119,12 +124,9 @@ static int l_state_new(lua_State *L) {
 }
 
 void nc_lua_add_optim(lua_State *L) {
-  static const luaL_Reg fns[] = {{"sgd_step", l_sgd_step},
-                                 {"rmsprop_step", l_rmsprop_step},
-                                 {"adam_step", l_adam_step},
-                                 {"clip_grad_norm", l_clip_grad_norm},
-                                 {"state_new", l_state_new},
-                                 {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"sgd_step", l_sgd_step},   {"rmsprop_step", l_rmsprop_step},
+                                 {"adam_step", l_adam_step}, {"clip_grad_norm", l_clip_grad_norm},
+                                 {"state_new", l_state_new}, {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "_optim");
 }

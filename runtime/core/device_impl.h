@@ -32,7 +32,8 @@ typedef struct {
 } nc_rmsprop_kernel_args;
 
 typedef struct {
-  double neg_step_size, weight_decay, decay, one_minus_beta1, beta2, one_minus_beta2, eps, bias_correction2_sqrt;
+  double neg_step_size, weight_decay, decay, one_minus_beta1, beta2, one_minus_beta2, eps,
+      bias_correction2_sqrt;
   bool use_weight_decay, decoupled, amsgrad;
 } nc_adam_kernel_args;
 
@@ -96,15 +97,15 @@ typedef struct nc_backend {
    * BERNOULLI: out (p's dtype, float32 or float64) = u < p[i] (p: out's shape, any layout),
    * with u from word 0 (24 bits) for float32 and words 0-1 (53 bits) for float64.
    * RANDINT: out (int64) = lo + (w1:w0 mod range), range > 0. */
-  nc_status (*sample)(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
-                      uint64_t range);
+  nc_status (*sample)(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset,
+                      int64_t lo, uint64_t range);
   /* Fused optimizer updates: param and state contiguous, grad contiguous and not overlapping
    * them, all of param's shape and dtype (float32 or float64); a state pointer is NULL exactly
    * when its flag in the args is off (buf: use_momentum; grad_avg: centered; max_exp_avg_sq:
    * amsgrad). */
   nc_status (*sgd_step)(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf, const nc_sgd_kernel_args *a);
-  nc_status (*rmsprop_step)(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg, nc_tensor *grad_avg,
-                            nc_tensor *buf, const nc_rmsprop_kernel_args *a);
+  nc_status (*rmsprop_step)(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
+                            nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a);
   nc_status (*adam_step)(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
                          nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
   /* Sum of the squares of x (float32 or float64, any layout) as NC_SUM_SQUARES_PARTS partial
@@ -116,7 +117,7 @@ typedef struct nc_backend {
 struct nc_device {
   nc_device_info info;
   const nc_backend *backend;
-  void *impl; /* backend state */
+  void *impl;                 /* backend state */
   struct nc_pool *pool;       /* BufferPool */
   struct nc_pool *persistent; /* PersistentBufferPool */
   pthread_mutex_t lock;       /* serializes launches from several threads */

@@ -18,12 +18,14 @@ static nc_status check_same(const char *op, const char *what, const nc_tensor *p
   for (int i = 0; same && i < t->ndim; i++) same = t->shape[i] == param->shape[i];
   if (!same)
     return nc_error(NC_ERR_SHAPE, "%s: %s has shape %s but the parameter has shape %s", op, what,
-                    nc_shape_str(t->ndim, t->shape, a, sizeof a), nc_shape_str(param->ndim, param->shape, b, sizeof b));
+                    nc_shape_str(t->ndim, t->shape, a, sizeof a),
+                    nc_shape_str(param->ndim, param->shape, b, sizeof b));
   if (t->dtype != param->dtype)
     return nc_error(NC_ERR_DTYPE, "%s: %s is %s but the parameter is %s", op, what, nc_dtype_name(t->dtype),
                     nc_dtype_name(param->dtype));
   nc_tensor *ts[1] = {(nc_tensor *)t};
-  if (nc_check_devices(nc_tensor_device(param), 1, ts) != NC_OK) return nc_error_prefix(NC_ERR_DEVICE, "%s: %s", op, what);
+  if (nc_check_devices(nc_tensor_device(param), 1, ts) != NC_OK)
+    return nc_error_prefix(NC_ERR_DEVICE, "%s: %s", op, what);
   return NC_OK;
 }
 
@@ -45,7 +47,8 @@ static nc_status add_written(const char *op, written_set *w, const char *name, n
   /* The kernels index every written tensor by the same flat position. */
   if (!nc_tensor_is_contiguous(t)) return nc_error(NC_ERR_ARG, "%s: %s must be contiguous", op, name);
   for (int i = 0; i < w->n; i++)
-    if (nc_tensors_overlap(w->t[i], t)) return nc_error(NC_ERR_ARG, "%s: %s and %s share memory", op, w->name[i], name);
+    if (nc_tensors_overlap(w->t[i], t))
+      return nc_error(NC_ERR_ARG, "%s: %s and %s share memory", op, w->name[i], name);
   w->t[w->n] = t;
   w->name[w->n++] = name;
   return NC_OK;
@@ -56,7 +59,8 @@ static nc_status add_written(const char *op, written_set *w, const char *name, n
 static nc_status prepare(const char *op, written_set *w, nc_tensor *param, nc_tensor *grad, nc_tensor **g) {
   if (!param || !grad) return nc_error(NC_ERR_ARG, "%s: %s is missing", op, param ? "grad" : "param");
   if (param->dtype != NC_FLOAT32 && param->dtype != NC_FLOAT64)
-    return nc_error(NC_ERR_DTYPE, "%s: parameters must be float32 or float64, got %s", op, nc_dtype_name(param->dtype));
+    return nc_error(NC_ERR_DTYPE, "%s: parameters must be float32 or float64, got %s", op,
+                    nc_dtype_name(param->dtype));
   NC_TRY(add_written(op, w, "param", param, true, ""));
   NC_TRY(check_same(op, "grad", param, grad));
   bool clear = nc_tensor_is_contiguous(grad);
@@ -73,7 +77,8 @@ static void bump_all(written_set *w) {
 }
 
 static nc_status backend_entry(const char *op, nc_device *dev, bool has_entry) {
-  if (!has_entry) return nc_error(NC_ERR_UNSUPPORTED, "%s: the %s backend has no fused update", op, dev->backend->name);
+  if (!has_entry)
+    return nc_error(NC_ERR_UNSUPPORTED, "%s: the %s backend has no fused update", op, dev->backend->name);
   return NC_OK;
 }
 
@@ -85,8 +90,10 @@ nc_status nc_sgd_step(nc_tensor *param, nc_tensor *grad, nc_tensor *momentum_buf
   NC_TRY(check_nonneg(op, "dampening", o->dampening));
   NC_TRY(check_nonneg(op, "weight_decay", o->weight_decay));
   if (o->nesterov && (o->momentum <= 0 || o->dampening != 0))
-    return nc_error(NC_ERR_ARG, "%s: nesterov momentum requires momentum > 0 and zero dampening (momentum %g, "
-                                "dampening %g)", op, o->momentum, o->dampening);
+    return nc_error(NC_ERR_ARG,
+                    "%s: nesterov momentum requires momentum > 0 and zero dampening (momentum %g, "
+                    "dampening %g)",
+                    op, o->momentum, o->dampening);
   const bool use_momentum = o->momentum != 0;
   written_set w = {0};
   nc_tensor *g = NULL;
@@ -154,8 +161,10 @@ nc_status nc_adam_step(nc_tensor *param, nc_tensor *grad, nc_tensor *exp_avg, nc
   NC_TRY(check_nonneg(op, "lr", o->lr));
   NC_TRY(check_nonneg(op, "eps", o->eps));
   NC_TRY(check_nonneg(op, "weight_decay", o->weight_decay));
-  if (!(o->beta1 >= 0 && o->beta1 < 1)) return nc_error(NC_ERR_ARG, "%s: beta1 must be in [0, 1), got %g", op, o->beta1);
-  if (!(o->beta2 >= 0 && o->beta2 < 1)) return nc_error(NC_ERR_ARG, "%s: beta2 must be in [0, 1), got %g", op, o->beta2);
+  if (!(o->beta1 >= 0 && o->beta1 < 1))
+    return nc_error(NC_ERR_ARG, "%s: beta1 must be in [0, 1), got %g", op, o->beta1);
+  if (!(o->beta2 >= 0 && o->beta2 < 1))
+    return nc_error(NC_ERR_ARG, "%s: beta2 must be in [0, 1), got %g", op, o->beta2);
   if (o->step < 1) return nc_error(NC_ERR_ARG, "%s: step must be >= 1, got %lld", op, (long long)o->step);
   written_set w = {0};
   nc_tensor *g = NULL;
@@ -230,7 +239,8 @@ nc_status nc_clip_grad_norm(int n, nc_tensor *const *grads, double max_norm, dou
     return s;
   }
   double sum = 0;
-  for (int64_t j = 0; j < count; j++) sum += pdt == NC_FLOAT64 ? ((const double *)host)[j] : ((const float *)host)[j];
+  for (int64_t j = 0; j < count; j++)
+    sum += pdt == NC_FLOAT64 ? ((const double *)host)[j] : ((const float *)host)[j];
   free(host);
   const double total = sqrt(sum);
   *total_norm = total;
@@ -239,14 +249,16 @@ nc_status nc_clip_grad_norm(int n, nc_tensor *const *grads, double max_norm, dou
   if (coef >= 1.0) return NC_OK;
   for (int i = 0; i < n; i++) {
     if (!grads[i] || nc_tensor_numel(grads[i]) == 0) continue;
-    NC_TRY(nc_binary_into(NC_OP_MUL, grads[i], nc_operand_tensor(grads[i]), nc_operand_scalar(nc_scalar_float(coef))));
+    NC_TRY(nc_binary_into(NC_OP_MUL, grads[i], nc_operand_tensor(grads[i]),
+                          nc_operand_scalar(nc_scalar_float(coef))));
   }
   return NC_OK;
 }
 
 nc_status nc_optim_state_new(const nc_tensor *like, nc_tensor **out) {
   nc_tensor *t;
-  NC_TRY(nc_tensor_empty(nc_tensor_device(like), like->dtype, like->ndim, like->shape, NC_ALLOC_PERSISTENT, &t));
+  NC_TRY(
+      nc_tensor_empty(nc_tensor_device(like), like->dtype, like->ndim, like->shape, NC_ALLOC_PERSISTENT, &t));
   nc_status s = nc_fill(t, 0.0);
   if (s != NC_OK) {
     nc_tensor_release(t);

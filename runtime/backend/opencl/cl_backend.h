@@ -101,13 +101,15 @@ typedef union {
 nc_cl_arg nc_cl_scalar_arg(nc_dtype dt, const nc_scalar *s, nc_cl_scalar *store);
 
 /* Kernel "<prefix>_<dtype name>" of a program. */
-nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt, cl_kernel *out);
+nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt,
+                             cl_kernel *out);
 
 /* The cl_mem under a tensor. */
 static inline cl_mem nc_cl_mem(const nc_tensor *t) { return (cl_mem)nc_storage_handle(t->storage); }
 
 /* Staging (cl_staging.c): asynchronous host-to-device writes through pinned buffers. */
-nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src, size_t n);
+nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src,
+                              size_t n);
 void nc_cl_staging_free(nc_cl_device *cd);
 uint64_t nc_cl_staging_bytes(nc_cl_device *cd);
 
@@ -123,11 +125,12 @@ nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x);
 nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x);
 nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim);
 nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
-nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
-                       uint64_t range);
-nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf, const nc_sgd_kernel_args *a);
-nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg, nc_tensor *grad_avg,
-                             nc_tensor *buf, const nc_rmsprop_kernel_args *a);
+nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset,
+                       int64_t lo, uint64_t range);
+nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
+                         const nc_sgd_kernel_args *a);
+nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
+                             nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a);
 nc_status nc_cl_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
                           nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
 nc_status nc_cl_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x);

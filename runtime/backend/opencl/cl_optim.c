@@ -21,53 +21,76 @@ typedef struct {
   cl_long off;
 } buf_arg;
 
-/* A tensor's buffer and offset; an absent state gets param's, which its kernel never touches
- * (its flag is off). */
-static buf_arg buf_of(const nc_tensor *t, const nc_tensor *stand_in) {
-  const nc_tensor *u = t ? t : stand_in;
-  return (buf_arg){nc_cl_mem(u), u->offset};
-}
+static buf_arg buf_of(const nc_tensor *t) { return (buf_arg){nc_cl_mem(t), t->offset}; }
+
+/* An optional state's buffer; an absent one gets the parameter's, which the kernel never
+ * touches (its flag is off). */
+static buf_arg state_of(const nc_tensor *t, const nc_tensor *param) { return buf_of(t ? t : param); }
 
 static nc_status kernel(nc_device *dev, const char *prefix, nc_dtype dt, cl_kernel *k) {
   NC_TRY(nc_cl_check_dtype(dev, dt));
   return nc_cl_typed_kernel(dev, "optim", prefix, dt, k);
 }
 
-nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf, const nc_sgd_kernel_args *a) {
+nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
+                         const nc_sgd_kernel_args *a) {
   nc_device *dev = nc_tensor_device(param);
   const nc_dtype dt = param->dtype;
   cl_kernel k;
   NC_TRY(kernel(dev, "sgd", dt, &k));
-  buf_arg p = buf_of(param, NULL), g = buf_of(grad, NULL), b = buf_of(buf, param);
+  buf_arg p = buf_of(param), g = buf_of(grad), b = state_of(buf, param);
   cl_long n = nc_tensor_numel(param);
   cl_int use_wd = a->use_weight_decay, mode = !a->use_momentum ? 0 : a->first ? 1 : 2, nest = a->nesterov;
   real_arg r[4];
-  nc_cl_arg args[] = {NC_CL_ARG(p.mem), NC_CL_ARG(p.off), NC_CL_ARG(g.mem), NC_CL_ARG(g.off),
-                      NC_CL_ARG(b.mem), NC_CL_ARG(b.off), NC_CL_ARG(n),
-                      real(dt, a->neg_lr, &r[0]), real(dt, a->weight_decay, &r[1]), real(dt, a->momentum, &r[2]),
+  nc_cl_arg args[] = {NC_CL_ARG(p.mem),
+                      NC_CL_ARG(p.off),
+                      NC_CL_ARG(g.mem),
+                      NC_CL_ARG(g.off),
+                      NC_CL_ARG(b.mem),
+                      NC_CL_ARG(b.off),
+                      NC_CL_ARG(n),
+                      real(dt, a->neg_lr, &r[0]),
+                      real(dt, a->weight_decay, &r[1]),
+                      real(dt, a->momentum, &r[2]),
                       real(dt, a->one_minus_dampening, &r[3]),
-                      NC_CL_ARG(use_wd), NC_CL_ARG(mode), NC_CL_ARG(nest)};
+                      NC_CL_ARG(use_wd),
+                      NC_CL_ARG(mode),
+                      NC_CL_ARG(nest)};
   return nc_cl_launch(dev, k, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }
 
-nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg, nc_tensor *grad_avg,
-                             nc_tensor *buf, const nc_rmsprop_kernel_args *a) {
+nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
+                             nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a) {
   nc_device *dev = nc_tensor_device(param);
   const nc_dtype dt = param->dtype;
   cl_kernel k;
   NC_TRY(kernel(dev, "rmsprop", dt, &k));
-  buf_arg p = buf_of(param, NULL), g = buf_of(grad, NULL), sq = buf_of(square_avg, NULL),
-          ga = buf_of(grad_avg, param), b = buf_of(buf, param);
+  buf_arg p = buf_of(param), g = buf_of(grad), sq = buf_of(square_avg), ga = state_of(grad_avg, param),
+          b = state_of(buf, param);
   cl_long n = nc_tensor_numel(param);
   cl_int use_wd = a->use_weight_decay, centered = a->centered, use_mom = a->use_momentum;
   real_arg r[6];
-  nc_cl_arg args[] = {NC_CL_ARG(p.mem), NC_CL_ARG(p.off), NC_CL_ARG(g.mem), NC_CL_ARG(g.off),
-                      NC_CL_ARG(sq.mem), NC_CL_ARG(sq.off), NC_CL_ARG(ga.mem), NC_CL_ARG(ga.off),
-                      NC_CL_ARG(b.mem), NC_CL_ARG(b.off), NC_CL_ARG(n),
-                      real(dt, a->neg_lr, &r[0]), real(dt, a->weight_decay, &r[1]), real(dt, a->alpha, &r[2]),
-                      real(dt, a->one_minus_alpha, &r[3]), real(dt, a->eps, &r[4]), real(dt, a->momentum, &r[5]),
-                      NC_CL_ARG(use_wd), NC_CL_ARG(centered), NC_CL_ARG(use_mom)};
+  nc_cl_arg args[] = {NC_CL_ARG(p.mem),
+                      NC_CL_ARG(p.off),
+                      NC_CL_ARG(g.mem),
+                      NC_CL_ARG(g.off),
+                      NC_CL_ARG(sq.mem),
+                      NC_CL_ARG(sq.off),
+                      NC_CL_ARG(ga.mem),
+                      NC_CL_ARG(ga.off),
+                      NC_CL_ARG(b.mem),
+                      NC_CL_ARG(b.off),
+                      NC_CL_ARG(n),
+                      real(dt, a->neg_lr, &r[0]),
+                      real(dt, a->weight_decay, &r[1]),
+                      real(dt, a->alpha, &r[2]),
+                      real(dt, a->one_minus_alpha, &r[3]),
+                      real(dt, a->eps, &r[4]),
+                      real(dt, a->momentum, &r[5]),
+                      NC_CL_ARG(use_wd),
+                      NC_CL_ARG(centered),
+                      NC_CL_ARG(use_mom)};
   return nc_cl_launch(dev, k, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }
@@ -78,19 +101,32 @@ nc_status nc_cl_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *ex
   const nc_dtype dt = param->dtype;
   cl_kernel k;
   NC_TRY(kernel(dev, "adam", dt, &k));
-  buf_arg p = buf_of(param, NULL), g = buf_of(grad, NULL), m1 = buf_of(exp_avg, NULL), m2 = buf_of(exp_avg_sq, NULL),
-          mx = buf_of(max_exp_avg_sq, param);
+  buf_arg p = buf_of(param), g = buf_of(grad), m1 = buf_of(exp_avg), m2 = buf_of(exp_avg_sq),
+          mx = state_of(max_exp_avg_sq, param);
   cl_long n = nc_tensor_numel(param);
   cl_int decay = !a->use_weight_decay ? 0 : a->decoupled ? 2 : 1, ams = a->amsgrad;
   real_arg r[8];
-  nc_cl_arg args[] = {NC_CL_ARG(p.mem), NC_CL_ARG(p.off), NC_CL_ARG(g.mem), NC_CL_ARG(g.off),
-                      NC_CL_ARG(m1.mem), NC_CL_ARG(m1.off), NC_CL_ARG(m2.mem), NC_CL_ARG(m2.off),
-                      NC_CL_ARG(mx.mem), NC_CL_ARG(mx.off), NC_CL_ARG(n),
-                      real(dt, a->neg_step_size, &r[0]), real(dt, a->weight_decay, &r[1]), real(dt, a->decay, &r[2]),
-                      real(dt, a->one_minus_beta1, &r[3]), real(dt, a->beta2, &r[4]),
-                      real(dt, a->one_minus_beta2, &r[5]), real(dt, a->eps, &r[6]),
+  nc_cl_arg args[] = {NC_CL_ARG(p.mem),
+                      NC_CL_ARG(p.off),
+                      NC_CL_ARG(g.mem),
+                      NC_CL_ARG(g.off),
+                      NC_CL_ARG(m1.mem),
+                      NC_CL_ARG(m1.off),
+                      NC_CL_ARG(m2.mem),
+                      NC_CL_ARG(m2.off),
+                      NC_CL_ARG(mx.mem),
+                      NC_CL_ARG(mx.off),
+                      NC_CL_ARG(n),
+                      real(dt, a->neg_step_size, &r[0]),
+                      real(dt, a->weight_decay, &r[1]),
+                      real(dt, a->decay, &r[2]),
+                      real(dt, a->one_minus_beta1, &r[3]),
+                      real(dt, a->beta2, &r[4]),
+                      real(dt, a->one_minus_beta2, &r[5]),
+                      real(dt, a->eps, &r[6]),
                       real(dt, a->bias_correction2_sqrt, &r[7]),
-                      NC_CL_ARG(decay), NC_CL_ARG(ams)};
+                      NC_CL_ARG(decay),
+                      NC_CL_ARG(ams)};
   return nc_cl_launch(dev, k, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }
