@@ -49,8 +49,11 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr \
 	  --suppress=missingIncludeSystem -I runtime/include -I runtime -I bindings runtime bindings
 
-bench: build
-	$(BUILD)/bin/netcl-lua tests/bench/run.lua
+# Benchmarks want an optimized build of their own: `make bench` or `make bench BENCH=gemm`.
+bench: deps
+	cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build build-release -j$(JOBS)
+	build-release/bin/netcl-lua tests/bench/run.lua $(BENCH)
 
 clean:
 	rm -rf $(BUILD) build-asan

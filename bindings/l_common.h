@@ -68,6 +68,8 @@ void nc_lua_add_creation(lua_State *L);
 /* Ops (l_ops.c and the per-family files it calls): module functions, Tensor methods and the
  * arithmetic metamethods. Runs after nc_lua_add_tensor (it extends the Tensor metatable). */
 void nc_lua_add_ops(lua_State *L);
+void nc_lua_add_text(lua_State *L);
+void nc_lua_add_linalg(lua_State *L);
 /* netcl.core._optim: the fused optimizer updates behind netcl.optim (l_optim.c). */
 void nc_lua_add_optim(lua_State *L);
 

@@ -61,9 +61,13 @@ void nc_cl_layout_of(const nc_tensor *t, nc_cl_layout *l);
 void nc_cl_layouts(int n, const nc_tensor *const *ts, nc_cl_layout *ls);
 
 /* Kernel `name` of kernels/<program>.cl (built with common.cl in front and `options`; the
- * build is cached in memory and on disk). */
+ * build is cached in memory and on disk). program "a+b" builds a.cl and b.cl together. */
 nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options, const char *name,
                        cl_kernel *out);
+
+/* An embedded kernel source (NULL if absent), and the on-disk cache directory (created). */
+const char *nc_cl_source(const char *file, size_t *len);
+nc_status nc_cl_cache_dir(char *buf, size_t n);
 
 /* Builds (or loads from the disk cache) every program for the device: --warmup. */
 nc_status nc_cl_build_all(nc_device *dev);
@@ -79,6 +83,10 @@ typedef struct {
  * Serialized per device so several threads may launch. */
 nc_status nc_cl_launch(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args, size_t global,
                        size_t local);
+
+/* nc_cl_launch over a 1-, 2- or 3-D range (local NULL = driver's choice). */
+nc_status nc_cl_launch_nd(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args, int dims,
+                          const size_t *global, const size_t *local);
 
 /* Work-items for a grid-stride loop over n elements. */
 size_t nc_cl_global_size(nc_device *dev, int64_t n);
@@ -101,15 +109,13 @@ typedef union {
 nc_cl_arg nc_cl_scalar_arg(nc_dtype dt, const nc_scalar *s, nc_cl_scalar *store);
 
 /* Kernel "<prefix>_<dtype name>" of a program. */
-nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt,
-                             cl_kernel *out);
+nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt, cl_kernel *out);
 
 /* The cl_mem under a tensor. */
 static inline cl_mem nc_cl_mem(const nc_tensor *t) { return (cl_mem)nc_storage_handle(t->storage); }
 
 /* Staging (cl_staging.c): asynchronous host-to-device writes through pinned buffers. */
-nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src,
-                              size_t n);
+nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src, size_t n);
 void nc_cl_staging_free(nc_cl_device *cd);
 uint64_t nc_cl_staging_bytes(nc_cl_device *cd);
 
@@ -125,8 +131,8 @@ nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x);
 nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x);
 nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim);
 nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
-nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset,
-                       int64_t lo, uint64_t range);
+nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
+                       uint64_t range);
 nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
                          const nc_sgd_kernel_args *a);
 nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,

@@ -18,6 +18,13 @@
 #include "index.h"
 #include "join.h"
 #include "sort.h"
+#include "bpe.h"
+#include "linalg.h"
+#include "conv.h"
+#include "pool.h"
+#include "norm.h"
+#include "embedding.h"
+#include "loss.h"
 #include "optim.h"
 
 /* The library version ("x.y.z"). */
