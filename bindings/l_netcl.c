@@ -8,6 +8,7 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_tensor(L);
   nc_lua_add_ops(L);
   nc_lua_add_creation(L);
+  nc_lua_add_autograd(L);
   nc_lua_add_text(L);
   nc_lua_add_linalg(L);
   nc_lua_add_optim(L);

@@ -12,6 +12,8 @@
 #include "creation.h"
 #include "copy.h"
 #include "format.h"
+#include "autograd.h"
+#include "autograd_ops.h"
 #include "optable.h"
 #include "elementwise.h"
 #include "reduce.h"
