@@ -593,11 +593,7 @@ function TestApi:test_step_closure()
 end
 
 function TestApi:test_autograd_parameters()
-  local ok, ag = pcall(require, "netcl.autograd")
-  if not ok or type(ag) ~= "table" or not ag.param then
-    print("  (netcl.autograd is not in this build: Node parameters untested here)")
-    return
-  end
+  local ag = require "netcl.autograd"
   -- minimize sum((w - target)^2) with real Nodes and tape gradients
   local target = nc.tensor({1, -2, 3}, {dtype = "float32"})
   local w = ag.param(nc.zeros({3}))
@@ -616,6 +612,16 @@ function TestApi:test_autograd_parameters()
   v.grad = nc.tensor({2.0})
   o2:step()
   U.assert_values(v.value, {0.3}, 1e-7)
+  -- after moving a parameter (a new value on another dtype), reloading the state moves it too
+  if dev.fp64 then
+    local sd = o2:state_dict()
+    v.value = v.value:to("float64")
+    v.grad = nc.tensor({2.0}, {dtype = "float64"})
+    lu.assertStrContains(U.error_of(function() o2:step() end), "momentum_buffer is float32 but the parameter is float64")
+    o2:load_state_dict(sd)
+    o2:step()
+    U.assert_values(v.value, {0.3 - 0.1 * (0.9 * 2 + 2)}, 1e-7)
+  end
 end
 
 -- ---- bad input ---------------------------------------------------------------------------------------------------------
