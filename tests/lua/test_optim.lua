@@ -671,8 +671,23 @@ function TestErrors:test_gradients()
   end
   -- a failed update does not count a step
   lu.assertEquals(opt:state_dict().state[2].step, 0)
-  U.assert_error("netcl.optim.clip_grad_norm: clip_grad_norm: max_norm must be >= 0, got -1",
+  U.assert_error("netcl.optim.clip_grad_norm: max_norm must be >= 0, got -1",
     function() return optim.clip_grad_norm({p}, -1) end)
+  U.assert_error("netcl.optim.clip_grad_norm: the gradient of parameter 2 is int64; gradients must be float32 or float64",
+    function()
+      return optim.clip_grad_norm({p, {value = nc.zeros({2}), grad = nc.zeros({2}, {dtype = "int64"})}}, 1)
+    end)
+  local others = {}
+  for _, d in ipairs(nc.devices()) do
+    if d.spec ~= dev.spec then others[#others + 1] = d end
+  end
+  if others[1] then
+    U.assert_error("netcl.optim.clip_grad_norm: gradient 2: tensors are on different devices",
+      function()
+        return optim.clip_grad_norm({{value = nc.zeros({2}), grad = nc.zeros({2})},
+                                     {value = nc.zeros({2}), grad = nc.zeros({2}, {device = others[1]})}}, 1)
+      end)
+  end
   U.assert_error("clip_grad_norm: argument 2: max_norm must be a number",
     function() return optim.clip_grad_norm({p}, nil) end)
 end

@@ -12,6 +12,7 @@ return function(params, max_norm)
   if type(max_norm) ~= "number" then
     error(string.format("%s: argument 2: max_norm must be a number, got %s", FNAME, type(max_norm)), 2)
   end
+  if not (max_norm >= 0) then error(string.format("%s: max_norm must be >= 0, got %s", FNAME, max_norm), 2) end
   local grads = {}
   for i, p in ipairs(params) do
     if not Optimizer.param_value(p) then
@@ -19,9 +20,15 @@ return function(params, max_norm)
         FNAME, i, type(p)), 2)
     end
     local g = p.grad
-    if g ~= nil then grads[#grads + 1] = g end
+    if g ~= nil then
+      if g.dtype ~= "float32" and g.dtype ~= "float64" then
+        error(string.format("%s: the gradient of parameter %d is %s; gradients must be float32 or float64", FNAME, i,
+          g.dtype), 2)
+      end
+      grads[#grads + 1] = g
+    end
   end
   local ok, total = pcall(nc._optim.clip_grad_norm, grads, max_norm)
-  if not ok then error(FNAME .. ": " .. tostring(total):gsub("^[^\n]-netcl%.optim: ", "", 1), 2) end
+  if not ok then error(FNAME .. ": " .. tostring(total):gsub("^[^\n]-netcl%.optim: clip_grad_norm: ", "", 1), 2) end
   return total
 end
