@@ -87,7 +87,7 @@ local methods = {}
 -- work per group).
 local function index(self, k)
   if k == "lr" then return rawget(self, "param_groups")[1].lr end
-  return rawget(self, "_class").methods[k] or methods[k]
+  return methods[k]
 end
 
 local function newindex(self, k, v)
@@ -133,7 +133,7 @@ end
 function M.class(spec)
   local cls = {
     name = spec.name, defaults = spec.defaults, check = spec.check, state_names = spec.state,
-    update = spec.update, counts_steps = spec.counts_steps, methods = {},
+    update = spec.update, counts_steps = spec.counts_steps,
   }
   cls.mt = {__index = index, __newindex = newindex, __tostring = tostring_opt, __name = "netcl.optim." .. spec.name}
   local fname = "netcl.optim." .. spec.name
