@@ -1,6 +1,7 @@
 -- The parity table: one entry per op (tests/parity/README.md says how to add one).
 --
--- An entry is {name = <op name in nc.ops()>, trials = <builder>, ...options}. The builders below
+-- An entry is {name = <op name in nc.ops()>, trials = <builder>, ...options}; entry points outside
+-- the op table (the fused optimizer updates, "optim.*") have cases under names of their own. The builders below
 -- (K.unary, K.binary, K.reduce, K.along, ...) turn an entry into trials for one size and dtype;
 -- an op with its own calling convention writes its builder inline, returning trials:
 --   {label = "...", layout = "contiguous"|"transposed"|"narrowed"|"broadcast",
