@@ -71,6 +71,10 @@ void nc_lua_add_autograd(lua_State *L);
 void nc_lua_add_ops(lua_State *L);
 void nc_lua_add_text(lua_State *L);
 void nc_lua_add_linalg(lua_State *L);
+void nc_lua_add_io(lua_State *L);
+void nc_lua_add_data(lua_State *L);
+void nc_lua_add_json(lua_State *L);
+void nc_lua_add_term(lua_State *L);
 /* netcl.core._optim: the fused optimizer updates behind netcl.optim (l_optim.c). */
 void nc_lua_add_optim(lua_State *L);
 

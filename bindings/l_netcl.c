@@ -11,6 +11,10 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_autograd(L);
   nc_lua_add_text(L);
   nc_lua_add_linalg(L);
+  nc_lua_add_io(L);
+  nc_lua_add_data(L);
+  nc_lua_add_json(L);
+  nc_lua_add_term(L);
   nc_lua_add_optim(L);
   lua_pushstring(L, nc_version());
   lua_setfield(L, -2, "version");

@@ -27,6 +27,11 @@
 #include "norm.h"
 #include "embedding.h"
 #include "loss.h"
+#include "safetensors.h"
+#include "npy.h"
+#include "idx.h"
+#include "batch.h"
+#include "shuffle.h"
 #include "optim.h"
 
 /* The library version ("x.y.z"). */
