@@ -514,6 +514,55 @@ function TestState:test_round_trip_resumes_exactly()
   end
 end
 
+function TestState:test_resume_from_a_checkpoint_file()
+  -- Through netcl.io: tensors as safetensors entries, the rest as JSON metadata, read back on the
+  -- device under test.
+  local nio = require "netcl.io"
+  local dtype = DTYPES[1]
+  local ps = make_params(dtype, dev)
+  local model = {
+    state_dict = function() return {a = ps[1].value, b = ps[2].value} end,
+    load_state_dict = function(_, sd)
+      ps[1].value:copy_(sd.a)
+      ps[2].value:copy_(sd.b)
+    end,
+  }
+  local opt = optim.AdamW(ps, {lr = 0.05, amsgrad = true})
+  local sched = optim.CosineAnnealingLR(opt, {T_max = 20})
+  for k = 1, 3 do
+    set_grads(ps, k, dtype, dev)
+    opt:step()
+    sched:step()
+  end
+  local stem = os.tmpname() -- creates the file stem; the checkpoint goes beside it
+  local path = stem .. ".netcl"
+  nio.save_model(model, path, {optimizer = opt, extra = {scheduler = sched:state_dict()}})
+  local first = {}
+  for k = 4, 8 do
+    set_grads(ps, k, dtype, dev)
+    opt:step()
+    sched:step()
+    first[#first + 1] = {ps[1].value:tolist(), ps[2].value:tolist(), opt.lr}
+  end
+
+  local ps2 = make_params(dtype, dev)
+  ps = ps2
+  local opt2 = optim.AdamW(ps2, {lr = 1})
+  local sched2 = optim.CosineAnnealingLR(opt2, {T_max = 20})
+  local extra = nio.load_model(model, path, {optimizer = opt2})
+  sched2:load_state_dict(extra.scheduler)
+  local again = {}
+  for k = 4, 8 do
+    set_grads(ps2, k, dtype, dev)
+    opt2:step()
+    sched2:step()
+    again[#again + 1] = {ps2[1].value:tolist(), ps2[2].value:tolist(), opt2.lr}
+  end
+  os.remove(path)
+  os.remove(stem)
+  lu.assertEquals(again, first)
+end
+
 function TestState:test_layout()
   local ps = make_params("float32", dev)
   local opt = optim.Adam(ps, {lr = 0.01, amsgrad = true})
