@@ -144,5 +144,12 @@ nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_ten
 nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
 nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
                        uint64_t range);
+nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
+                         const nc_sgd_kernel_args *a);
+nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
+                             nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a);
+nc_status nc_cl_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
+                          nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
+nc_status nc_cl_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x);
 
 #endif
