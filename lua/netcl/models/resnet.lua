@@ -2,7 +2,6 @@
 -- and buffer names, shapes and initialization, and a choice of stem: "imagenet" (7x7/2 conv and a
 -- 3x3/2 max-pool) or "cifar" (3x3/1 conv, no max-pool) for 32x32 inputs.
 local nc = require "netcl"
-local ag = require "netcl.autograd"
 local nn = require "netcl.nn"
 
 local M = {}
