@@ -471,7 +471,11 @@ function Module:load_state_dict(sd, opts)
       if src ~= nil then
         if is_node(src) then src = src.value end
         local dst = entry_tensor(e)
-        if src.device ~= dst.device then src = src:to(dst.device) end
+        -- A state dict often shares storage with the model it is loaded into
+        -- (m:load_state_dict(m:state_dict())), and a device copy of a buffer onto itself is an
+        -- error in OpenCL; nothing from Lua tells whether two tensors share a buffer, so a
+        -- same-device source goes through a fresh copy.
+        if src.device ~= dst.device then src = src:to(dst.device) else src = src:clone() end
         dst:copy_(src)
       end
     end
