@@ -69,6 +69,7 @@ void nc_lua_add_creation(lua_State *L);
  * arithmetic metamethods. Runs after nc_lua_add_tensor (it extends the Tensor metatable). */
 void nc_lua_add_ops(lua_State *L);
 void nc_lua_add_text(lua_State *L);
+void nc_lua_add_linalg(lua_State *L);
 
 int nc_lua_open_core(lua_State *L);
 

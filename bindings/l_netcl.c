@@ -9,6 +9,7 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_ops(L);
   nc_lua_add_creation(L);
   nc_lua_add_text(L);
+  nc_lua_add_linalg(L);
   lua_pushstring(L, nc_version());
   lua_setfield(L, -2, "version");
   return 1;

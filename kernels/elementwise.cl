@@ -42,8 +42,8 @@ inline long nc_ipow(long a, long b) {
       case NC_OP_SIGMOID: return (T)1 / ((T)1 + exp(-v));                                       \
       case NC_OP_RELU: return FAULT_RELU(v < 0 ? (T)0 : v);                                     \
       case NC_OP_GELU: return (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440));         \
-      case NC_OP_GELU_TANH:                                                                     \
-        return (T)0.5 * v * ((T)1 + tanh((T)0.79788456080286535588 * (v + (T)0.044715 * v * v * v))); \
+      case NC_OP_GELU_TANH: /* 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)): no reliance on tanh saturating */ \
+        return v / ((T)1 + exp((T)-1.5957691216057307118 * (v + (T)0.044715 * v * v * v)));       \
       case NC_OP_SILU: return v / ((T)1 + exp(-v));                                             \
       case NC_OP_FLOOR: return floor(v);                                                        \
       case NC_OP_CEIL: return ceil(v);                                                          \

@@ -13,6 +13,24 @@
 #include "netcl/tensor.h"
 
 struct nc_pool;
+struct nc_conv2d_desc;
+struct nc_pool2d_desc;
+
+/* One batched matrix product, C[b] = alpha * A[b] @ B[b] + beta * C[b] (+ bias), over raw
+ * layouts: the tensors give storage and dtype (one floating dtype for all), the fields give
+ * element offsets and strides, so transposed or broadcast operands need no copy. When beta is
+ * 0, C is not read. bias (may be NULL) adds bias[bias_off + m*bias_sm + n*bias_sn]. C's
+ * elements do not overlap (the ops layer allocates it). */
+typedef struct {
+  const nc_tensor *a, *b, *bias;
+  nc_tensor *c;
+  int64_t batch, m, n, k;
+  int64_t a_off, a_sb, a_sm, a_sk;
+  int64_t b_off, b_sb, b_sk, b_sn;
+  int64_t c_off, c_sb, c_sm, c_sn;
+  int64_t bias_off, bias_sm, bias_sn;
+  double alpha, beta;
+} nc_gemm_desc;
 
 enum { NC_RANDOM_UNIFORM = 0, NC_RANDOM_NORMAL = 1 };
 
@@ -74,6 +92,63 @@ typedef struct nc_backend {
    * RANDINT: out (int64) = lo + (w1:w0 mod range), range > 0. */
   nc_status (*sample)(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
                       uint64_t range);
+
+  /* ---- linear algebra and layers (linalg.h, conv.h, pool.h, norm.h, embedding.h, loss.h).
+   * Float operands of one dtype; the ops layer validates shapes and allocates contiguous
+   * outputs (inputs may be strided unless stated). */
+  nc_status (*gemm)(const nc_gemm_desc *g);
+  /* y = conv2d(x, w) + bias (bias may be NULL). x, w contiguous NCHW / OIHW. */
+  nc_status (*conv2d)(const struct nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w,
+                      const nc_tensor *bias, nc_tensor *y);
+  /* dx = conv2d's input gradient from dy (contiguous), w. Overwrites dx. */
+  nc_status (*conv2d_backward_input)(const struct nc_conv2d_desc *p, const nc_tensor *dy,
+                                     const nc_tensor *w, nc_tensor *dx);
+  /* dw = weight gradient from dy, x (contiguous). Overwrites dw. */
+  nc_status (*conv2d_backward_weight)(const struct nc_conv2d_desc *p, const nc_tensor *dy,
+                                      const nc_tensor *x, nc_tensor *dw);
+  /* Pooling over NCHW (contiguous x, y). kind: NC_POOL_*. indices (int64, max only) hold the
+   * flat h*W+w position of each maximum in its input plane. */
+  nc_status (*pool2d)(const struct nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices);
+  nc_status (*pool2d_backward)(const struct nc_pool2d_desc *p, const nc_tensor *dy,
+                               const nc_tensor *indices, nc_tensor *dx);
+  /* Batch norm over x viewed as [N, C, S] (contiguous). Training: normalizes with the batch
+   * mean and biased variance, and updates the running stats (may be NULL) with momentum and
+   * the unbiased variance. Inference: normalizes with the running stats. Either way
+   * save_mean/save_invstd ([C]) receive the mean and 1/sqrt(var + eps) used. weight, bias may
+   * be NULL. */
+  nc_status (*batch_norm)(const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                          nc_tensor *running_mean, nc_tensor *running_var, bool training,
+                          double momentum, double eps, nc_tensor *y, nc_tensor *save_mean,
+                          nc_tensor *save_invstd);
+  /* dx, dweight, dbias (each may be NULL) from dy, x and the saved mean/invstd; training says
+   * whether the statistics depended on x. */
+  nc_status (*batch_norm_backward)(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
+                                   const nc_tensor *mean, const nc_tensor *invstd, bool training,
+                                   nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias);
+  /* Row norms over x viewed as [R, D] (contiguous): layer norm (rms = false) or RMS norm
+   * (rms = true; mean is NULL and bias ignored). Saves per-row mean and rstd. */
+  nc_status (*row_norm)(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                        double eps, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd);
+  nc_status (*row_norm_backward)(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
+                                 const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
+                                 nc_tensor *dweight, nc_tensor *dbias);
+  /* out[i, :] = weight[idx[i], :]; idx int64 or int32 (contiguous). Sets *bad to the first
+   * out-of-range index position + 1 when one is found (0 otherwise). */
+  nc_status (*embedding)(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad);
+  /* dweight (zeroed here) += scatter of dout rows by idx, skipping padding_idx (< 0: none). */
+  nc_status (*embedding_backward)(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx,
+                                  nc_tensor *dweight);
+  /* Cross entropy over logits [N, C, S] (contiguous) and int64 targets [N, S]. reduction
+   * (NC_REDUCTION_*): NONE writes per-position losses into loss [N, S] (0 where target ==
+   * ignore_index); MEAN (over non-ignored positions) and SUM write one value into loss (0-dim).
+   * lse [N, S] receives the log-sum-exp of each position. *bad as for embedding. */
+  nc_status (*cross_entropy)(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
+                             double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
+                             int64_t *bad);
+  /* dlogits from the upstream gradient dloss ([N, S] for NONE, 0-dim otherwise). */
+  nc_status (*cross_entropy_backward)(const nc_tensor *dloss, const nc_tensor *logits, const nc_tensor *targets,
+                                      const nc_tensor *lse, int64_t ignore_index, double label_smoothing,
+                                      int reduction, nc_tensor *dlogits);
 } nc_backend;
 
 struct nc_device {

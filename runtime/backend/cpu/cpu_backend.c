@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cpu_backend.h"
+#include "cpu_linalg.h"
 #include "netcl/random.h"
 #include "strided.h"
 
@@ -189,6 +190,20 @@ static const nc_backend cpu_backend = {
     .index = nc_cpu_index,
     .sort = nc_cpu_sort,
     .sample = nc_cpu_sample,
+    .gemm = nc_cpu_gemm,
+    .conv2d = nc_cpu_conv2d,
+    .conv2d_backward_input = nc_cpu_conv2d_backward_input,
+    .conv2d_backward_weight = nc_cpu_conv2d_backward_weight,
+    .pool2d = nc_cpu_pool2d,
+    .pool2d_backward = nc_cpu_pool2d_backward,
+    .batch_norm = nc_cpu_batch_norm,
+    .batch_norm_backward = nc_cpu_batch_norm_backward,
+    .row_norm = nc_cpu_row_norm,
+    .row_norm_backward = nc_cpu_row_norm_backward,
+    .embedding = nc_cpu_embedding,
+    .embedding_backward = nc_cpu_embedding_backward,
+    .cross_entropy = nc_cpu_cross_entropy,
+    .cross_entropy_backward = nc_cpu_cross_entropy_backward,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

@@ -83,8 +83,8 @@ static inline int64_t ipow(int64_t a, int64_t b) {
       case NC_OP_SIGMOID: ROW1(T, (T)1 / ((T)1 + exp(-v))); return true;                           \
       case NC_OP_RELU: ROW1(T, v < 0 ? (T)0 : v); return true;                                     \
       case NC_OP_GELU: ROW1(T, (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440))); return true; \
-      case NC_OP_GELU_TANH:                                                                        \
-        ROW1(T, (T)0.5 * v * ((T)1 + tanh((T)0.79788456080286535588 * (v + (T)0.044715 * v * v * v)))); \
+      case NC_OP_GELU_TANH: /* 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)): no reliance on tanh saturating */ \
+        ROW1(T, v / ((T)1 + exp((T)-1.5957691216057307118 * (v + (T)0.044715 * v * v * v))));     \
         return true;                                                                               \
       case NC_OP_SILU: ROW1(T, v / ((T)1 + exp(-v))); return true;                                 \
       case NC_OP_FLOOR: ROW1(T, floor(v)); return true;                                            \
@@ -123,8 +123,8 @@ UNARY_INT(uint8, uint8_t, uint8_t, UNSIGNED_NEG)
 #define PRED_FLOAT(SUF, T)                                                                         \
   static bool pred_##SUF(nc_op op, uint8_t *d, int64_t ds, const T *x, int64_t xs, int64_t n) {    \
     switch (op) {                                                                                  \
-      case NC_OP_ISNAN: ROW1(T, (uint8_t)isnan(v)); return true;                                   \
-      case NC_OP_ISINF: ROW1(T, (uint8_t)isinf(v)); return true;                                   \
+      case NC_OP_ISNAN: ROW1(T, (uint8_t)(isnan(v) != 0)); return true;                            \
+      case NC_OP_ISINF: ROW1(T, (uint8_t)(isinf(v) != 0)); return true; /* glibc: -1 for -inf */  \
       default: return false;                                                                       \
     }                                                                                              \
   }

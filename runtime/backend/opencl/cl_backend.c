@@ -2,6 +2,7 @@
  * arange, random) on kernels/core.cl. */
 #include <string.h>
 #include "cl_backend.h"
+#include "cl_linalg.h"
 
 static nc_status cl_alloc(nc_device *dev, size_t n, void **h) {
   nc_cl_device *cd;
@@ -177,4 +178,18 @@ const nc_backend nc_opencl_backend = {
     .index = nc_cl_index,
     .sort = nc_cl_sort,
     .sample = nc_cl_sample,
+    .gemm = nc_cl_gemm,
+    .conv2d = nc_cl_conv2d,
+    .conv2d_backward_input = nc_cl_conv2d_backward_input,
+    .conv2d_backward_weight = nc_cl_conv2d_backward_weight,
+    .pool2d = nc_cl_pool2d,
+    .pool2d_backward = nc_cl_pool2d_backward,
+    .batch_norm = nc_cl_batch_norm,
+    .batch_norm_backward = nc_cl_batch_norm_backward,
+    .row_norm = nc_cl_row_norm,
+    .row_norm_backward = nc_cl_row_norm_backward,
+    .embedding = nc_cl_embedding,
+    .embedding_backward = nc_cl_embedding_backward,
+    .cross_entropy = nc_cl_cross_entropy,
+    .cross_entropy_backward = nc_cl_cross_entropy_backward,
 };

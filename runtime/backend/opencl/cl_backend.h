@@ -61,9 +61,13 @@ void nc_cl_layout_of(const nc_tensor *t, nc_cl_layout *l);
 void nc_cl_layouts(int n, const nc_tensor *const *ts, nc_cl_layout *ls);
 
 /* Kernel `name` of kernels/<program>.cl (built with common.cl in front and `options`; the
- * build is cached in memory and on disk). */
+ * build is cached in memory and on disk). program "a+b" builds a.cl and b.cl together. */
 nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options, const char *name,
                        cl_kernel *out);
+
+/* An embedded kernel source (NULL if absent), and the on-disk cache directory (created). */
+const char *nc_cl_source(const char *file, size_t *len);
+nc_status nc_cl_cache_dir(char *buf, size_t n);
 
 /* Builds (or loads from the disk cache) every program for the device: --warmup. */
 nc_status nc_cl_build_all(nc_device *dev);
@@ -79,6 +83,10 @@ typedef struct {
  * Serialized per device so several threads may launch. */
 nc_status nc_cl_launch(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args, size_t global,
                        size_t local);
+
+/* nc_cl_launch over a 1-, 2- or 3-D range (local NULL = driver's choice). */
+nc_status nc_cl_launch_nd(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args, int dims,
+                          const size_t *global, const size_t *local);
 
 /* Work-items for a grid-stride loop over n elements. */
 size_t nc_cl_global_size(nc_device *dev, int64_t n);

@@ -47,7 +47,13 @@ static const nc_embedded_file *find_source(const char *file) {
   return NULL;
 }
 
-static nc_status cache_dir(char *buf, size_t n) {
+const char *nc_cl_source(const char *file, size_t *len) {
+  const nc_embedded_file *f = find_source(file);
+  if (f && len) *len = f->size;
+  return f ? f->data : NULL;
+}
+
+nc_status nc_cl_cache_dir(char *buf, size_t n) {
   const char *env = getenv("NETCL_CACHE_DIR");
   if (env && *env) snprintf(buf, n, "%s", env);
   else if ((env = getenv("XDG_CACHE_HOME")) && *env) snprintf(buf, n, "%s/netcl", env);
@@ -66,7 +72,7 @@ static nc_status cache_dir(char *buf, size_t n) {
 
 static bool cache_path(uint64_t key, char *path, size_t n) {
   char dir[900];
-  if (cache_dir(dir, sizeof dir) != NC_OK) return false;
+  if (nc_cl_cache_dir(dir, sizeof dir) != NC_OK) return false;
   snprintf(path, n, "%s/%016llx.clbin", dir, (unsigned long long)key);
   return true;
 }
@@ -125,10 +131,21 @@ static nc_status build_log(nc_device *dev, nc_cl_device *cd, cl_program prog, co
 /* The cache entry of a program, built or loaded on first request. */
 static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *program, const char *options,
                                nc_cl_program **out) {
+  /* "a+b" builds common.cl, a.cl and b.cl as one program (conv.cl uses gemm.cl's engine). */
+  enum { MAX_PARTS = 4 };
+  const nc_embedded_file *parts[MAX_PARTS + 1];
+  int nparts = 0;
   char file[128];
+  parts[nparts++] = find_source("common.cl");
+  if (!parts[0]) return nc_error(NC_ERR_ARG, "no kernel source common.cl in this build");
+  for (const char *p = program; *p && nparts <= MAX_PARTS;) {
+    size_t len = strcspn(p, "+");
+    snprintf(file, sizeof file, "%.*s.cl", (int)len, p);
+    if (!(parts[nparts++] = find_source(file))) return nc_error(NC_ERR_ARG, "no kernel source %s in this build", file);
+    p += len;
+    if (*p == '+') p++;
+  }
   snprintf(file, sizeof file, "%s.cl", program);
-  const nc_embedded_file *common = find_source("common.cl"), *src = find_source(file);
-  if (!src || !common) return nc_error(NC_ERR_ARG, "no kernel source %s in this build", file);
   char opts[1024];
   snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s", dev->info.fp64 ? "-DNC_FP64=1 " : "",
            fault_injected(program) ? "-DNC_FAULT=1 " : "", options ? options : "");
@@ -137,8 +154,7 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   if (!h) return nc_error(NC_ERR_OOM, "out of host memory hashing a kernel");
   XXH64_reset(h, 0);
   XXH64_update(h, OP_ENUM, sizeof OP_ENUM - 1);
-  XXH64_update(h, common->data, common->size);
-  XXH64_update(h, src->data, src->size);
+  for (int i = 0; i < nparts; i++) XXH64_update(h, parts[i]->data, parts[i]->size);
   XXH64_update(h, opts, strlen(opts) + 1);
   XXH64_update(h, dev->info.name, strlen(dev->info.name) + 1);
   XXH64_update(h, dev->info.driver_version, strlen(dev->info.driver_version) + 1);
@@ -168,9 +184,10 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
     }
   }
   if (!prog) {
-    const char *srcs[3] = {OP_ENUM, common->data, src->data};
-    size_t lens[3] = {sizeof OP_ENUM - 1, common->size, src->size};
-    prog = nc_cl.clCreateProgramWithSource(cd->ctx, 3, srcs, lens, &err);
+    const char *srcs[MAX_PARTS + 2] = {OP_ENUM};
+    size_t lens[MAX_PARTS + 2] = {sizeof OP_ENUM - 1};
+    for (int i = 0; i < nparts; i++) srcs[i + 1] = parts[i]->data, lens[i + 1] = parts[i]->size;
+    prog = nc_cl.clCreateProgramWithSource(cd->ctx, (cl_uint)nparts + 1, srcs, lens, &err);
     if (err != CL_SUCCESS) return nc_cl_fail(err, "creating a program", dev);
     err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL);
     if (err != CL_SUCCESS) {

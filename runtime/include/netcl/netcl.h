@@ -19,6 +19,12 @@
 #include "join.h"
 #include "sort.h"
 #include "bpe.h"
+#include "linalg.h"
+#include "conv.h"
+#include "pool.h"
+#include "norm.h"
+#include "embedding.h"
+#include "loss.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);

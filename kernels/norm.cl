@@ -1,0 +1,164 @@
+/* Batch, layer and RMS norm, forward and fused backward. Statistics use one work-group per
+ * channel (batch norm) or per row (layer/RMS norm): each work-item accumulates a strided
+ * share, then a tree reduction in local memory; mean first, then squared deviations, as on
+ * the CPU backend. Local size: a power of two <= NC_NORM_WG. -DREAL=double for float64. */
+#ifndef REAL
+#define REAL float
+#endif
+#define NC_NORM_WG 256
+
+/* Sum of v over the work-group (every work-item gets it). */
+inline REAL wg_sum(REAL v, __local REAL *scratch) {
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  scratch[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = ls / 2; h > 0; h >>= 1) {
+    if (lid < h) scratch[lid] += scratch[lid + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const REAL r = scratch[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+/* x viewed as [n, c, s]; group = channel. */
+__kernel void batch_norm_fwd(__global const REAL *x, __global const REAL *w, __global const REAL *b, const int has_w,
+                             const int has_b, __global REAL *rm, __global REAL *rv, const int has_running,
+                             const int training, const REAL momentum, const REAL eps, __global REAL *y,
+                             __global REAL *sm, __global REAL *si, const long n, const long c, const long s) {
+  __local REAL scratch[NC_NORM_WG];
+  const long ch = get_group_id(0), cnt = n * s;
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  REAL mean, var;
+  if (training) {
+    REAL acc = 0;
+    for (long e = lid; e < cnt; e += ls) acc += x[((e / s) * c + ch) * s + e % s];
+    mean = wg_sum(acc, scratch) / (REAL)cnt;
+    acc = 0;
+    for (long e = lid; e < cnt; e += ls) {
+      const REAL d = x[((e / s) * c + ch) * s + e % s] - mean;
+      acc += d * d;
+    }
+    const REAL sq = wg_sum(acc, scratch);
+    var = sq / (REAL)cnt;
+    if (has_running) {
+      /* Every work-item reads, then one writes the same values: the update stays correct even
+       * if a compiler runs the guarded store for more than one work-item (PoCL 3.1 does). */
+      const REAL nrm = (1 - momentum) * rm[ch] + momentum * mean;
+      const REAL nrv = (1 - momentum) * rv[ch] + momentum * sq / (REAL)(cnt - 1);
+      barrier(CLK_GLOBAL_MEM_FENCE);
+      if (lid == 0) {
+        rm[ch] = nrm;
+        rv[ch] = nrv;
+      }
+    }
+  } else {
+    mean = rm[ch];
+    var = rv[ch];
+  }
+  const REAL invstd = 1 / sqrt(var + eps), wv = has_w ? w[ch] : (REAL)1, bv = has_b ? b[ch] : (REAL)0;
+  if (lid == 0) {
+    sm[ch] = mean;
+    si[ch] = invstd;
+  }
+  for (long e = lid; e < cnt; e += ls) {
+    const long k = ((e / s) * c + ch) * s + e % s;
+    y[k] = (x[k] - mean) * invstd * wv + bv;
+  }
+}
+
+__kernel void batch_norm_bwd(__global const REAL *dy, __global const REAL *x, __global const REAL *w, const int has_w,
+                             __global const REAL *mean, __global const REAL *invstd, const int training,
+                             __global REAL *dx, const int want_dx, __global REAL *dw, const int want_dw,
+                             __global REAL *db, const int want_db, const long n, const long c, const long s) {
+  __local REAL scratch[NC_NORM_WG];
+  const long ch = get_group_id(0), cnt = n * s;
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  const REAL m = mean[ch], is = invstd[ch], wv = has_w ? w[ch] : (REAL)1;
+  REAL a1 = 0, a2 = 0;
+  for (long e = lid; e < cnt; e += ls) {
+    const long k = ((e / s) * c + ch) * s + e % s;
+    a1 += dy[k];
+    a2 += dy[k] * (x[k] - m);
+  }
+  const REAL sdy = wg_sum(a1, scratch), sdyx = wg_sum(a2, scratch);
+  if (lid == 0) {
+    if (want_dw) dw[ch] = sdyx * is;
+    if (want_db) db[ch] = sdy;
+  }
+  if (!want_dx) return;
+  const REAL a = wv * is, mdy = training ? sdy / (REAL)cnt : (REAL)0,
+             mdyx = training ? sdyx * is * is / (REAL)cnt : (REAL)0;
+  for (long e = lid; e < cnt; e += ls) {
+    const long k = ((e / s) * c + ch) * s + e % s;
+    dx[k] = a * (dy[k] - mdy - (x[k] - m) * mdyx);
+  }
+}
+
+/* Rows of length d; group = row. mean is written only for layer norm (rms = 0). */
+__kernel void row_norm_fwd(const int rms, __global const REAL *x, __global const REAL *w, const int has_w,
+                           __global const REAL *b, const int has_b, const REAL eps, __global REAL *y,
+                           __global REAL *mean, __global REAL *rstd, const long d) {
+  __local REAL scratch[NC_NORM_WG];
+  const long row = get_group_id(0);
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  __global const REAL *xr = x + row * d;
+  REAL mu = 0, acc = 0;
+  if (!rms) {
+    for (long j = lid; j < d; j += ls) acc += xr[j];
+    mu = wg_sum(acc, scratch) / (REAL)d;
+    acc = 0;
+  }
+  for (long j = lid; j < d; j += ls) {
+    const REAL v = xr[j] - mu;
+    acc += v * v;
+  }
+  const REAL rs = 1 / sqrt(wg_sum(acc, scratch) / (REAL)d + eps);
+  if (lid == 0) {
+    if (!rms) mean[row] = mu;
+    rstd[row] = rs;
+  }
+  for (long j = lid; j < d; j += ls) {
+    REAL v = (xr[j] - mu) * rs;
+    if (has_w) v *= w[j];
+    if (has_b && !rms) v += b[j];
+    y[row * d + j] = v;
+  }
+}
+
+__kernel void row_norm_bwd_dx(const int rms, __global const REAL *dy, __global const REAL *x, __global const REAL *w,
+                              const int has_w, __global const REAL *mean, __global const REAL *rstd,
+                              __global REAL *dx, const long d) {
+  __local REAL scratch[NC_NORM_WG];
+  const long row = get_group_id(0);
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  const REAL mu = rms ? (REAL)0 : mean[row], rs = rstd[row];
+  REAL a1 = 0, a2 = 0;
+  for (long j = lid; j < d; j += ls) {
+    const REAL g = dy[row * d + j] * (has_w ? w[j] : (REAL)1), xh = (x[row * d + j] - mu) * rs;
+    a1 += g;
+    a2 += g * xh;
+  }
+  const REAL sg = wg_sum(a1, scratch), sgx = wg_sum(a2, scratch);
+  const REAL mg = rms ? (REAL)0 : sg / (REAL)d, mgx = sgx / (REAL)d;
+  for (long j = lid; j < d; j += ls) {
+    const REAL g = dy[row * d + j] * (has_w ? w[j] : (REAL)1), xh = (x[row * d + j] - mu) * rs;
+    dx[row * d + j] = rs * (g - mg - xh * mgx);
+  }
+}
+
+/* Column sums over r rows: dw[j] = sum dy * xhat, db[j] = sum dy. */
+__kernel void row_norm_bwd_dw(const int rms, __global const REAL *dy, __global const REAL *x,
+                              __global const REAL *mean, __global const REAL *rstd, __global REAL *dw,
+                              const int want_dw, __global REAL *db, const int want_db, const long r, const long d) {
+  NC_GRID_LOOP(j, d) {
+    REAL sw = 0, sb = 0;
+    for (long i = 0; i < r; i++) {
+      const REAL g = dy[i * d + j];
+      sw += g * (x[i * d + j] - (rms ? (REAL)0 : mean[i])) * rstd[i];
+      sb += g;
+    }
+    if (want_dw) dw[j] = sw;
+    if (want_db) db[j] = sb;
+  }
+}

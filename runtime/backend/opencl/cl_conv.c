@@ -1,0 +1,123 @@
+/* OpenCL conv2d: implicit-GEMM kernels of kernels/conv.cl, built with the device's GEMM tile
+ * variant. The weight gradient splits its long K (N*OH*OW) across work-groups when the
+ * output alone would leave the device idle, and sums the partials with a second kernel. */
+#include "cl_linalg.h"
+
+/* Mirrors nc_conv in kernels/conv.cl. */
+typedef struct {
+  cl_long n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups, cg, og;
+} cl_conv;
+
+static cl_conv geometry(const nc_conv2d_desc *p) {
+  return (cl_conv){p->n,
+                   p->c_in,
+                   p->h,
+                   p->w,
+                   p->c_out,
+                   p->kh,
+                   p->kw,
+                   p->oh,
+                   p->ow,
+                   p->stride[0],
+                   p->stride[1],
+                   p->padding[0],
+                   p->padding[1],
+                   p->dilation[0],
+                   p->dilation[1],
+                   p->groups,
+                   p->c_in / p->groups,
+                   p->c_out / p->groups};
+}
+
+static nc_status conv_kernel(nc_device *dev, nc_dtype dt, const char *name, cl_kernel *k,
+                             nc_gemm_config *cfg) {
+  NC_TRY(nc_cl_check_real(dev, dt));
+  NC_TRY(nc_cl_gemm_config(dev, dt, cfg));
+  char opts[256];
+  nc_gemm_config_options(cfg, dt, opts, sizeof opts);
+  return nc_cl_kernel(dev, "gemm+conv", opts, name, k);
+}
+
+static void grid(const nc_gemm_config *cfg, int64_t m, int64_t n, int64_t z, size_t global[3],
+                 size_t local[3]) {
+  nc_gemm_config_local(cfg, local);
+  local[2] = 1;
+  global[0] = (size_t)((n + cfg->nwg - 1) / cfg->nwg) * local[0];
+  global[1] = (size_t)((m + cfg->mwg - 1) / cfg->mwg) * local[1];
+  global[2] = (size_t)z;
+}
+
+nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
+                       nc_tensor *y) {
+  nc_device *dev = nc_tensor_device(y);
+  nc_gemm_config cfg;
+  cl_kernel k;
+  NC_TRY(conv_kernel(dev, y->dtype, "conv2d_fwd", &k, &cfg));
+  cl_conv geo = geometry(p);
+  cl_mem xm = nc_cl_mem(x), wm = nc_cl_mem(w), bm = bias ? nc_cl_mem(bias) : nc_cl_mem(w), ym = nc_cl_mem(y);
+  cl_int has_bias = bias != NULL;
+  nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(xm),       NC_CL_ARG(wm),
+                      NC_CL_ARG(bm),  NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
+  size_t global[3], local[3];
+  grid(&cfg, geo.og, geo.n * geo.oh * geo.ow, geo.groups, global, local);
+  return nc_cl_launch_nd(dev, k, 6, args, 3, global, local);
+}
+
+nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
+                                      nc_tensor *dx) {
+  nc_device *dev = nc_tensor_device(dx);
+  nc_gemm_config cfg;
+  cl_kernel k;
+  NC_TRY(conv_kernel(dev, dx->dtype, "conv2d_bwd_input", &k, &cfg));
+  cl_conv geo = geometry(p);
+  cl_mem dym = nc_cl_mem(dy), wm = nc_cl_mem(w), dxm = nc_cl_mem(dx);
+  nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(dym), NC_CL_ARG(wm), NC_CL_ARG(dxm)};
+  size_t global[3], local[3];
+  grid(&cfg, geo.cg, geo.n * geo.h * geo.w, geo.groups, global, local);
+  return nc_cl_launch_nd(dev, k, 4, args, 3, global, local);
+}
+
+nc_status nc_cl_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
+                                       nc_tensor *dw) {
+  nc_device *dev = nc_tensor_device(dw);
+  nc_gemm_config cfg;
+  cl_kernel k;
+  NC_TRY(conv_kernel(dev, dw->dtype, "conv2d_bwd_weight", &k, &cfg));
+  cl_conv geo = geometry(p);
+  int64_t m = geo.og, n = geo.cg * geo.kh * geo.kw, kt = geo.n * geo.oh * geo.ow;
+  /* Enough work-groups to fill every compute unit a few times over, each with >= 8 K tiles. */
+  int64_t tiles = ((m + cfg.mwg - 1) / cfg.mwg) * ((n + cfg.nwg - 1) / cfg.nwg) * geo.groups;
+  int64_t want =
+      (4 * (int64_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) + tiles - 1) / tiles;
+  int64_t max_splits = kt / (8 * cfg.kwg);
+  cl_long splits = want < max_splits ? want : max_splits;
+  if (splits < 1) splits = 1;
+  if (splits > 64) splits = 64;
+  cl_long kchunk = (kt + splits - 1) / splits;
+  kchunk = (kchunk + cfg.kwg - 1) / cfg.kwg * cfg.kwg;
+  splits = (kt + kchunk - 1) / kchunk;
+  nc_tensor *ws = NULL;
+  if (splits > 1) {
+    int64_t wshape[1] = {splits * geo.groups * m * n};
+    NC_TRY(nc_tensor_empty(dev, dw->dtype, 1, wshape, 0, &ws));
+  }
+  cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), wsm = ws ? nc_cl_mem(ws) : nc_cl_mem(dw);
+  nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(splits), NC_CL_ARG(kchunk),
+                      NC_CL_ARG(dym), NC_CL_ARG(xm),     NC_CL_ARG(wsm)};
+  size_t global[3], local[3];
+  grid(&cfg, m, n, geo.groups * splits, global, local);
+  nc_status s = nc_cl_launch_nd(dev, k, 6, args, 3, global, local);
+  if (s == NC_OK && ws) {
+    cl_kernel sum;
+    char opts[256];
+    nc_gemm_config_options(&cfg, dw->dtype, opts, sizeof opts);
+    s = nc_cl_kernel(dev, "gemm+conv", opts, "conv2d_sum_splits", &sum);
+    cl_long total = geo.groups * m * n;
+    cl_mem dwm = nc_cl_mem(dw);
+    nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(splits), NC_CL_ARG(total), NC_CL_ARG(dwm)};
+    if (s == NC_OK) s = nc_cl_launch(dev, sum, 4, sargs, nc_cl_global_size(dev, total), 0);
+  }
+  /* The workspace returns to the pool; the queue is in order, so its reuse waits for us. */
+  nc_tensor_release(ws);
+  return s;
+}

@@ -1,0 +1,104 @@
+/* The OpenCL GEMM entry: one launch of kernels/gemm.cl per batched product, with the tile
+ * variant the tuner chose for the device. */
+#include <stdio.h>
+#include "cl_linalg.h"
+
+nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt) {
+  if (dt == NC_FLOAT64 && !dev->info.fp64)
+    return nc_error(NC_ERR_UNSUPPORTED, "%s has no float64 support (cl_khr_fp64)", dev->info.name);
+  if (dt != NC_FLOAT32 && dt != NC_FLOAT64)
+    return nc_error(NC_ERR_DTYPE, "expected float32 or float64, got %s", nc_dtype_name(dt));
+  return NC_OK;
+}
+
+const char *nc_cl_real_options(nc_dtype dt) {
+  return dt == NC_FLOAT64 ? "-DREAL=double -DNC_REAL_DOUBLE=1" : "";
+}
+
+void nc_gemm_config_options(const nc_gemm_config *c, nc_dtype dt, char *buf, size_t n) {
+  snprintf(buf, n, "-DREAL=%s -DMWG=%d -DNWG=%d -DKWG=%d -DTM=%d -DTNV=%d -DVW=%d",
+           dt == NC_FLOAT64 ? "double" : "float", c->mwg, c->nwg, c->kwg, c->tm, c->tnv, c->vw);
+}
+
+void nc_gemm_config_local(const nc_gemm_config *c, size_t local[2]) {
+  local[0] = (size_t)(c->nwg / (c->vw * c->tnv));
+  local[1] = (size_t)(c->mwg / c->tm);
+}
+
+bool nc_gemm_config_fits(nc_device *dev, const nc_gemm_config *c, nc_dtype dt) {
+  size_t local[2];
+  nc_gemm_config_local(c, local);
+  size_t es = dt == NC_FLOAT64 ? 8 : 4;
+  return local[0] * local[1] <= dev->info.max_work_group_size &&
+         (size_t)(c->mwg + c->nwg) * (size_t)c->kwg * es <= 32768;
+}
+
+/* A scalar kernel argument of the operands' dtype. */
+typedef union {
+  cl_float f;
+  cl_double d;
+} real_arg;
+
+static nc_cl_arg real_of(nc_dtype dt, double v, real_arg *r) {
+  if (dt == NC_FLOAT64) {
+    r->d = v;
+    return (nc_cl_arg){sizeof r->d, &r->d};
+  }
+  r->f = (cl_float)v;
+  return (nc_cl_arg){sizeof r->f, &r->f};
+}
+
+nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg) {
+  nc_device *dev = nc_tensor_device(g->c);
+  nc_dtype dt = g->c->dtype;
+  NC_TRY(nc_cl_check_real(dev, dt));
+  char opts[256];
+  nc_gemm_config_options(cfg, dt, opts, sizeof opts);
+  cl_kernel k;
+  NC_TRY(nc_cl_kernel(dev, "gemm", opts, "gemm", &k));
+  cl_mem a = nc_cl_mem(g->a), b = nc_cl_mem(g->b), c = nc_cl_mem(g->c);
+  cl_mem bias = g->bias ? nc_cl_mem(g->bias) : c;
+  cl_long M = g->m, N = g->n, K = g->k;
+  cl_long a_off = g->a_off, a_sb = g->a_sb, a_sm = g->a_sm, a_sk = g->a_sk;
+  cl_long b_off = g->b_off, b_sb = g->b_sb, b_sk = g->b_sk, b_sn = g->b_sn;
+  cl_long c_off = g->c_off, c_sb = g->c_sb, c_sm = g->c_sm, c_sn = g->c_sn;
+  cl_long bias_off = g->bias_off, bias_sm = g->bias_sm, bias_sn = g->bias_sn;
+  cl_int has_bias = g->bias != NULL;
+  real_arg alpha, beta;
+  nc_cl_arg args[] = {NC_CL_ARG(M),
+                      NC_CL_ARG(N),
+                      NC_CL_ARG(K),
+                      NC_CL_ARG(a),
+                      NC_CL_ARG(a_off),
+                      NC_CL_ARG(a_sb),
+                      NC_CL_ARG(a_sm),
+                      NC_CL_ARG(a_sk),
+                      NC_CL_ARG(b),
+                      NC_CL_ARG(b_off),
+                      NC_CL_ARG(b_sb),
+                      NC_CL_ARG(b_sk),
+                      NC_CL_ARG(b_sn),
+                      NC_CL_ARG(c),
+                      NC_CL_ARG(c_off),
+                      NC_CL_ARG(c_sb),
+                      NC_CL_ARG(c_sm),
+                      NC_CL_ARG(c_sn),
+                      NC_CL_ARG(bias),
+                      NC_CL_ARG(bias_off),
+                      NC_CL_ARG(bias_sm),
+                      NC_CL_ARG(bias_sn),
+                      NC_CL_ARG(has_bias),
+                      real_of(dt, g->alpha, &alpha),
+                      real_of(dt, g->beta, &beta)};
+  size_t local[3] = {0, 0, 1};
+  nc_gemm_config_local(cfg, local);
+  size_t global[3] = {(size_t)((g->n + cfg->nwg - 1) / cfg->nwg) * local[0],
+                      (size_t)((g->m + cfg->mwg - 1) / cfg->mwg) * local[1], (size_t)g->batch};
+  return nc_cl_launch_nd(dev, k, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
+}
+
+nc_status nc_cl_gemm(const nc_gemm_desc *g) {
+  nc_gemm_config cfg;
+  NC_TRY(nc_cl_gemm_config(nc_tensor_device(g->c), g->c->dtype, &cfg));
+  return nc_cl_gemm_with(g, &cfg);
+}

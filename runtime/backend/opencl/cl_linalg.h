@@ -1,0 +1,86 @@
+/* The OpenCL backend's linear-algebra and layer entries, and GEMM tile configuration. */
+#ifndef NETCL_CL_LINALG_H
+#define NETCL_CL_LINALG_H
+
+#include "cl_backend.h"
+#include "netcl/conv.h"
+#include "netcl/pool.h"
+
+/* One GEMM tile variant (see kernels/gemm.cl): work-group tile MWG x NWG, K step KWG; each
+ * work-item computes TM rows by TNV vectors of VW columns. */
+typedef struct {
+  int mwg, nwg, kwg, tm, tnv, vw;
+} nc_gemm_config;
+
+/* Build options for a variant and dtype ("-DREAL=float -DMWG=64 ..."). */
+void nc_gemm_config_options(const nc_gemm_config *c, nc_dtype dt, char *buf, size_t n);
+/* Work-group shape of a variant: (items along N, items along M). */
+void nc_gemm_config_local(const nc_gemm_config *c, size_t local[2]);
+/* Whether the device can run a variant (work-group size and local memory). */
+bool nc_gemm_config_fits(nc_device *dev, const nc_gemm_config *c, nc_dtype dt);
+
+/* The variant GEMMs of dtype dt use on dev: the tuned one cached on disk for this device,
+ * driver and kernel source, else (NETCL_TUNE=1) a fresh tuning run, else a default. */
+nc_status nc_cl_gemm_config(nc_device *dev, nc_dtype dt, nc_gemm_config *out);
+
+/* Times every candidate (at most max_candidates of them; 0 = all) on n x n x n products and
+ * stores the fastest for dev in memory and in the disk cache. *gflops (may be NULL) gets its
+ * speed. */
+nc_status nc_cl_gemm_tune(nc_device *dev, int max_candidates, int64_t n, nc_gemm_config *best,
+                          double *gflops);
+
+/* Candidate variants the tuner tries, and how many. */
+extern const nc_gemm_config nc_gemm_candidates[];
+extern const int nc_gemm_candidate_count;
+
+/* Runs g with an explicit variant (the tuner's measurements). */
+nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg);
+
+nc_status nc_cl_gemm(const nc_gemm_desc *g);
+nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
+                       nc_tensor *y);
+nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
+                                      nc_tensor *dx);
+nc_status nc_cl_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
+                                       nc_tensor *dw);
+nc_status nc_cl_pool2d(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices);
+nc_status nc_cl_pool2d_backward(const nc_pool2d_desc *p, const nc_tensor *dy, const nc_tensor *indices,
+                                nc_tensor *dx);
+nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                           nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
+                           double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd);
+nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
+                                    const nc_tensor *mean, const nc_tensor *invstd, bool training,
+                                    nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias);
+nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                         double eps, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd);
+nc_status nc_cl_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
+                                  const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
+                                  nc_tensor *dweight, nc_tensor *dbias);
+nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad);
+nc_status nc_cl_embedding_backward(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx,
+                                   nc_tensor *dweight);
+nc_status nc_cl_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
+                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
+                              int64_t *bad);
+nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *logits,
+                                       const nc_tensor *targets, const nc_tensor *lse, int64_t ignore_index,
+                                       double label_smoothing, int reduction, nc_tensor *dlogits);
+
+/* Work-group size of reduction kernels: the largest power of two <= min(256, the device's
+ * limit). */
+size_t nc_cl_group_size(nc_device *dev);
+
+/* A device int32 flag holding INT_MAX, which kernels atomic-min a bad position + 1 into, and
+ * its read-back (0 = nothing bad). */
+nc_status nc_cl_flag_new(nc_device *dev, nc_tensor **out);
+nc_status nc_cl_flag_read(nc_tensor *flag, int64_t *bad);
+
+/* The layer kernels take float32, and float64 where the device has cl_khr_fp64. */
+nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt);
+
+/* "-DREAL=double -DNC_REAL_DOUBLE=1" for float64, "" for float32 (so --warmup's default build is the float32
+ * variant). */
+const char *nc_cl_real_options(nc_dtype dt);
+
+#endif

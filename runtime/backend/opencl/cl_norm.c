@@ -1,0 +1,135 @@
+/* OpenCL norms: kernels/norm.cl; one work-group per channel or row for the statistics. */
+#include "cl_linalg.h"
+
+typedef union {
+  cl_float f;
+  cl_double d;
+} real_arg;
+
+static nc_cl_arg real_of(nc_dtype dt, double v, real_arg *r) {
+  if (dt == NC_FLOAT64) return r->d = v, (nc_cl_arg){sizeof r->d, &r->d};
+  return r->f = (cl_float)v, (nc_cl_arg){sizeof r->f, &r->f};
+}
+
+size_t nc_cl_group_size(nc_device *dev) {
+  size_t cap = dev->info.max_work_group_size < 256 ? dev->info.max_work_group_size : 256, g = 1;
+  while (g * 2 <= cap) g *= 2;
+  return g;
+}
+
+/* The buffer of t, or of `fallback` when t is absent (the kernel does not touch it then). */
+static cl_mem mem_or(const nc_tensor *t, const nc_tensor *fallback) { return nc_cl_mem(t ? t : fallback); }
+
+static nc_status kernel(nc_device *dev, nc_dtype dt, const char *name, cl_kernel *k) {
+  NC_TRY(nc_cl_check_real(dev, dt));
+  return nc_cl_kernel(dev, "norm", nc_cl_real_options(dt), name, k);
+}
+
+static nc_status launch_groups(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args,
+                               int64_t groups) {
+  size_t ls = nc_cl_group_size(dev), global = (size_t)groups * ls;
+  return nc_cl_launch_nd(dev, k, nargs, args, 1, &global, &ls);
+}
+
+nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                           nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
+                           double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd) {
+  nc_device *dev = nc_tensor_device(x);
+  cl_kernel k;
+  NC_TRY(kernel(dev, x->dtype, "batch_norm_fwd", &k));
+  cl_long n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1);
+  cl_mem xm = nc_cl_mem(x), wm = mem_or(weight, x), bm = mem_or(bias, x), rmm = mem_or(running_mean, x),
+         rvm = mem_or(running_var, x), ym = nc_cl_mem(y), smm = nc_cl_mem(save_mean),
+         sim = nc_cl_mem(save_invstd);
+  cl_int has_w = weight != NULL, has_b = bias != NULL, has_r = running_mean != NULL, tr = training;
+  real_arg mo, ep;
+  nc_cl_arg args[] = {NC_CL_ARG(xm),
+                      NC_CL_ARG(wm),
+                      NC_CL_ARG(bm),
+                      NC_CL_ARG(has_w),
+                      NC_CL_ARG(has_b),
+                      NC_CL_ARG(rmm),
+                      NC_CL_ARG(rvm),
+                      NC_CL_ARG(has_r),
+                      NC_CL_ARG(tr),
+                      real_of(x->dtype, momentum, &mo),
+                      real_of(x->dtype, eps, &ep),
+                      NC_CL_ARG(ym),
+                      NC_CL_ARG(smm),
+                      NC_CL_ARG(sim),
+                      NC_CL_ARG(n),
+                      NC_CL_ARG(c),
+                      NC_CL_ARG(s)};
+  return launch_groups(dev, k, 17, args, c);
+}
+
+nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
+                                    const nc_tensor *mean, const nc_tensor *invstd, bool training,
+                                    nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias) {
+  nc_device *dev = nc_tensor_device(x);
+  cl_kernel k;
+  NC_TRY(kernel(dev, x->dtype, "batch_norm_bwd", &k));
+  cl_long n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1);
+  cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), wm = mem_or(weight, x), mm = nc_cl_mem(mean),
+         im = nc_cl_mem(invstd), dxm = mem_or(dx, x), dwm = mem_or(dweight, x), dbm = mem_or(dbias, x);
+  cl_int has_w = weight != NULL, tr = training, wdx = dx != NULL, wdw = dweight != NULL, wdb = dbias != NULL;
+  nc_cl_arg args[] = {NC_CL_ARG(dym), NC_CL_ARG(xm),  NC_CL_ARG(wm),  NC_CL_ARG(has_w),
+                      NC_CL_ARG(mm),  NC_CL_ARG(im),  NC_CL_ARG(tr),  NC_CL_ARG(dxm),
+                      NC_CL_ARG(wdx), NC_CL_ARG(dwm), NC_CL_ARG(wdw), NC_CL_ARG(dbm),
+                      NC_CL_ARG(wdb), NC_CL_ARG(n),   NC_CL_ARG(c),   NC_CL_ARG(s)};
+  return launch_groups(dev, k, 16, args, c);
+}
+
+static int64_t rows_of(const nc_tensor *rstd) { return nc_tensor_numel(rstd); }
+
+nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                         double eps, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd) {
+  nc_device *dev = nc_tensor_device(x);
+  cl_kernel k;
+  NC_TRY(kernel(dev, x->dtype, "row_norm_fwd", &k));
+  int64_t r = rows_of(rstd);
+  cl_long d = nc_tensor_numel(x) / (r ? r : 1);
+  cl_int irms = rms, has_w = weight != NULL, has_b = bias != NULL;
+  cl_mem xm = nc_cl_mem(x), wm = mem_or(weight, x), bm = mem_or(bias, x), ym = nc_cl_mem(y),
+         mm = mem_or(mean, rstd), rm = nc_cl_mem(rstd);
+  real_arg ep;
+  nc_cl_arg args[] = {NC_CL_ARG(irms),
+                      NC_CL_ARG(xm),
+                      NC_CL_ARG(wm),
+                      NC_CL_ARG(has_w),
+                      NC_CL_ARG(bm),
+                      NC_CL_ARG(has_b),
+                      real_of(x->dtype, eps, &ep),
+                      NC_CL_ARG(ym),
+                      NC_CL_ARG(mm),
+                      NC_CL_ARG(rm),
+                      NC_CL_ARG(d)};
+  return launch_groups(dev, k, 11, args, r);
+}
+
+nc_status nc_cl_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
+                                  const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
+                                  nc_tensor *dweight, nc_tensor *dbias) {
+  nc_device *dev = nc_tensor_device(x);
+  int64_t r = rows_of(rstd);
+  cl_long d = nc_tensor_numel(x) / (r ? r : 1), rl = r;
+  cl_int irms = rms, has_w = weight != NULL;
+  cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), wm = mem_or(weight, x), mm = mem_or(mean, rstd),
+         rm = nc_cl_mem(rstd);
+  cl_kernel k;
+  if (dx) {
+    NC_TRY(kernel(dev, x->dtype, "row_norm_bwd_dx", &k));
+    cl_mem dxm = nc_cl_mem(dx);
+    nc_cl_arg args[] = {NC_CL_ARG(irms), NC_CL_ARG(dym), NC_CL_ARG(xm),  NC_CL_ARG(wm), NC_CL_ARG(has_w),
+                        NC_CL_ARG(mm),   NC_CL_ARG(rm),  NC_CL_ARG(dxm), NC_CL_ARG(d)};
+    NC_TRY(launch_groups(dev, k, 9, args, r));
+  }
+  if (!dweight && !dbias) return NC_OK;
+  NC_TRY(kernel(dev, x->dtype, "row_norm_bwd_dw", &k));
+  cl_mem dwm = mem_or(dweight, x), dbm = mem_or(dbias, x);
+  cl_int wdw = dweight != NULL, wdb = dbias != NULL;
+  nc_cl_arg args[] = {NC_CL_ARG(irms), NC_CL_ARG(dym), NC_CL_ARG(xm),  NC_CL_ARG(mm),
+                      NC_CL_ARG(rm),   NC_CL_ARG(dwm), NC_CL_ARG(wdw), NC_CL_ARG(dbm),
+                      NC_CL_ARG(wdb),  NC_CL_ARG(rl),  NC_CL_ARG(d)};
+  return nc_cl_launch(dev, k, 11, args, nc_cl_global_size(dev, d), 0);
+}

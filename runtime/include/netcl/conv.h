@@ -1,0 +1,36 @@
+/* 2-D convolution over NCHW tensors (float32 or float64), forward and the two gradients that
+ * autograd composes: input and weight (the bias gradient is a sum of dy over N, H, W). */
+#ifndef NETCL_CONV_H
+#define NETCL_CONV_H
+
+#include "tensor.h"
+
+/* Geometry of one convolution; nc_conv2d_plan fills the derived fields. */
+typedef struct nc_conv2d_desc {
+  int64_t stride[2], padding[2], dilation[2]; /* (h, w); stride, dilation >= 1, padding >= 0 */
+  int64_t groups;                             /* >= 1, divides C_in and C_out */
+  /* derived */
+  int64_t n, c_in, h, w; /* input */
+  int64_t c_out, kh, kw; /* weight [c_out, c_in / groups, kh, kw] */
+  int64_t oh, ow;        /* output */
+} nc_conv2d_desc;
+
+/* Checks x [N,C,H,W] and weight [O, C/groups, KH, KW] against the parameters and fills the
+ * derived fields of p. Errors (NC_ERR_SHAPE/ARG) name the problem: "groups 3 does not divide
+ * the 4 input channels", "kernel 5x5 (dilated) is larger than the padded input 4x4", ... */
+nc_status nc_conv2d_plan(nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *weight);
+
+/* y [N, O, OH, OW] = conv2d(x, weight) + bias (bias [O] or NULL). */
+nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_conv2d_desc *params,
+                    nc_tensor **out);
+
+/* d loss / d x [N,C,H,W] from dy [N,O,OH,OW] and weight. input_shape gives (N, C, H, W): the
+ * output size does not determine H and W when stride > 1. */
+nc_status nc_conv2d_backward_input(nc_tensor *dy, nc_tensor *weight, const int64_t input_shape[4],
+                                   const nc_conv2d_desc *params, nc_tensor **dx);
+
+/* d loss / d weight [O, C/groups, KH, KW] from dy and x. weight_shape gives (O, C/g, KH, KW). */
+nc_status nc_conv2d_backward_weight(nc_tensor *dy, nc_tensor *x, const int64_t weight_shape[4],
+                                    const nc_conv2d_desc *params, nc_tensor **dw);
+
+#endif

@@ -1,0 +1,242 @@
+/* Normalization ops: shape checks, saved-statistics tensors, dispatch. */
+#include "core/device_impl.h"
+#include "netcl/copy.h"
+#include "netcl/creation.h"
+#include "netcl/norm.h"
+#include "ops/dense.h"
+
+static nc_status check_param(const nc_tensor *p, const nc_tensor *x, int ndim, const int64_t *shape,
+                             const char *what) {
+  if (!p) return NC_OK;
+  if (p->dtype != x->dtype)
+    return nc_error(NC_ERR_DTYPE, "%s is %s but the input is %s", what, nc_dtype_name(p->dtype),
+                    nc_dtype_name(x->dtype));
+  if (nc_tensor_device(p) != nc_tensor_device(x))
+    return nc_error(NC_ERR_DEVICE, "%s is on another device", what);
+  bool ok = p->ndim == ndim;
+  for (int i = 0; ok && i < ndim; i++) ok = p->shape[i] == shape[i];
+  if (!ok) {
+    char buf[128];
+    int len = 0;
+    for (int i = 0; i < ndim; i++)
+      len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%lld", i ? "," : "", (long long)shape[i]);
+    return nc_error(NC_ERR_SHAPE, "%s must have shape [%s]", what, buf);
+  }
+  return NC_OK;
+}
+
+static nc_status check_float(const nc_tensor *x) {
+  if (!nc_dtype_is_float(x->dtype))
+    return nc_error(NC_ERR_DTYPE, "expected a float32 or float64 input, got %s", nc_dtype_name(x->dtype));
+  return NC_OK;
+}
+
+/* Contiguous versions of up to 4 optional tensors; releases them on failure. */
+static nc_status dense(nc_tensor **in, nc_tensor **out, int n) {
+  for (int i = 0; i < n; i++) out[i] = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!in[i]) continue;
+    nc_status s = nc_dense_operand(in[i], &out[i]);
+    if (s != NC_OK) {
+      for (int j = 0; j < i; j++) nc_tensor_release(out[j]);
+      return s;
+    }
+  }
+  return NC_OK;
+}
+
+static void release_all(nc_tensor **t, int n) {
+  for (int i = 0; i < n; i++) nc_tensor_release(t[i]);
+}
+
+/* Running stats are updated in place, so they must be contiguous themselves. */
+static nc_status check_inplace(const nc_tensor *t, const char *what) {
+  if (t && !nc_tensor_is_contiguous(t))
+    return nc_error(NC_ERR_ARG, "%s must be contiguous (it is updated in place)", what);
+  return NC_OK;
+}
+
+nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor *running_mean,
+                        nc_tensor *running_var, bool training, double momentum, double eps, nc_tensor **y,
+                        nc_tensor **save_mean, nc_tensor **save_invstd) {
+  NC_TRY(check_float(x));
+  if (x->ndim < 2) return nc_error(NC_ERR_SHAPE, "needs an input [N, C, ...], got %d dims", x->ndim);
+  int64_t c = x->shape[1], per_channel = nc_tensor_numel(x) / (c ? c : 1);
+  NC_TRY(check_param(weight, x, 1, &c, "weight"));
+  NC_TRY(check_param(bias, x, 1, &c, "bias"));
+  NC_TRY(check_param(running_mean, x, 1, &c, "running_mean"));
+  NC_TRY(check_param(running_var, x, 1, &c, "running_var"));
+  NC_TRY(check_inplace(running_mean, "running_mean"));
+  NC_TRY(check_inplace(running_var, "running_var"));
+  if (!(eps > 0)) return nc_error(NC_ERR_ARG, "eps must be > 0, got %g", eps);
+  if ((running_mean == NULL) != (running_var == NULL))
+    return nc_error(NC_ERR_ARG, "give both running_mean and running_var, or neither");
+  if (!training && !running_mean) return nc_error(NC_ERR_ARG, "inference needs running_mean and running_var");
+  if (training && per_channel < 2)
+    return nc_error(NC_ERR_SHAPE, "training needs more than 1 value per channel, got %lld",
+                    (long long)per_channel);
+  nc_device *dev = nc_tensor_device(x);
+  nc_tensor *in[3] = {x, weight, bias}, *d[3], *r = NULL, *m = NULL, *is = NULL;
+  NC_TRY(dense(in, d, 3));
+  nc_status s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &r);
+  if (s == NC_OK) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &m);
+  if (s == NC_OK) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &is);
+  if (s == NC_OK && c > 0) {
+    if (training && running_mean) {
+      nc_storage_bump_version(running_mean->storage);
+      nc_storage_bump_version(running_var->storage);
+    }
+    /* Running stats update in place; views that do not start their storage go through a
+     * dense copy that is written back. */
+    nc_tensor *rs[2] = {running_mean, running_var}, *drs[2] = {NULL, NULL};
+    s = dense(rs, drs, 2);
+    if (s == NC_OK)
+      s = dev->backend->batch_norm(d[0], d[1], d[2], drs[0], drs[1], training, momentum, eps, r, m, is);
+    for (int i = 0; i < 2 && s == NC_OK && training; i++)
+      if (drs[i] && drs[i] != rs[i]) s = nc_copy(rs[i], drs[i]);
+    release_all(drs, 2);
+  }
+  release_all(d, 3);
+  if (s != NC_OK) {
+    nc_tensor_release(r), nc_tensor_release(m), nc_tensor_release(is);
+    return s;
+  }
+  *y = r;
+  if (save_mean)
+    *save_mean = m;
+  else
+    nc_tensor_release(m);
+  if (save_invstd)
+    *save_invstd = is;
+  else
+    nc_tensor_release(is);
+  return NC_OK;
+}
+
+nc_status nc_batch_norm_backward(nc_tensor *dy, nc_tensor *x, nc_tensor *weight, nc_tensor *save_mean,
+                                 nc_tensor *save_invstd, bool training, nc_tensor **dx, nc_tensor **dweight,
+                                 nc_tensor **dbias) {
+  NC_TRY(check_float(x));
+  if (x->ndim < 2) return nc_error(NC_ERR_SHAPE, "needs an input [N, C, ...], got %d dims", x->ndim);
+  int64_t c = x->shape[1];
+  NC_TRY(check_param(dy, x, x->ndim, x->shape, "the output gradient"));
+  NC_TRY(check_param(weight, x, 1, &c, "weight"));
+  NC_TRY(check_param(save_mean, x, 1, &c, "save_mean"));
+  NC_TRY(check_param(save_invstd, x, 1, &c, "save_invstd"));
+  if (!save_mean || !save_invstd) return nc_error(NC_ERR_ARG, "needs the saved mean and invstd");
+  if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "affine gradients need the weight");
+  nc_device *dev = nc_tensor_device(x);
+  nc_tensor *in[5] = {dy, x, weight, save_mean, save_invstd}, *d[5], *out[3] = {NULL, NULL, NULL};
+  NC_TRY(dense(in, d, 5));
+  nc_status s = NC_OK;
+  if (dx) s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &out[0]);
+  if (s == NC_OK && dweight) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &out[1]);
+  if (s == NC_OK && dbias) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &out[2]);
+  if (s == NC_OK && c > 0)
+    s = dev->backend->batch_norm_backward(d[0], d[1], d[2], d[3], d[4], training, out[0], out[1], out[2]);
+  release_all(d, 5);
+  if (s != NC_OK) {
+    release_all(out, 3);
+    return s;
+  }
+  if (dx) *dx = out[0];
+  if (dweight) *dweight = out[1];
+  if (dbias) *dbias = out[2];
+  return NC_OK;
+}
+
+static nc_status check_row(const nc_tensor *x, int nd) {
+  NC_TRY(check_float(x));
+  if (nd < 1 || nd > x->ndim)
+    return nc_error(NC_ERR_SHAPE, "cannot normalize over the last %d dims of a %d-dim input", nd, x->ndim);
+  return NC_OK;
+}
+
+static nc_status row_forward(bool rms, nc_tensor *x, int nd, nc_tensor *weight, nc_tensor *bias, double eps,
+                             nc_tensor **y, nc_tensor **mean, nc_tensor **rstd) {
+  NC_TRY(check_row(x, nd));
+  const int64_t *norm_shape = x->shape + (x->ndim - nd);
+  NC_TRY(check_param(weight, x, nd, norm_shape, "weight"));
+  NC_TRY(check_param(bias, x, nd, norm_shape, "bias"));
+  if (!(eps > 0)) return nc_error(NC_ERR_ARG, "eps must be > 0, got %g", eps);
+  nc_device *dev = nc_tensor_device(x);
+  int lead = x->ndim - nd;
+  nc_tensor *in[3] = {x, weight, bias}, *d[3], *r = NULL, *m = NULL, *rs = NULL;
+  NC_TRY(dense(in, d, 3));
+  nc_status s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &r);
+  if (s == NC_OK && !rms) s = nc_tensor_empty(dev, x->dtype, lead, x->shape, 0, &m);
+  if (s == NC_OK) s = nc_tensor_empty(dev, x->dtype, lead, x->shape, 0, &rs);
+  if (s == NC_OK && nc_tensor_numel(x) > 0) s = dev->backend->row_norm(rms, d[0], d[1], d[2], eps, r, m, rs);
+  release_all(d, 3);
+  if (s != NC_OK) {
+    nc_tensor_release(r), nc_tensor_release(m), nc_tensor_release(rs);
+    return s;
+  }
+  *y = r;
+  if (mean)
+    *mean = m;
+  else
+    nc_tensor_release(m);
+  if (rstd)
+    *rstd = rs;
+  else
+    nc_tensor_release(rs);
+  return NC_OK;
+}
+
+static nc_status row_backward(bool rms, nc_tensor *dy, nc_tensor *x, int nd, nc_tensor *weight,
+                              nc_tensor *mean, nc_tensor *rstd, nc_tensor **dx, nc_tensor **dweight,
+                              nc_tensor **dbias) {
+  NC_TRY(check_row(x, nd));
+  int lead = x->ndim - nd;
+  const int64_t *norm_shape = x->shape + lead;
+  NC_TRY(check_param(dy, x, x->ndim, x->shape, "the output gradient"));
+  NC_TRY(check_param(weight, x, nd, norm_shape, "weight"));
+  if (!rms) NC_TRY(check_param(mean, x, lead, x->shape, "mean"));
+  NC_TRY(check_param(rstd, x, lead, x->shape, "rstd"));
+  if (!rstd || (!rms && !mean)) return nc_error(NC_ERR_ARG, "needs the statistics saved by the forward op");
+  if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "affine gradients need the weight");
+  nc_device *dev = nc_tensor_device(x);
+  nc_tensor *in[5] = {dy, x, weight, rms ? NULL : mean, rstd}, *d[5], *out[3] = {NULL, NULL, NULL};
+  NC_TRY(dense(in, d, 5));
+  nc_status s = NC_OK;
+  if (dx) s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &out[0]);
+  if (s == NC_OK && dweight) s = nc_tensor_empty(dev, x->dtype, nd, norm_shape, 0, &out[1]);
+  if (s == NC_OK && dbias) s = nc_tensor_empty(dev, x->dtype, nd, norm_shape, 0, &out[2]);
+  if (s == NC_OK) {
+    if (nc_tensor_numel(x) > 0)
+      s = dev->backend->row_norm_backward(rms, d[0], d[1], d[2], d[3], d[4], out[0], out[1], out[2]);
+    for (int i = 1; s == NC_OK && i < 3; i++)
+      if (out[i] && nc_tensor_numel(x) == 0) s = nc_fill(out[i], 0.0);
+  }
+  release_all(d, 5);
+  if (s != NC_OK) {
+    release_all(out, 3);
+    return s;
+  }
+  if (dx) *dx = out[0];
+  if (dweight) *dweight = out[1];
+  if (dbias) *dbias = out[2];
+  return NC_OK;
+}
+
+nc_status nc_layer_norm(nc_tensor *x, int normalized_ndim, nc_tensor *weight, nc_tensor *bias, double eps,
+                        nc_tensor **y, nc_tensor **mean, nc_tensor **rstd) {
+  return row_forward(false, x, normalized_ndim, weight, bias, eps, y, mean, rstd);
+}
+
+nc_status nc_layer_norm_backward(nc_tensor *dy, nc_tensor *x, int normalized_ndim, nc_tensor *weight,
+                                 nc_tensor *mean, nc_tensor *rstd, nc_tensor **dx, nc_tensor **dweight,
+                                 nc_tensor **dbias) {
+  return row_backward(false, dy, x, normalized_ndim, weight, mean, rstd, dx, dweight, dbias);
+}
+
+nc_status nc_rms_norm(nc_tensor *x, int normalized_ndim, nc_tensor *weight, double eps, nc_tensor **y,
+                      nc_tensor **rstd) {
+  return row_forward(true, x, normalized_ndim, weight, NULL, eps, y, NULL, rstd);
+}
+
+nc_status nc_rms_norm_backward(nc_tensor *dy, nc_tensor *x, int normalized_ndim, nc_tensor *weight,
+                               nc_tensor *rstd, nc_tensor **dx, nc_tensor **dweight) {
+  return row_backward(true, dy, x, normalized_ndim, weight, NULL, rstd, dx, dweight, NULL);
+}

@@ -1,0 +1,60 @@
+/* The GEMM autotuner on the first OpenCL device, as a tiny search (2 candidates, 128^3) in a
+ * private cache directory: it picks a candidate, writes its choice to disk atomically, a fresh
+ * lookup reads it back, and GEMMs with the choice stay correct. Skips (77) without OpenCL. */
+#include <stdlib.h>
+#include <unistd.h>
+#include "check.h"
+#include "linalg_ref.h"
+#ifdef NC_HAVE_OPENCL
+#include "backend/opencl/cl_linalg.h"
+#endif
+
+#ifndef NC_HAVE_OPENCL
+int main(void) {
+  printf("built without OpenCL: skipped\n");
+  return 77;
+}
+#else
+int main(void) {
+  char dir[] = "/tmp/netcl-tune-XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  setenv("NETCL_CACHE_DIR", dir, 1);
+  CHECK_OK(nc_init());
+  nc_device *dev;
+  if (nc_device_find("opencl", &dev) != NC_OK) {
+    printf("no OpenCL device: skipped\n");
+    return 77;
+  }
+  nc_gemm_config best;
+  double gflops = 0;
+  CHECK_OK(nc_cl_gemm_tune(dev, 2, 128, &best, &gflops));
+  CHECK(gflops > 0);
+  bool is_candidate = false;
+  for (int i = 0; i < 2; i++) is_candidate |= memcmp(&best, &nc_gemm_candidates[i], sizeof best) == 0;
+  CHECK(is_candidate);
+  /* The choice is on disk: one .tune file beside the program binaries, no temporary left. */
+  char cmd[256];
+  snprintf(cmd, sizeof cmd,
+           "test $(ls %s | grep -c '\\.tune$') -eq 1 && test $(ls %s | grep -vc -e '\\.tune$' -e "
+           "'\\.clbin$') -eq 0",
+           dir, dir);
+  CHECK(system(cmd) == 0);
+  nc_gemm_config again;
+  CHECK_OK(nc_cl_gemm_config(dev, NC_FLOAT32, &again));
+  CHECK(memcmp(&again, &best, sizeof best) == 0);
+  /* A product with the tuned variant. */
+  int64_t s[2] = {70, 70};
+  double *a = ref_random(70 * 70), *want = calloc(70 * 70, sizeof(double));
+  for (int i = 0; i < 70; i++)
+    for (int k = 0; k < 70; k++)
+      for (int j = 0; j < 70; j++) want[i * 70 + j] += a[i * 70 + k] * a[k * 70 + j];
+  nc_tensor *t = ref_tensor(dev, NC_FLOAT32, 2, s, a), *c = NULL;
+  CHECK_OK(nc_mm(t, t, &c));
+  CHECK(ref_tensor_error(c, want, 70 * 70) < 1e-5);
+  nc_tensor_release(t), nc_tensor_release(c);
+  free(a), free(want);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+  CHECK_DONE();
+}
+#endif

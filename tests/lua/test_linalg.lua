@@ -1,0 +1,212 @@
+-- Lua API of the linalg/layer ops: matmul/mm/bmm methods, nc.linear, nc.set_matmul_precision,
+-- nc.nn_ops forward/backward entry points. Each op runs on the device under test
+-- (NETCL_TEST_DEVICE) and on the CPU backend with the same inputs; results must agree. Error
+-- messages name the function and the offending shapes.
+local lu = require "luaunit"
+local nc = require "netcl"
+
+local dev = nc.device(os.getenv("NETCL_TEST_DEVICE") or "cpu")
+local cpu = nc.device("cpu")
+local ops = nc.nn_ops
+
+local function flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then out[#out + 1] = t; return out end
+  for _, v in ipairs(t) do flat(v, out) end
+  return out
+end
+
+-- max |a - b| / max(1, max |b|) over two tensors' values
+local function rel_err(a, b)
+  local x, y = flat(a:tolist()), flat(b:tolist())
+  lu.assertEquals(#x, #y)
+  local err, scale = 0, 1
+  for i = 1, #y do scale = math.max(scale, math.abs(y[i])) end
+  for i = 1, #y do err = math.max(err, math.abs(x[i] - y[i])) end
+  return err / scale
+end
+
+local function same(a, b, tol) lu.assertTrue(rel_err(a, b) <= (tol or 1e-5), "rel err " .. rel_err(a, b)) end
+
+-- random tensor on the CPU and a copy on the device under test
+local function pair(shape)
+  local c = nc.randn(shape, {device = cpu})
+  return c:to(dev), c
+end
+
+local function labels(n, classes)
+  local t = {}
+  for i = 1, n do t[i] = (i * 7 + 3) % classes end
+  local c = nc.tensor(t, {dtype = "int64", device = cpu})
+  return c:to(dev), c
+end
+
+TestMatmul = {}
+function TestMatmul:test_methods_and_module()
+  local a, ac = pair({5, 7})
+  local b, bc = pair({7, 3})
+  same(a:matmul(b), ac:matmul(bc))
+  same(a:mm(b), nc.mm(ac, bc))
+  same(nc.matmul(a, b), ac:mm(bc))
+  lu.assertEquals(a:matmul(b).shape, {5, 3})
+end
+
+function TestMatmul:test_batched_broadcast_transposed()
+  local a, ac = pair({2, 1, 4, 6})
+  local b, bc = pair({3, 5, 6})
+  local r = a:matmul(b:transpose(2, 3))
+  lu.assertEquals(r.shape, {2, 3, 4, 5})
+  same(r, ac:matmul(bc:transpose(2, 3)))
+  local x, xc = pair({3, 4, 6})
+  local y, yc = pair({3, 6, 2})
+  same(x:bmm(y), xc:bmm(yc))
+end
+
+function TestMatmul:test_vectors_and_linear()
+  local v, vc = pair({6})
+  local m, mc = pair({4, 6})
+  lu.assertEquals(m:matmul(v).shape, {4})
+  lu.assertEquals(v:matmul(v).ndim, 0)
+  same(v:matmul(m:transpose(1, 2)), vc:matmul(mc:transpose(1, 2)))
+  local x, xc = pair({2, 3, 6})
+  local b, bc = pair({4})
+  local y = nc.linear(x, m, b)
+  lu.assertEquals(y.shape, {2, 3, 4})
+  same(y, nc.linear(xc, mc, bc))
+end
+
+function TestMatmul:test_errors()
+  local a, b = nc.zeros({2, 3}, {device = dev}), nc.zeros({4, 5}, {device = dev})
+  lu.assertErrorMsgContains("netcl.matmul: inner dimensions 3 and 4 do not match ([2,3] @ [4,5])",
+                            function() return a:matmul(b) end)
+  lu.assertErrorMsgContains("netcl.bmm: bmm needs 3-D operands", function() return a:bmm(b) end)
+  lu.assertErrorMsgContains("netcl.matmul: expected float32 or float64 operands",
+                            function() return a:matmul(nc.zeros({3, 2}, {dtype = "int64", device = dev})) end)
+end
+
+function TestMatmul:test_precision()
+  lu.assertEquals(nc.get_matmul_precision(), "highest")
+  nc.set_matmul_precision("high")
+  lu.assertEquals(nc.get_matmul_precision(), "high")
+  nc.set_matmul_precision("highest")
+  lu.assertErrorMsgContains("netcl.set_matmul_precision: unknown matmul precision 'fast'",
+                            function() nc.set_matmul_precision("fast") end)
+end
+
+TestConv = {}
+function TestConv:test_forward_backward_parity()
+  local x, xc = pair({2, 4, 9, 8})
+  local w, wc = pair({6, 2, 3, 2})
+  local b, bc = pair({6})
+  local opts = {stride = {2, 1}, padding = {1, 0}, dilation = {1, 2}, groups = 2}
+  local y = ops.conv2d(x, w, b, opts)
+  local yc = ops.conv2d(xc, wc, bc, opts)
+  same(y, yc)
+  local g, gc = pair(y.shape)
+  same(ops.conv2d_backward_input(g, w, x.shape, opts), ops.conv2d_backward_input(gc, wc, xc.shape, opts))
+  same(ops.conv2d_backward_weight(g, x, w.shape, opts), ops.conv2d_backward_weight(gc, xc, wc.shape, opts))
+end
+
+function TestConv:test_errors()
+  local x = nc.zeros({1, 4, 4, 4}, {device = dev})
+  lu.assertErrorMsgContains("netcl.nn_ops.conv2d: kernel 5x5 (5x5 dilated) is larger than the padded input 4x4",
+                            function() return ops.conv2d(x, nc.zeros({2, 4, 5, 5}, {device = dev})) end)
+  lu.assertErrorMsgContains("netcl.nn_ops.conv2d: groups 3 does not divide the 4 input channels",
+                            function() return ops.conv2d(x, nc.zeros({3, 1, 3, 3}, {device = dev}), nil, {groups = 3}) end)
+end
+
+TestPool = {}
+function TestPool:test_max_avg_adaptive()
+  local x, xc = pair({2, 3, 7, 6})
+  local y, idx = ops.max_pool2d(x, 3, {stride = 2, padding = 1})
+  local yc, idxc = ops.max_pool2d(xc, 3, {stride = 2, padding = 1})
+  same(y, yc)
+  lu.assertEquals(idx.dtype, "int64")
+  lu.assertEquals(flat(idx:tolist()), flat(idxc:tolist()))
+  local g, gc = pair(y.shape)
+  same(ops.max_pool2d_backward(g, idx, x.shape, 3, {stride = 2, padding = 1}),
+       ops.max_pool2d_backward(gc, idxc, xc.shape, 3, {stride = 2, padding = 1}))
+  local a = ops.avg_pool2d(x, {2, 3}, {ceil_mode = true})
+  same(a, ops.avg_pool2d(xc, {2, 3}, {ceil_mode = true}))
+  local ga, gac = pair(a.shape)
+  same(ops.avg_pool2d_backward(ga, x.shape, {2, 3}, {ceil_mode = true}),
+       ops.avg_pool2d_backward(gac, xc.shape, {2, 3}, {ceil_mode = true}))
+  local ad = ops.adaptive_avg_pool2d(x, {4, 1})
+  lu.assertEquals(ad.shape, {2, 3, 4, 1})
+  local gd, gdc = pair(ad.shape)
+  same(ops.adaptive_avg_pool2d_backward(gd, x.shape), ops.adaptive_avg_pool2d_backward(gdc, xc.shape))
+end
+
+function TestPool:test_known_indices()
+  local x = nc.tensor({{{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}}}}, {device = dev})
+  local y, idx = ops.max_pool2d(x, 2)
+  lu.assertEquals(flat(y:tolist()), {6, 8, 14, 16})
+  lu.assertEquals(flat(idx:tolist()), {5, 7, 13, 15}) -- 0-based positions in the plane
+end
+
+TestNorm = {}
+function TestNorm:test_batch_norm()
+  local x, xc = pair({4, 3, 5, 2})
+  local w, wc = pair({3})
+  local b, bc = pair({3})
+  local rm, rmc = nc.zeros({3}, {device = dev}), nc.zeros({3}, {device = cpu})
+  local rv, rvc = nc.ones({3}, {device = dev}), nc.ones({3}, {device = cpu})
+  local y, m, is = ops.batch_norm(x, w, b, rm, rv, {training = true, momentum = 0.2})
+  local yc, mc, isc = ops.batch_norm(xc, wc, bc, rmc, rvc, {training = true, momentum = 0.2})
+  same(y, yc); same(rm, rmc); same(rv, rvc)
+  local g, gc = pair(x.shape)
+  local dx, dw, db = ops.batch_norm_backward(g, x, w, m, is)
+  local dxc, dwc, dbc = ops.batch_norm_backward(gc, xc, wc, mc, isc)
+  same(dx, dxc); same(dw, dwc); same(db, dbc)
+  local ye = ops.batch_norm(x, w, b, rm, rv, {training = false})
+  same(ye, (ops.batch_norm(xc, wc, bc, rmc, rvc, {training = false})))
+end
+
+function TestNorm:test_layer_rms()
+  local x, xc = pair({3, 4, 10})
+  local w, wc = pair({10})
+  local b, bc = pair({10})
+  local y, m, rs = ops.layer_norm(x, 10, w, b)
+  local yc, mc, rsc = ops.layer_norm(xc, {10}, wc, bc)
+  same(y, yc)
+  local g, gc = pair(x.shape)
+  local dx, dw, db = ops.layer_norm_backward(g, x, 10, w, m, rs)
+  local dxc, dwc, dbc = ops.layer_norm_backward(gc, xc, 10, wc, mc, rsc)
+  same(dx, dxc); same(dw, dwc); same(db, dbc)
+  local r, rr = ops.rms_norm(x, {4, 10}, nil)
+  local rc, rrc = ops.rms_norm(xc, {4, 10}, nil)
+  same(r, rc)
+  local gx = ops.rms_norm_backward(g, x, {4, 10}, nil, rr)
+  same(gx, ops.rms_norm_backward(gc, xc, {4, 10}, nil, rrc))
+  lu.assertErrorMsgContains("normalized_shape does not match", function() return ops.layer_norm(x, 4) end)
+end
+
+TestEmbeddingLoss = {}
+function TestEmbeddingLoss:test_embedding()
+  local w, wc = pair({9, 4})
+  local idx = nc.tensor({{0, 8, 3}, {3, 3, 1}}, {dtype = "int64", device = dev})
+  local out = ops.embedding(w, idx)
+  lu.assertEquals(out.shape, {2, 3, 4})
+  same(out, ops.embedding(wc, idx:to(cpu)))
+  local g, gc = pair(out.shape)
+  same(ops.embedding_backward(g, idx, 9, {padding_idx = 1}), ops.embedding_backward(gc, idx:to(cpu), 9, {padding_idx = 1}))
+  lu.assertErrorMsgContains("netcl.nn_ops.embedding: index 9 at position 2 is out of range for 9 embeddings",
+                            function() return ops.embedding(w, nc.tensor({0, 9}, {dtype = "int64", device = dev})) end)
+end
+
+function TestEmbeddingLoss:test_cross_entropy()
+  local x, xc = pair({16, 5})
+  local t, tc = labels(16, 5)
+  for _, o in ipairs({{}, {label_smoothing = 0.1, ignore_index = 2}, {reduction = "sum"}, {reduction = "none"}}) do
+    local l, lse = ops.cross_entropy(x, t, o)
+    local lc, lsec = ops.cross_entropy(xc, tc, o)
+    same(l, lc)
+    local g, gc = pair(l.shape)
+    same(ops.cross_entropy_backward(g, x, t, lse, o), ops.cross_entropy_backward(gc, xc, tc, lsec, o))
+  end
+  lu.assertErrorMsgContains("netcl.nn_ops.cross_entropy: targets must be int64 class indices, got float32",
+                            function() return ops.cross_entropy(x, t:to("float32")) end)
+  lu.assertErrorMsgContains("reduction must be", function() return ops.cross_entropy(x, t, {reduction = "avg"}) end)
+end
+
+os.exit(lu.LuaUnit.run())
