@@ -161,8 +161,10 @@ end
 function TestModule:test_to_device_and_dtype()
   local cpu = nc.device("cpu")
   local net = Net(4)
+  local node = net.fc1.weight
   net:to("float64")
   for _, p in ipairs(net:parameters()) do lu.assertEquals(p.dtype, "float64") end
+  lu.assertIs(net.fc1.weight, node) -- the same Node: optimizers keep working
   lu.assertEquals(net.body[2].running_mean.dtype, "float64")
   lu.assertEquals(net.body[2].num_batches_tracked.dtype, "int64")
   lu.assertEquals(net(nc.randn({2, 3}, {dtype = "float64"})).dtype, "float64")

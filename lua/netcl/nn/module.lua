@@ -16,6 +16,8 @@ local tensor_mt = getmetatable(nc.zeros({0}))
 local function is_tensor(v) return getmetatable(v) == tensor_mt end
 local is_node = ag.is_node
 
+local FLOAT_DTYPES = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
+
 local Module = {}
 Module.__name = "Module"
 
@@ -302,46 +304,32 @@ end
 
 function Module:eval() return self:train(false) end
 
---- m:to(device or dtype): moves (or converts) every parameter and buffer; returns m.
--- A parameter on another device becomes a new leaf Node (a Node's value is fixed), so an
--- optimizer must be built after the move, as in PyTorch. A parameter shared by several modules
--- stays shared.
+--- m:to(device or dtype): moves (or converts) every parameter and buffer; returns m. Parameters
+-- keep their identity (the Node's value is replaced), so tied weights stay tied and an optimizer
+-- built before the move still holds the model's parameters. Integer buffers
+-- (num_batches_tracked) keep their dtype on a dtype conversion.
 function Module:to(target)
   local fname = type_name(self) .. ".to"
-  if type(target) == "string" and target ~= "float32" and target ~= "float64" and target ~= "float16"
-     and target ~= "bfloat16" then
-    target = nc.device(target)
-  end
-  local is_dtype = type(target) == "string"
+  local is_dtype = type(target) == "string" and FLOAT_DTYPES[target] ~= nil
+  if type(target) == "string" and not is_dtype then target = nc.device(target) end
   if not is_dtype and (getmetatable(target) or {}).__name ~= "netcl.Device" then
-    error(fname .. ": expected a Device, a device spec or a float dtype, got " .. type(target), 2)
+    error(fname .. ": expected a Device, a device spec or a float dtype, got " .. tostring(target), 2)
   end
-  local moved = {}
   local function needs(t)
-    if is_dtype then return t.dtype ~= target end
+    if is_dtype then return FLOAT_DTYPES[t.dtype] ~= nil and t.dtype ~= target end
     return t.device ~= target
+  end
+  for _, p in ipairs(self:parameters()) do
+    if needs(p.value) then
+      p.value = p.value:to(target)
+      if p.grad then p.grad = p.grad:to(target) end
+    end
   end
   for _, m in ipairs(self:modules()) do
     local st = rawget(m, STATE)
-    for _, name in ipairs(st.param_order) do
-      local p = st.params[name]
-      if moved[p] == nil then
-        if needs(p.value) then
-          local q = ag.tensor(p.value:to(target), {requires_grad = p.requires_grad})
-          if p.grad then q.grad = p.grad:to(target) end
-          moved[p] = q
-        else
-          moved[p] = p
-        end
-      end
-      st.params[name] = moved[p]
-    end
     for _, name in ipairs(st.buffer_order) do
       local b = st.buffers[name]
-      -- integer buffers (num_batches_tracked) keep their dtype on a dtype conversion
-      if b and needs(b) and not (is_dtype and not (b.dtype:find("^float") or b.dtype == "bfloat16")) then
-        st.buffers[name] = b:to(target)
-      end
+      if b and needs(b) then st.buffers[name] = b:to(target) end
     end
   end
   return self
