@@ -36,8 +36,11 @@ sanitize: deps
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS)
 
+# Trains the Fashion-MNIST sample on the default device (docs/training.md); the checkpoint and
+# its chart go to $(BUILD)/demo. DEMO_ARGS adds options: make demo DEMO_ARGS="--epochs 5".
 demo: build
-	$(BUILD)/bin/netcl-lua samples/devices.lua
+	mkdir -p $(BUILD)/demo
+	$(BUILD)/bin/netcl-lua samples/fashion_mnist.lua --checkpoint $(BUILD)/demo/fashion_mnist.netcl $(DEMO_ARGS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -4,6 +4,7 @@
 local nn = require "netcl.nn"
 
 local MLP = nn.Sequential:extend("MLP")
+MLP._label = "models.MLP"
 
 local ACTIVATIONS = {relu = nn.ReLU, gelu = nn.GELU, silu = nn.SiLU, tanh = nn.Tanh, sigmoid = nn.Sigmoid}
 

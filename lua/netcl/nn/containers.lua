@@ -35,6 +35,7 @@ end
 
 M.Sequential = Module:extend("Sequential")
 M.Sequential._indexed_children = true
+M.Sequential._label = "nn.Sequential"
 M.Sequential.__len = length
 
 --- nn.Sequential(m1, m2, ...) or nn.Sequential{m1, m2, ...}
@@ -49,7 +50,7 @@ function M.Sequential:append(m) return append(self, "nn.Sequential", m) end
 -- A failing child is named by position and type, so an error deep in a model says where it is:
 -- "nn.Sequential: child 3 (Linear): netcl.autograd.linear: ...".
 function M.Sequential:forward(x)
-  local label = getmetatable(self) == M.Sequential and "nn.Sequential" or type_name(self)
+  local label = rawget(getmetatable(self), "_label") or type_name(self)
   local i = 1
   local child = self[1]
   while child ~= nil do
