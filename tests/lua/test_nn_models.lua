@@ -72,31 +72,41 @@ local function check_layout(model, expected)
   return params
 end
 
+-- One cifar model for the layout and init tests (making an 11M-parameter model takes a while).
+local cifar
+local function cifar_model()
+  if not cifar then
+    nc.manual_seed(0)
+    cifar = models.ResNet18{num_classes = 10, stem = "cifar"}
+  end
+  return cifar
+end
+
 TestResNet = {}
 
 function TestResNet:test_imagenet_layout_matches_torchvision()
   nc.manual_seed(0)
-  local m = models.ResNet18{num_classes = 1000, stem = "imagenet"}
+  local m = models.ResNet18() -- the defaults: 1000 classes, imagenet stem
   lu.assertEquals(check_layout(m, torchvision_resnet18("imagenet", 1000)), 11689512)
   lu.assertEquals(#m:parameters(), 62)
-  lu.assertEquals(models.ResNet18().num_classes, 1000)
+  lu.assertEquals(m.maxpool.kernel_size, {3, 3})
+  lu.assertEquals(m.conv1.stride, {2, 2})
 end
 
 function TestResNet:test_cifar_layout_matches_torchvision()
-  nc.manual_seed(0)
-  local m = models.ResNet18{num_classes = 10, stem = "cifar"}
+  local m = cifar_model()
   -- By hand from the imagenet count: conv1 is 64*3*3*3 = 1728 instead of 64*3*7*7 = 9408
   -- (-7680), fc is 512*10 + 10 = 5130 instead of 512*1000 + 1000 = 513000 (-507870).
   local expect = 11689512 - (9408 - 1728) - (513000 - 5130)
   lu.assertEquals(expect, 11173962)
   lu.assertEquals(check_layout(m, torchvision_resnet18("cifar", 10)), expect)
   lu.assertNil(m.maxpool)
+  lu.assertEquals(m.conv1.stride, {1, 1})
   lu.assertStrContains(tostring(m), "ResNet18(stem=cifar, num_classes=10)  11,173,962 params")
 end
 
 function TestResNet:test_init_follows_torchvision()
-  nc.manual_seed(0)
-  local m = models.ResNet18{num_classes = 10, stem = "cifar"}
+  local m = cifar_model()
   -- kaiming_normal(fan_out, relu): std sqrt(2 / (out * k * k))
   local w = m.layer3[1].conv2.weight.value
   local std = w:std():item()
