@@ -19,7 +19,7 @@ local USAGE = [[
 usage: netcl-lua samples/fashion_mnist.lua [options]
   --epochs N         epochs to train in all, counting those of a resumed run (default 3)
   --batch-size N     training batch size (default 128)
-  --lr X             Adam learning rate (default 0.002)
+  --lr X             Adam's initial learning rate, decayed to 0 along a cosine (default 0.002)
   --device SPEC      cpu | gpu | opencl | opencl:P:D (default: the default device)
   --data DIR         directory with the four Fashion-MNIST idx files (.gz or plain);
                      default: where Debian's dataset-fashion-mnist put them
@@ -158,6 +158,9 @@ local function main(argv)
     seed = o.seed, transform = normalize})
   local test = data.DataLoader(data.TensorDataset(xte, yte), {batch_size = 1000, transform = normalize})
 
+  -- the learning rate follows a cosine from --lr down to 0 over all --epochs, step by step
+  local sched = optim.CosineAnnealingLR(opt, {T_max = o.epochs * train:len()})
+
   local history = {train_loss = {}, test_accuracy = {}, seconds = {}}
   local done = 0
   if o.resume then
@@ -168,11 +171,13 @@ local function main(argv)
     end
     history = extra.history
     done = #history.train_loss
+    if extra.scheduler then sched:load_state_dict(extra.scheduler) end
     print(string.format("resumed from %s after epoch %d (test accuracy %.2f%%)", o.checkpoint, done,
       100 * history.test_accuracy[done]))
   end
   print(model)
-  print(string.format("%d parameters; Adam lr %g, batch %d", model:num_parameters(), o.lr, o.batch_size))
+  print(string.format("%d parameters; Adam lr %g with cosine decay over %d epochs, batch %d", model:num_parameters(),
+    o.lr, o.epochs, o.batch_size))
   -- the loader's shuffle is a function of (seed, epoch): a resumed run continues the sequence
   train.epoch = done
 
@@ -191,6 +196,7 @@ local function main(argv)
       opt:zero_grad()
       tape:backward(loss)
       opt:step()
+      sched:step()
       local l = loss.value
       sum = sum and sum + l or l
       window = window and window + l or l
@@ -210,7 +216,8 @@ local function main(argv)
     history.seconds[epoch] = seconds
     print(string.format("epoch %d: train loss %.4f, test accuracy %.2f%% (%.1fs)", epoch, train_loss, 100 * acc,
       seconds))
-    nio.save_model(model, o.checkpoint, {optimizer = opt, extra = {history = history, epoch = epoch}})
+    nio.save_model(model, o.checkpoint, {optimizer = opt,
+      extra = {history = history, epoch = epoch, scheduler = sched:state_dict()}})
     save_chart(chart, history)
   end
   local total = 0
