@@ -65,11 +65,16 @@ void nc_lua_account(lua_State *L, size_t nbytes);
 void nc_lua_add_device(lua_State *L);
 void nc_lua_add_tensor(lua_State *L);
 void nc_lua_add_creation(lua_State *L);
+void nc_lua_add_autograd(lua_State *L);
 /* Ops (l_ops.c and the per-family files it calls): module functions, Tensor methods and the
  * arithmetic metamethods. Runs after nc_lua_add_tensor (it extends the Tensor metatable). */
 void nc_lua_add_ops(lua_State *L);
 void nc_lua_add_text(lua_State *L);
 void nc_lua_add_linalg(lua_State *L);
+void nc_lua_add_io(lua_State *L);
+void nc_lua_add_data(lua_State *L);
+void nc_lua_add_json(lua_State *L);
+void nc_lua_add_term(lua_State *L);
 
 int nc_lua_open_core(lua_State *L);
 

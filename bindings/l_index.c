@@ -72,7 +72,9 @@ static nc_tensor **check_list(lua_State *L, int idx, int *n, const char *fname) 
   for (lua_Integer i = 0; i < len; i++) {
     lua_geti(L, idx, i + 1);
     ts[i] = nc_lua_totensor(L, -1);
-    if (!ts[i]) luaL_error(L, "%s: element %lld of the list is a %s, not a live Tensor", fname, (long long)i + 1, luaL_typename(L, -1));
+    if (!ts[i])
+      luaL_error(L, "%s: element %lld of the list is a %s, not a live Tensor", fname, (long long)i + 1,
+                 luaL_typename(L, -1));
     lua_pop(L, 1);
   }
   *n = (int)len;
@@ -136,9 +138,11 @@ static int l_split(lua_State *L) {
     n = (int)len;
   } else {
     lua_Integer size = luaL_checkinteger(L, 2);
-    if (size <= 0) return nc_lua_argerror(L, fname, 2, "split size must be positive, got %lld", (long long)size);
+    if (size <= 0)
+      return nc_lua_argerror(L, fname, 2, "split size must be positive, got %lld", (long long)size);
     int64_t len = x->shape[dim], count = (len + size - 1) / size;
-    if (count > MAX_PARTS) return nc_lua_argerror(L, fname, 2, "split into %lld pieces is too many", (long long)count);
+    if (count > MAX_PARTS)
+      return nc_lua_argerror(L, fname, 2, "split into %lld pieces is too many", (long long)count);
     sizes = lua_newuserdatauv(L, sizeof *sizes * (size_t)(count ? count : 1), 0);
     n = nc_split_sizes(len, size, sizes, (int)count);
   }
@@ -152,7 +156,9 @@ static int l_chunk(lua_State *L) {
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname);
   if (x->ndim == 0) return luaL_error(L, "%s: cannot chunk a 0-dim tensor", fname);
   lua_Integer chunks = luaL_checkinteger(L, 2);
-  if (chunks <= 0 || chunks > MAX_PARTS) return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", MAX_PARTS, (long long)chunks);
+  if (chunks <= 0 || chunks > MAX_PARTS)
+    return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", MAX_PARTS,
+                           (long long)chunks);
   int dim = lua_isnoneornil(L, 3) ? 0 : nc_lua_checkdim(L, 3, x->ndim, fname);
   int64_t len = x->shape[dim], size = (len + chunks - 1) / chunks;
   int64_t *sizes = lua_newuserdatauv(L, sizeof *sizes * (size_t)chunks, 0);
@@ -193,9 +199,16 @@ static int l_topk(lua_State *L) {
 }
 
 void nc_lua_add_index(lua_State *L, int module, int methods) {
-  static const luaL_Reg both[] = {{"index_select", l_index_select}, {"gather", l_gather}, {"scatter_add", l_scatter_add},
-                                  {"split", l_split}, {"chunk", l_chunk}, {"sort", l_sort}, {"topk", l_topk}, {NULL, NULL}};
-  static const luaL_Reg module_only[] = {{"one_hot", l_one_hot}, {"cat", l_cat}, {"stack", l_stack}, {NULL, NULL}};
+  static const luaL_Reg both[] = {{"index_select", l_index_select},
+                                  {"gather", l_gather},
+                                  {"scatter_add", l_scatter_add},
+                                  {"split", l_split},
+                                  {"chunk", l_chunk},
+                                  {"sort", l_sort},
+                                  {"topk", l_topk},
+                                  {NULL, NULL}};
+  static const luaL_Reg module_only[] = {
+      {"one_hot", l_one_hot}, {"cat", l_cat}, {"stack", l_stack}, {NULL, NULL}};
   lua_pushvalue(L, methods);
   luaL_setfuncs(L, both, 0);
   lua_pushcfunction(L, l_scatter_add_);

@@ -8,8 +8,13 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_tensor(L);
   nc_lua_add_ops(L);
   nc_lua_add_creation(L);
+  nc_lua_add_autograd(L);
   nc_lua_add_text(L);
   nc_lua_add_linalg(L);
+  nc_lua_add_io(L);
+  nc_lua_add_data(L);
+  nc_lua_add_json(L);
+  nc_lua_add_term(L);
   lua_pushstring(L, nc_version());
   lua_setfield(L, -2, "version");
   return 1;

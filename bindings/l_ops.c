@@ -23,9 +23,7 @@ nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname) {
   return nc_scalar_int(0);
 }
 
-int nc_lua_opts(lua_State *L, int idx) {
-  return lua_type(L, idx) == LUA_TTABLE ? lua_absindex(L, idx) : 0;
-}
+int nc_lua_opts(lua_State *L, int idx) { return lua_type(L, idx) == LUA_TTABLE ? lua_absindex(L, idx) : 0; }
 
 nc_tensor *nc_lua_opt_out(lua_State *L, int opts, const char *fname) {
   if (!opts) return NULL;
@@ -85,8 +83,10 @@ static int l_unary(lua_State *L) {
   if (op == NC_OP_GELU && opts) {
     lua_getfield(L, opts, "approximate");
     const char *a = lua_tostring(L, -1);
-    if (a && strcmp(a, "tanh") == 0) op = NC_OP_GELU_TANH;
-    else if (a && strcmp(a, "none") != 0) luaL_error(L, "%s: approximate must be \"none\" or \"tanh\", got %s", fname, a);
+    if (a && strcmp(a, "tanh") == 0)
+      op = NC_OP_GELU_TANH;
+    else if (a && strcmp(a, "none") != 0)
+      luaL_error(L, "%s: approximate must be \"none\" or \"tanh\", got %s", fname, a);
     lua_pop(L, 1);
   }
   nc_tensor *dst = nc_lua_opt_out(L, opts, fname);
@@ -271,14 +271,19 @@ void nc_lua_add_ops(lua_State *L) {
   static const struct {
     const char *meta;
     nc_op op;
-  } arith[] = {{"__add", NC_OP_ADD}, {"__sub", NC_OP_SUB}, {"__mul", NC_OP_MUL}, {"__div", NC_OP_DIV}, {"__pow", NC_OP_POW}};
-  for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++) nc_lua_register_op(L, 0, meta, arith[i].meta, l_binary, arith[i].op);
+  } arith[] = {{"__add", NC_OP_ADD},
+               {"__sub", NC_OP_SUB},
+               {"__mul", NC_OP_MUL},
+               {"__div", NC_OP_DIV},
+               {"__pow", NC_OP_POW}};
+  for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++)
+    nc_lua_register_op(L, 0, meta, arith[i].meta, l_binary, arith[i].op);
   lua_pushcfunction(L, l_unm);
   lua_setfield(L, meta, "__unm");
 
   static const luaL_Reg both[] = {{"clamp", l_clamp}, {"masked_fill", l_masked_fill}, {NULL, NULL}};
-  static const luaL_Reg method_only[] = {{"clamp_", l_clamp_}, {"masked_fill_", l_masked_fill_},
-                                         {"where", l_where_method}, {NULL, NULL}};
+  static const luaL_Reg method_only[] = {
+      {"clamp_", l_clamp_}, {"masked_fill_", l_masked_fill_}, {"where", l_where_method}, {NULL, NULL}};
   static const luaL_Reg module_only[] = {{"where", l_where}, {"ops", l_ops}, {NULL, NULL}};
   lua_pushvalue(L, methods);
   luaL_setfuncs(L, both, 0);

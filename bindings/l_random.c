@@ -5,7 +5,8 @@
  *   t:bernoulli_(p)                                                  p a number or a Tensor */
 #include "l_ops.h"
 
-static nc_tensor *new_tensor(lua_State *L, nc_device *dev, nc_dtype dt, int ndim, const int64_t *shape, const char *fname) {
+static nc_tensor *new_tensor(lua_State *L, nc_device *dev, nc_dtype dt, int ndim, const int64_t *shape,
+                             const char *fname) {
   nc_tensor *t;
   NC_LUA_CHECK(L, fname, nc_tensor_empty(dev, dt, ndim, shape, 0, &t));
   nc_lua_pushtensor_new(L, t);
@@ -79,7 +80,8 @@ static int l_bernoulli_(lua_State *L) {
 }
 
 void nc_lua_add_random(lua_State *L, int module, int methods) {
-  static const luaL_Reg funcs[] = {{"randint", l_randint}, {"randperm", l_randperm}, {"bernoulli", l_bernoulli}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {
+      {"randint", l_randint}, {"randperm", l_randperm}, {"bernoulli", l_bernoulli}, {NULL, NULL}};
   lua_pushvalue(L, module);
   luaL_setfuncs(L, funcs, 0);
   lua_pop(L, 1);

@@ -17,9 +17,13 @@ static int check_dims(lua_State *L, int idx, const nc_tensor *t, int *dims, bool
     dims[0] = nc_lua_checkdim(L, idx, t->ndim ? t->ndim : 1, fname);
     return 1;
   }
-  if (!lua_istable(L, idx)) return nc_lua_argerror(L, fname, idx, "dims must be an integer or a table of integers, got %s", luaL_typename(L, idx));
+  if (!lua_istable(L, idx))
+    return nc_lua_argerror(L, fname, idx, "dims must be an integer or a table of integers, got %s",
+                           luaL_typename(L, idx));
   lua_Integer n = luaL_len(L, idx);
-  if (n > NC_MAX_DIMS) return nc_lua_argerror(L, fname, idx, "%lld dims given; a tensor has at most %d", (long long)n, NC_MAX_DIMS);
+  if (n > NC_MAX_DIMS)
+    return nc_lua_argerror(L, fname, idx, "%lld dims given; a tensor has at most %d", (long long)n,
+                           NC_MAX_DIMS);
   for (int i = 0; i < n; i++) {
     lua_geti(L, idx, i + 1);
     dims[i] = nc_lua_checkdim(L, lua_gettop(L), t->ndim ? t->ndim : 1, fname);
@@ -34,10 +38,14 @@ static nc_reduce_args reduce_opts(lua_State *L, int opts, const char *fname) {
   if (lua_getfield(L, opts, "p") != LUA_TNIL) {
     if (lua_type(L, -1) == LUA_TSTRING) {
       const char *s = lua_tostring(L, -1);
-      if (strcmp(s, "inf") == 0) a.p = INFINITY;
-      else if (strcmp(s, "-inf") == 0) a.p = -INFINITY;
-      else if (strcmp(s, "fro") == 0) a.p = 2;
-      else luaL_error(L, "%s: opts.p must be a number, \"inf\", \"-inf\" or \"fro\", got \"%s\"", fname, s);
+      if (strcmp(s, "inf") == 0)
+        a.p = INFINITY;
+      else if (strcmp(s, "-inf") == 0)
+        a.p = -INFINITY;
+      else if (strcmp(s, "fro") == 0)
+        a.p = 2;
+      else
+        luaL_error(L, "%s: opts.p must be a number, \"inf\", \"-inf\" or \"fro\", got \"%s\"", fname, s);
     } else if (lua_type(L, -1) == LUA_TNUMBER) {
       a.p = lua_tonumber(L, -1);
     } else {
@@ -79,7 +87,8 @@ static int l_reduce(lua_State *L) {
   if ((op == NC_OP_ARGMAX || op == NC_OP_ARGMIN) && ndims > 1 && x->ndim > 0)
     return nc_lua_argerror(L, fname, 2, "takes one dim or none, got %d", ndims);
   nc_tensor *dst = nc_lua_opt_out(L, opts, fname);
-  nc_status s = dst ? nc_reduce_into(op, dst, x, ndims, dims, keepdim, &a) : nc_reduce(op, x, ndims, dims, keepdim, &a, &r);
+  nc_status s = dst ? nc_reduce_into(op, dst, x, ndims, dims, keepdim, &a)
+                    : nc_reduce(op, x, ndims, dims, keepdim, &a, &r);
   return nc_lua_result(L, s, opts, r, fname);
 }
 
@@ -99,15 +108,18 @@ static int l_along(lua_State *L) {
   int dim = one_dim(L, 2, x, fname);
   nc_tensor *dst = nc_lua_opt_out(L, opts, fname);
   nc_status s;
-  if (op == NC_OP_CUMSUM) s = dst ? nc_cumsum_into(dst, x, dim) : nc_cumsum(x, dim, &r);
-  else s = dst ? nc_softmax_into(op, dst, x, dim) : nc_softmax(op, x, dim, &r);
+  if (op == NC_OP_CUMSUM)
+    s = dst ? nc_cumsum_into(dst, x, dim) : nc_cumsum(x, dim, &r);
+  else
+    s = dst ? nc_softmax_into(op, dst, x, dim) : nc_softmax(op, x, dim, &r);
   return nc_lua_result(L, s, opts, r, fname);
 }
 
 void nc_lua_add_reduce(lua_State *L, int module, int methods) {
   for (int i = 0; i < NC_OP_COUNT; i++) {
     const nc_op_info *o = nc_op_get((nc_op)i);
-    if (o->family == NC_FAMILY_REDUCE) nc_lua_register_op(L, module, methods, o->name, l_reduce, i);
+    if (o->family == NC_FAMILY_REDUCE)
+      nc_lua_register_op(L, module, methods, o->name, l_reduce, i);
     else if (o->family == NC_FAMILY_SCAN || o->family == NC_FAMILY_SOFTMAX)
       nc_lua_register_op(L, module, methods, o->name, l_along, i);
   }

@@ -10,6 +10,9 @@
 
 #define NC_RLOCAL 256
 
+#define PLAIN_ADD(a, b) ((a) + (b))
+#define WRAP_ADD(a, b) ((long)((ulong)(a) + (ulong)(b)))
+
 /* The self-test's reduction fault (NETCL_FAULT=reduce): sums skip each row's last element. */
 #ifdef NC_FAULT
 #define NC_ROW_END(op, inner) ((op) == NC_OP_SUM && (inner) > 1 ? (inner) - 1 : (inner))
@@ -18,6 +21,13 @@
 #endif
 
 #define NC_X(i) x[lx.contiguous ? lx.offset + (i) : nc_offset(&lx, (i))]
+
+/* This item's elements of [start, end): FOR_ITEM(j, start, end) { ... } */
+#define FOR_ITEM(j, start, end)                                                                   \
+  for (long step_ = blocked ? 1 : ls, per_ = ((end) - (start) + ls - 1) / ls,                     \
+            j = blocked ? (start) + lid * per_ : (start) + lid,                                   \
+            stop_ = blocked ? min((long)(end), (start) + (lid + 1) * per_) : (end);               \
+       j < stop_; j += step_)
 
 /* ---- float states: a (sum, product, extreme, mean, max), b (M2, scaled sum), n (count, position) -- */
 #define FLOAT_STATE(N, T, A)                                                                      \
@@ -203,14 +213,14 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
   }                                                                                               \
                                                                                                   \
   __kernel void reduce_groups_##N(REDUCE_ARGS(T, A), __global const T *x, nc_layout lx, long outer, long inner, \
-                                  long chunks, long chunk_len, __global rs_##N *partial) {        \
+                                  long chunks, long chunk_len, __global rs_##N *partial, int blocked) { \
     __local rs_##N sh[NC_RLOCAL];                                                                 \
     const int lid = get_local_id(0), ls = get_local_size(0);                                      \
     for (long u = get_group_id(0); u < outer * chunks; u += get_num_groups(0)) {                  \
       const long row = u / chunks, start = (u - row * chunks) * chunk_len;                        \
       const long end = min((long)NC_ROW_END(op, inner), start + chunk_len);                       \
       rs_##N s = rs_init_##N(op, p);                                                              \
-      for (long j = start + lid; j < end; j += ls) s = rs_add_##N(op, s, NC_X(row * inner + j), j, p); \
+      FOR_ITEM(j, start, end) s = rs_add_##N(op, s, NC_X(row * inner + j), j, p);                 \
       sh[lid] = s;                                                                                \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
       for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
@@ -239,6 +249,39 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
         barrier(CLK_LOCAL_MEM_FENCE);                                                             \
       }                                                                                           \
       if (lid == 0) REDUCE_STORE(N, sh[0]);                                                       \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+    }                                                                                             \
+  }
+
+/* sum and mean: reduce_groups_<C> with the accumulation written out, so that CPU drivers
+ * vectorize it (the op switch of rs_add inside the loop would stop them). */
+#define SUM_K(N, T, A, ADD)                                                                       \
+  __kernel void reduce_sum_##N(REDUCE_ARGS(T, A), __global const T *x, nc_layout lx, long outer, long inner, \
+                               long chunks, long chunk_len, __global rs_##N *partial, int blocked) { \
+    __local rs_##N sh[NC_RLOCAL];                                                                 \
+    const int lid = get_local_id(0), ls = get_local_size(0);                                      \
+    for (long u = get_group_id(0); u < outer * chunks; u += get_num_groups(0)) {                  \
+      const long row = u / chunks, start = (u - row * chunks) * chunk_len;                        \
+      const long end = min((long)NC_ROW_END(op, inner), start + chunk_len);                       \
+      A acc = 0;                                                                                  \
+      if (lx.contiguous) {                                                                        \
+        __global const T *xr = x + lx.offset + row * inner;                                       \
+        FOR_ITEM(j, start, end) acc = ADD(acc, xr[j]);                                            \
+      } else {                                                                                    \
+        FOR_ITEM(j, start, end) acc = ADD(acc, NC_X(row * inner + j));                            \
+      }                                                                                           \
+      rs_##N s = rs_init_##N(op, p);                                                              \
+      s.a = acc;                                                                                  \
+      sh[lid] = s;                                                                                \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+      for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
+        if (lid < w) sh[lid] = rs_merge_##N(op, sh[lid], sh[lid + w], p);                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+      }                                                                                           \
+      if (lid == 0) {                                                                             \
+        if (chunks == 1) REDUCE_STORE(N, sh[0]);                                                  \
+        else partial[u] = sh[0];                                                                  \
+      }                                                                                           \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
     }                                                                                             \
   }
@@ -279,8 +322,6 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
     }                                                                                             \
   }
 
-#define PLAIN_ADD(a, b) ((a) + (b))
-#define WRAP_ADD(a, b) ((long)((ulong)(a) + (ulong)(b)))
 
 /* ---- softmax: max, sum of exp(x - max), write ------------------------------------------------------ */
 #define SOFTMAX_WRITE(i, v, m, sum) out[nc_offset(&lo, i)] = op == NC_OP_LOG_SOFTMAX ? ((v) - (m)) - log(sum) : exp((v) - (m)) / (sum)
@@ -300,12 +341,12 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
   }                                                                                               \
                                                                                                   \
   __kernel void softmax_groups_##N(int op, __global T *out, nc_layout lo, __global const T *x, nc_layout lx, \
-                                   long outer, long inner) {                                      \
+                                   long outer, long inner, int blocked) {                         \
     __local T sh[NC_RLOCAL];                                                                      \
     const int lid = get_local_id(0), ls = get_local_size(0);                                      \
     for (long row = get_group_id(0); row < outer; row += get_num_groups(0)) {                     \
       T m = -INFINITY;                                                                            \
-      for (long j = lid; j < inner; j += ls) {                                                    \
+      FOR_ITEM(j, 0, inner) {                                                                     \
         T v = NC_X(row * inner + j);                                                              \
         m = (v > m || isnan(v)) ? v : m;                                                          \
       }                                                                                           \
@@ -318,7 +359,7 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
       m = sh[0];                                                                                  \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
       T sum = 0;                                                                                  \
-      for (long j = lid; j < inner; j += ls) sum += exp(NC_X(row * inner + j) - m);               \
+      FOR_ITEM(j, 0, inner) sum += exp(NC_X(row * inner + j) - m);                                \
       sh[lid] = sum;                                                                              \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
       for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
@@ -327,19 +368,22 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
       }                                                                                           \
       sum = sh[0];                                                                                \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
-      for (long j = lid; j < inner; j += ls) SOFTMAX_WRITE(row * inner + j, NC_X(row * inner + j), m, sum); \
+      FOR_ITEM(j, 0, inner) SOFTMAX_WRITE(row * inner + j, NC_X(row * inner + j), m, sum);        \
     }                                                                                             \
   }
 
 FLOAT_STATE(float32, float, float)
 REDUCE_K(float32, float, float)
+SUM_K(float32, float, float, PLAIN_ADD)
 CUMSUM_K(float32, float, PLAIN_ADD)
 SOFTMAX_K(float32, float)
 REDUCE_K(int64, long, long)
+SUM_K(int64, long, long, WRAP_ADD)
 CUMSUM_K(int64, long, WRAP_ADD)
 #ifdef NC_FP64
 FLOAT_STATE(float64, double, double)
 REDUCE_K(float64, double, double)
+SUM_K(float64, double, double, PLAIN_ADD)
 CUMSUM_K(float64, double, PLAIN_ADD)
 SOFTMAX_K(float64, double)
 #endif

@@ -5,13 +5,15 @@
 nc_status nc_shape_check(int ndim, const int64_t *shape) {
   if (ndim < 0 || ndim > NC_MAX_DIMS)
     return nc_error(NC_ERR_SHAPE, "a tensor has 0 to %d dims, got %d", NC_MAX_DIMS, ndim);
-  int64_t numel = 1;
+  /* Sizes of 0 count as 1: a zero-size tensor still gets contiguous strides, which must not
+   * overflow either. */
+  int64_t span = 1;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
       return nc_error(NC_ERR_SHAPE, "size %lld at dim %d is negative", (long long)shape[i], i + 1);
-    if (shape[i] && numel > INT64_MAX / shape[i])
-      return nc_error(NC_ERR_SHAPE, "shape has more than 2^63 elements");
-    numel *= shape[i];
+    int64_t s = shape[i] ? shape[i] : 1;
+    if (span > INT64_MAX / s) return nc_error(NC_ERR_SHAPE, "shape has more than 2^63 elements");
+    span *= s;
   }
   return NC_OK;
 }

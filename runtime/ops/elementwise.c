@@ -15,13 +15,13 @@ nc_status nc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
     int64_t x = i < n - na ? 1 : a[i - (n - na)], y = i < n - nb ? 1 : b[i - (n - nb)];
     if (x != y && x != 1 && y != 1) {
       char sa[128], sb[128];
-      return nc_error(NC_ERR_SHAPE, "shapes %s and %s cannot be broadcast", nc_shape_str(na, a, sa, sizeof sa),
-                      nc_shape_str(nb, b, sb, sizeof sb));
+      return nc_error(NC_ERR_SHAPE, "shapes %s and %s cannot be broadcast",
+                      nc_shape_str(na, a, sa, sizeof sa), nc_shape_str(nb, b, sb, sizeof sb));
     }
     r[i] = x == 1 ? y : x;
   }
   *ndim = n;
-  memcpy(shape, r, sizeof(int64_t) * (size_t)n);
+  if (n) memcpy(shape, r, sizeof(int64_t) * (size_t)n);
   return NC_OK;
 }
 
@@ -37,13 +37,20 @@ static nc_dtype operand_dtype(const nc_operand *x) {
 /* The dtype the op computes in: promotion, then the FLOAT rule. */
 static nc_status compute_dtype(const nc_op_info *o, const nc_operand *a, const nc_operand *b, nc_dtype *out) {
   nc_dtype d;
-  if (!b) d = operand_dtype(a);
-  else if (a->t && b->t) d = nc_dtype_promote(a->t->dtype, b->t->dtype);
-  else if (a->t) d = nc_dtype_with_scalar(a->t->dtype, b->s);
-  else if (b->t) d = nc_dtype_with_scalar(b->t->dtype, a->s);
-  else d = nc_dtype_promote(operand_dtype(a), operand_dtype(b));
-  if (o->result == NC_RES_FLOAT && !nc_dtype_is_float(d)) d = NC_FLOAT32;
-  else if (!(o->dtypes & (1u << d))) return not_taken(o, d);
+  if (!b)
+    d = operand_dtype(a);
+  else if (a->t && b->t)
+    d = nc_dtype_promote(a->t->dtype, b->t->dtype);
+  else if (a->t)
+    d = nc_dtype_with_scalar(a->t->dtype, b->s);
+  else if (b->t)
+    d = nc_dtype_with_scalar(b->t->dtype, a->s);
+  else
+    d = nc_dtype_promote(operand_dtype(a), operand_dtype(b));
+  if (o->result == NC_RES_FLOAT && !nc_dtype_is_float(d))
+    d = NC_FLOAT32;
+  else if (!(o->dtypes & (1u << d)))
+    return not_taken(o, d);
   *out = d;
   return NC_OK;
 }
@@ -70,10 +77,14 @@ typedef struct {
 static nc_status ew_launch(ew_call *c, nc_tensor *target, nc_operand *in) {
   const nc_backend *be = nc_tensor_device(target)->backend;
   switch (nc_op_get(c->op)->family) {
-    case NC_FAMILY_UNARY: return be->unary(c->op, target, in[0].t, c->params);
-    case NC_FAMILY_BINARY: return be->binary(c->op, target, &in[0], &in[1]);
-    case NC_FAMILY_WHERE: return be->where(target, in[0].t, &in[1], &in[2]);
-    default: return nc_error(NC_ERR_ARG, "%s is not an elementwise op", nc_op_get(c->op)->name);
+    case NC_FAMILY_UNARY:
+      return be->unary(c->op, target, in[0].t, c->params);
+    case NC_FAMILY_BINARY:
+      return be->binary(c->op, target, &in[0], &in[1]);
+    case NC_FAMILY_WHERE:
+      return be->where(target, in[0].t, &in[1], &in[2]);
+    default:
+      return nc_error(NC_ERR_ARG, "%s is not an elementwise op", nc_op_get(c->op)->name);
   }
 }
 
@@ -116,8 +127,10 @@ static nc_status ew_run(ew_call *c, nc_tensor *dst, nc_tensor **out) {
   }
   if (s == NC_OK && target != dst && dst) s = nc_copy(dst, target);
   for (int i = 0; i < 3; i++) nc_tensor_release(held[i]);
-  if (target != dst && (dst || s != NC_OK)) nc_tensor_release(target);
-  else if (!dst) *out = target;
+  if (target != dst && (dst || s != NC_OK))
+    nc_tensor_release(target);
+  else if (!dst)
+    *out = target;
   return s;
 }
 
@@ -136,7 +149,8 @@ static nc_status unary_impl(nc_op op, nc_tensor *dst, nc_tensor *x, nc_tensor **
 nc_status nc_unary(nc_op op, nc_tensor *x, nc_tensor **out) { return unary_impl(op, NULL, x, out); }
 nc_status nc_unary_into(nc_op op, nc_tensor *dst, nc_tensor *x) { return unary_impl(op, dst, x, NULL); }
 
-static nc_status clamp_impl(nc_tensor *dst, nc_tensor *x, const nc_scalar *lo, const nc_scalar *hi, nc_tensor **out) {
+static nc_status clamp_impl(nc_tensor *dst, nc_tensor *x, const nc_scalar *lo, const nc_scalar *hi,
+                            nc_tensor **out) {
   const nc_op_info *o = nc_op_get(NC_OP_CLAMP);
   if (!(o->dtypes & (1u << x->dtype))) return not_taken(o, x->dtype);
   nc_dtype d = x->dtype;
@@ -181,7 +195,9 @@ static nc_status binary_impl(nc_op op, nc_tensor *dst, nc_operand a, nc_operand 
   return ew_run(&c, dst, out);
 }
 
-nc_status nc_binary(nc_op op, nc_operand a, nc_operand b, nc_tensor **out) { return binary_impl(op, NULL, a, b, out); }
+nc_status nc_binary(nc_op op, nc_operand a, nc_operand b, nc_tensor **out) {
+  return binary_impl(op, NULL, a, b, out);
+}
 nc_status nc_binary_into(nc_op op, nc_tensor *dst, nc_operand a, nc_operand b) {
   return binary_impl(op, dst, a, b, NULL);
 }
@@ -189,19 +205,26 @@ nc_status nc_binary_into(nc_op op, nc_tensor *dst, nc_operand a, nc_operand b) {
 /* ---- where and masked_fill ----------------------------------------------------------------------- */
 static nc_status check_bool(const nc_tensor *t, const char *what) {
   if (t->dtype != NC_BOOL)
-    return nc_error(NC_ERR_DTYPE, "%s must be a bool tensor, got %s (compare with eq/ne/gt... to make one)", what,
-                    nc_dtype_name(t->dtype));
+    return nc_error(NC_ERR_DTYPE, "%s must be a bool tensor, got %s (compare with eq/ne/gt... to make one)",
+                    what, nc_dtype_name(t->dtype));
   return NC_OK;
 }
 
 static nc_status where_impl(nc_tensor *dst, nc_tensor *cond, nc_operand a, nc_operand b, nc_tensor **out) {
   NC_TRY(check_bool(cond, "the condition"));
   nc_dtype d;
-  if (a.t && b.t) d = nc_dtype_promote(a.t->dtype, b.t->dtype);
-  else if (a.t) d = nc_dtype_with_scalar(a.t->dtype, b.s);
-  else if (b.t) d = nc_dtype_with_scalar(b.t->dtype, a.s);
-  else d = nc_dtype_promote(operand_dtype(&a), operand_dtype(&b));
-  ew_call c = {.op = NC_OP_WHERE, .n = 3, .in = {nc_operand_tensor(cond), a, b}, .in_dtype = {NC_BOOL, d, d},
+  if (a.t && b.t)
+    d = nc_dtype_promote(a.t->dtype, b.t->dtype);
+  else if (a.t)
+    d = nc_dtype_with_scalar(a.t->dtype, b.s);
+  else if (b.t)
+    d = nc_dtype_with_scalar(b.t->dtype, a.s);
+  else
+    d = nc_dtype_promote(operand_dtype(&a), operand_dtype(&b));
+  ew_call c = {.op = NC_OP_WHERE,
+               .n = 3,
+               .in = {nc_operand_tensor(cond), a, b},
+               .in_dtype = {NC_BOOL, d, d},
                .out_dtype = d};
   return ew_run(&c, dst, out);
 }
@@ -213,18 +236,23 @@ nc_status nc_where_into(nc_tensor *dst, nc_tensor *cond, nc_operand a, nc_operan
   return where_impl(dst, cond, a, b, NULL);
 }
 
-static nc_status masked_fill_impl(nc_tensor *dst, nc_tensor *x, nc_tensor *mask, nc_scalar v, nc_tensor **out) {
+static nc_status masked_fill_impl(nc_tensor *dst, nc_tensor *x, nc_tensor *mask, nc_scalar v,
+                                  nc_tensor **out) {
   NC_TRY(check_bool(mask, "the mask"));
   int ndim;
   int64_t shape[NC_MAX_DIMS];
-  if (nc_broadcast_shapes(x->ndim, x->shape, mask->ndim, mask->shape, &ndim, shape) != NC_OK || ndim != x->ndim ||
-      memcmp(shape, x->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
+  if (nc_broadcast_shapes(x->ndim, x->shape, mask->ndim, mask->shape, &ndim, shape) != NC_OK ||
+      ndim != x->ndim || memcmp(shape, x->shape, sizeof(int64_t) * (size_t)ndim) != 0) {
     char a[128], b[128];
     return nc_error(NC_ERR_SHAPE, "a mask of shape %s cannot be broadcast to the tensor's shape %s",
-                    nc_shape_str(mask->ndim, mask->shape, a, sizeof a), nc_shape_str(x->ndim, x->shape, b, sizeof b));
+                    nc_shape_str(mask->ndim, mask->shape, a, sizeof a),
+                    nc_shape_str(x->ndim, x->shape, b, sizeof b));
   }
-  ew_call c = {.op = NC_OP_WHERE, .n = 3, .in = {nc_operand_tensor(mask), nc_operand_scalar(v), nc_operand_tensor(x)},
-               .in_dtype = {NC_BOOL, x->dtype, x->dtype}, .out_dtype = x->dtype};
+  ew_call c = {.op = NC_OP_WHERE,
+               .n = 3,
+               .in = {nc_operand_tensor(mask), nc_operand_scalar(v), nc_operand_tensor(x)},
+               .in_dtype = {NC_BOOL, x->dtype, x->dtype},
+               .out_dtype = x->dtype};
   return ew_run(&c, dst, out);
 }
 

@@ -12,7 +12,8 @@ static nc_status index_tensor(nc_tensor *idx, nc_tensor **out) {
     return NC_OK;
   }
   if (idx->dtype != NC_INT32)
-    return nc_error(NC_ERR_DTYPE, "the index tensor must be int64 (or int32), got %s", nc_dtype_name(idx->dtype));
+    return nc_error(NC_ERR_DTYPE, "the index tensor must be int64 (or int32), got %s",
+                    nc_dtype_name(idx->dtype));
   return nc_to(idx, nc_tensor_device(idx), NC_INT64, out);
 }
 
@@ -34,15 +35,15 @@ nc_status nc_check_indices(nc_tensor *idx, int64_t size, int dim) {
   nc_tensor_release(i64);
   NC_TRY(s);
   if (lo < 0 || hi >= size)
-    return nc_error(NC_ERR_INDEX, "index %lld is out of range for dim %d of size %lld", (long long)(lo < 0 ? lo : hi),
-                    dim + 1, (long long)size);
+    return nc_error(NC_ERR_INDEX, "index %lld is out of range for dim %d of size %lld",
+                    (long long)(lo < 0 ? lo : hi), dim + 1, (long long)size);
   return NC_OK;
 }
 
 /* Runs the backend into dst (or a new tensor of shape/dtype), through a temporary when dst's
  * dtype differs. For scatter_add the destination first receives base. */
-static nc_status run_index(nc_op op, nc_tensor *dst, nc_tensor *base, nc_tensor *x, nc_tensor *idx, int dim, int ndim,
-                           const int64_t *shape, nc_dtype dt, nc_tensor **out) {
+static nc_status run_index(nc_op op, nc_tensor *dst, nc_tensor *base, nc_tensor *x, nc_tensor *idx, int dim,
+                           int ndim, const int64_t *shape, nc_dtype dt, nc_tensor **out) {
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *ts[3] = {dst, idx, base};
   NC_TRY(nc_check_devices(dev, 3, ts));
@@ -60,8 +61,10 @@ static nc_status run_index(nc_op op, nc_tensor *dst, nc_tensor *base, nc_tensor 
   if (s == NC_OK && target != dst && dst) s = nc_copy(dst, target);
   nc_tensor_release(xin);
   nc_tensor_release(iin);
-  if (target != dst && (dst || s != NC_OK)) nc_tensor_release(target);
-  else if (!dst) *out = target;
+  if (target != dst && (dst || s != NC_OK))
+    nc_tensor_release(target);
+  else if (!dst)
+    *out = target;
   return s;
 }
 
@@ -120,12 +123,15 @@ static nc_status gather_impl(nc_tensor *dst, nc_tensor *x, int dim, nc_tensor *i
   return s;
 }
 
-nc_status nc_gather(nc_tensor *x, int dim, nc_tensor *idx, nc_tensor **out) { return gather_impl(NULL, x, dim, idx, out); }
+nc_status nc_gather(nc_tensor *x, int dim, nc_tensor *idx, nc_tensor **out) {
+  return gather_impl(NULL, x, dim, idx, out);
+}
 nc_status nc_gather_into(nc_tensor *dst, nc_tensor *x, int dim, nc_tensor *idx) {
   return gather_impl(dst, x, dim, idx, NULL);
 }
 
-static nc_status scatter_add_impl(nc_tensor *dst, nc_tensor *x, int dim, nc_tensor *idx, nc_tensor *src, nc_tensor **out) {
+static nc_status scatter_add_impl(nc_tensor *dst, nc_tensor *x, int dim, nc_tensor *idx, nc_tensor *src,
+                                  nc_tensor **out) {
   NC_TRY(need_dims(x, "scatter_add"));
   NC_TRY(nc_check_dim(dim, x->ndim));
   NC_TRY(check_within(idx, src, -1, "the source"));
@@ -148,20 +154,25 @@ nc_status nc_scatter_add_into(nc_tensor *dst, nc_tensor *x, int dim, nc_tensor *
 nc_status nc_one_hot(nc_tensor *idx, int64_t n, nc_tensor **out) {
   if (!nc_op_accepts(NC_OP_ONE_HOT, idx->dtype))
     return nc_error(NC_ERR_DTYPE, "one_hot takes integer class indices, got %s", nc_dtype_name(idx->dtype));
-  if (idx->ndim == NC_MAX_DIMS) return nc_error(NC_ERR_SHAPE, "one_hot adds a dim to a tensor that has %d already", NC_MAX_DIMS);
+  if (idx->ndim == NC_MAX_DIMS)
+    return nc_error(NC_ERR_SHAPE, "one_hot adds a dim to a tensor that has %d already", NC_MAX_DIMS);
   nc_device *dev = nc_tensor_device(idx);
   nc_tensor *i64 = NULL, *col = NULL, *classes = NULL, *eq = NULL;
-  nc_status s = idx->dtype == NC_INT64 ? (i64 = nc_tensor_retain(idx), NC_OK) : nc_to(idx, dev, NC_INT64, &i64);
+  nc_status s =
+      idx->dtype == NC_INT64 ? (i64 = nc_tensor_retain(idx), NC_OK) : nc_to(idx, dev, NC_INT64, &i64);
   if (s == NC_OK && n < 0) {
-    if (nc_tensor_numel(i64) == 0) s = nc_error(NC_ERR_SHAPE, "one_hot cannot infer the class count from an empty tensor");
-    else if ((s = read_int64(NC_OP_MAX, i64, &n)) == NC_OK) n += 1;
+    if (nc_tensor_numel(i64) == 0)
+      s = nc_error(NC_ERR_SHAPE, "one_hot cannot infer the class count from an empty tensor");
+    else if ((s = read_int64(NC_OP_MAX, i64, &n)) == NC_OK)
+      n += 1;
   }
   if (s == NC_OK && nc_tensor_numel(i64) > 0) {
     int64_t lo = 0, hi = 0;
     s = read_int64(NC_OP_MIN, i64, &lo);
     if (s == NC_OK) s = read_int64(NC_OP_MAX, i64, &hi);
     if (s == NC_OK && (lo < 0 || hi >= n))
-      s = nc_error(NC_ERR_INDEX, "class index %lld is out of range for %lld classes", (long long)(lo < 0 ? lo : hi), (long long)n);
+      s = nc_error(NC_ERR_INDEX, "class index %lld is out of range for %lld classes",
+                   (long long)(lo < 0 ? lo : hi), (long long)n);
   }
   if (s == NC_OK) s = nc_tensor_unsqueeze(i64, i64->ndim, &col);
   if (s == NC_OK) s = nc_tensor_empty(dev, NC_INT64, 1, &n, 0, &classes);

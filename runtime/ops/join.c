@@ -30,7 +30,8 @@ nc_status nc_cat(int n, nc_tensor *const *ts, int dim, nc_tensor **out) {
     if (!ok) {
       char a[128], b[128];
       return nc_error(NC_ERR_SHAPE, "tensor %d has shape %s, which does not match %s outside dim %d", i + 1,
-                      nc_shape_str(t->ndim, t->shape, a, sizeof a), nc_shape_str(ref->ndim, ref->shape, b, sizeof b), dim + 1);
+                      nc_shape_str(t->ndim, t->shape, a, sizeof a),
+                      nc_shape_str(ref->ndim, ref->shape, b, sizeof b), dim + 1);
     }
     total += t->shape[dim];
   }
@@ -47,8 +48,10 @@ nc_status nc_cat(int n, nc_tensor *const *ts, int dim, nc_tensor **out) {
     nc_tensor_release(slice);
     off += ts[i]->shape[dim];
   }
-  if (s != NC_OK) nc_tensor_release(r);
-  else *out = r;
+  if (s != NC_OK)
+    nc_tensor_release(r);
+  else
+    *out = r;
   return s;
 }
 
@@ -59,11 +62,13 @@ nc_status nc_stack(int n, nc_tensor *const *ts, int dim, nc_tensor **out) {
     for (int d = 0; ok && d < ts[0]->ndim; d++) ok = ts[i]->shape[d] == ts[0]->shape[d];
     if (!ok) {
       char a[128], b[128];
-      return nc_error(NC_ERR_SHAPE, "stack needs tensors of one shape; tensor %d has shape %s, tensor 1 %s", i + 1,
-                      nc_shape_str(ts[i]->ndim, ts[i]->shape, a, sizeof a), nc_shape_str(ts[0]->ndim, ts[0]->shape, b, sizeof b));
+      return nc_error(NC_ERR_SHAPE, "stack needs tensors of one shape; tensor %d has shape %s, tensor 1 %s",
+                      i + 1, nc_shape_str(ts[i]->ndim, ts[i]->shape, a, sizeof a),
+                      nc_shape_str(ts[0]->ndim, ts[0]->shape, b, sizeof b));
     }
   }
-  if (ts[0]->ndim == NC_MAX_DIMS) return nc_error(NC_ERR_SHAPE, "stack adds a dim to tensors that have %d already", NC_MAX_DIMS);
+  if (ts[0]->ndim == NC_MAX_DIMS)
+    return nc_error(NC_ERR_SHAPE, "stack adds a dim to tensors that have %d already", NC_MAX_DIMS);
   NC_TRY(nc_check_dim(dim, ts[0]->ndim + 1));
   nc_tensor **u = calloc((size_t)n, sizeof *u);
   if (!u) return nc_error(NC_ERR_OOM, "out of host memory");
@@ -84,8 +89,8 @@ nc_status nc_split(nc_tensor *x, int dim, int n, const int64_t *sizes, nc_tensor
     total += sizes[i];
   }
   if (total != x->shape[dim])
-    return nc_error(NC_ERR_SHAPE, "split sizes add up to %lld but dim %d has size %lld", (long long)total, dim + 1,
-                    (long long)x->shape[dim]);
+    return nc_error(NC_ERR_SHAPE, "split sizes add up to %lld but dim %d has size %lld", (long long)total,
+                    dim + 1, (long long)x->shape[dim]);
   int64_t off = 0;
   for (int i = 0; i < n; i++) {
     nc_status s = nc_tensor_narrow(x, dim, off, sizes[i], &parts[i]);

@@ -6,13 +6,15 @@
 #include "netcl/sort.h"
 
 /* Runs one backend draw of dtype dt over t's shape and stores it into t. */
-static nc_status draw_into(nc_tensor *t, nc_dtype dt, nc_op op, nc_tensor *p, nc_rng *g, int64_t lo, uint64_t range) {
+static nc_status draw_into(nc_tensor *t, nc_dtype dt, nc_op op, nc_tensor *p, nc_rng *g, int64_t lo,
+                           uint64_t range) {
   NC_TRY(nc_check_writable(t));
   int64_t n = nc_tensor_numel(t);
   if (n == 0) return NC_OK;
   nc_device *dev = nc_tensor_device(t);
   nc_tensor *work = t;
-  if (t->dtype != dt || !nc_tensor_is_contiguous(t)) NC_TRY(nc_tensor_empty(dev, dt, t->ndim, t->shape, 0, &work));
+  if (t->dtype != dt || !nc_tensor_is_contiguous(t))
+    NC_TRY(nc_tensor_empty(dev, dt, t->ndim, t->shape, 0, &work));
   nc_storage_bump_version(t->storage);
   nc_status s = dev->backend->sample(op, work, p, g->seed, g->offset, lo, range);
   if (s == NC_OK) g->offset += (uint64_t)n;
@@ -27,11 +29,13 @@ nc_status nc_bernoulli(nc_tensor *t, nc_rng *g, nc_tensor *p, double prob) {
   nc_status s = NC_OK;
   if (p) {
     if (!nc_dtype_is_float(p->dtype))
-      return nc_error(NC_ERR_DTYPE, "bernoulli probabilities must be float32 or float64, got %s", nc_dtype_name(p->dtype));
+      return nc_error(NC_ERR_DTYPE, "bernoulli probabilities must be float32 or float64, got %s",
+                      nc_dtype_name(p->dtype));
     NC_TRY(nc_check_devices(dev, 1, &p));
     s = nc_input_for(p, p->dtype, t, &pt);
   } else {
-    if (!(prob >= 0 && prob <= 1)) return nc_error(NC_ERR_ARG, "bernoulli probability %g is outside [0, 1]", prob);
+    if (!(prob >= 0 && prob <= 1))
+      return nc_error(NC_ERR_ARG, "bernoulli probability %g is outside [0, 1]", prob);
     /* float32 on every device, so devices without float64 draw the same numbers */
     s = nc_tensor_empty(dev, NC_FLOAT32, 0, NULL, 0, &pt);
     if (s == NC_OK) s = nc_fill(pt, prob);
@@ -40,7 +44,8 @@ nc_status nc_bernoulli(nc_tensor *t, nc_rng *g, nc_tensor *p, double prob) {
     s = nc_tensor_expand(pt, t->ndim, t->shape, &pe);
     if (s != NC_OK) {
       char a[128], b[128];
-      s = nc_error(NC_ERR_SHAPE, "probabilities of shape %s cannot be broadcast to %s", nc_shape_str(pt->ndim, pt->shape, a, sizeof a),
+      s = nc_error(NC_ERR_SHAPE, "probabilities of shape %s cannot be broadcast to %s",
+                   nc_shape_str(pt->ndim, pt->shape, a, sizeof a),
                    nc_shape_str(t->ndim, t->shape, b, sizeof b));
     }
   }
@@ -51,19 +56,22 @@ nc_status nc_bernoulli(nc_tensor *t, nc_rng *g, nc_tensor *p, double prob) {
 }
 
 nc_status nc_randint(nc_tensor *t, nc_rng *g, int64_t lo, int64_t hi) {
-  if (lo >= hi) return nc_error(NC_ERR_ARG, "randint needs lo < hi, got [%lld, %lld)", (long long)lo, (long long)hi);
+  if (lo >= hi)
+    return nc_error(NC_ERR_ARG, "randint needs lo < hi, got [%lld, %lld)", (long long)lo, (long long)hi);
   if (t->dtype != NC_INT64 && t->dtype != NC_FLOAT64 && t->dtype != NC_FLOAT32) {
     int64_t tmin, tmax;
     nc_dtype_int_range(t->dtype, &tmin, &tmax);
     if (lo < tmin || hi - 1 > tmax)
-      return nc_error(NC_ERR_ARG, "randint range [%lld, %lld) does not fit %s", (long long)lo, (long long)hi, nc_dtype_name(t->dtype));
+      return nc_error(NC_ERR_ARG, "randint range [%lld, %lld) does not fit %s", (long long)lo, (long long)hi,
+                      nc_dtype_name(t->dtype));
   }
   return draw_into(t, NC_INT64, NC_OP_RANDINT, NULL, g, lo, (uint64_t)hi - (uint64_t)lo);
 }
 
 nc_status nc_randperm(nc_tensor *t, nc_rng *g) {
   if (t->ndim != 1) return nc_error(NC_ERR_SHAPE, "randperm fills a 1-dim tensor, got %d dims", t->ndim);
-  if (!nc_op_accepts(NC_OP_RANDPERM, t->dtype)) return nc_error(NC_ERR_DTYPE, "randperm does not fill %s tensors", nc_dtype_name(t->dtype));
+  if (!nc_op_accepts(NC_OP_RANDPERM, t->dtype))
+    return nc_error(NC_ERR_DTYPE, "randperm does not fill %s tensors", nc_dtype_name(t->dtype));
   int64_t n = t->shape[0];
   if (n == 0) return NC_OK;
   int64_t tmin, tmax;

@@ -15,11 +15,16 @@ static nc_dtype compute_dtype(const nc_op_info *o, nc_dtype in) {
 
 static nc_dtype result_dtype(const nc_op_info *o, nc_dtype in) {
   switch (o->result) {
-    case NC_RES_FLOAT: return nc_dtype_is_float(in) ? in : NC_FLOAT32;
-    case NC_RES_SUM: return nc_dtype_is_float(in) ? in : NC_INT64;
-    case NC_RES_INDEX: return NC_INT64;
-    case NC_RES_BOOL: return NC_BOOL;
-    default: return in;
+    case NC_RES_FLOAT:
+      return nc_dtype_is_float(in) ? in : NC_FLOAT32;
+    case NC_RES_SUM:
+      return nc_dtype_is_float(in) ? in : NC_INT64;
+    case NC_RES_INDEX:
+      return NC_INT64;
+    case NC_RES_BOOL:
+      return NC_BOOL;
+    default:
+      return in;
   }
 }
 
@@ -37,15 +42,16 @@ static nc_status kept_view(nc_tensor *t, const bool *reduced, bool keepdim, nc_t
 }
 
 typedef struct {
-  nc_tensor *dst;       /* user destination or NULL */
-  nc_tensor *target;    /* what the result goes into (dst or a new tensor) */
-  nc_tensor *work;      /* what the backend writes (kept dims only, compute dtype) */
+  nc_tensor *dst;    /* user destination or NULL */
+  nc_tensor *target; /* what the result goes into (dst or a new tensor) */
+  nc_tensor *work;   /* what the backend writes (kept dims only, compute dtype) */
 } reduce_out;
 
 /* Prepares an output of the reduction: target (dst, or new) with the result shape, and work, a
  * kept-dims view of it when its dtype is what the backend writes, else a new tensor. */
 static nc_status out_prepare(reduce_out *r, nc_device *dev, nc_dtype res, nc_dtype work_dt, int ndim,
-                             const int64_t *shape, const bool *reduced, bool keepdim, int nkept, const int64_t *kshape) {
+                             const int64_t *shape, const bool *reduced, bool keepdim, int nkept,
+                             const int64_t *kshape) {
   if (r->dst) {
     NC_TRY(nc_check_dst(r->dst, ndim, shape, res));
     r->target = nc_tensor_retain(r->dst);
@@ -67,8 +73,10 @@ static nc_status out_finish(reduce_out *r, nc_status s, nc_tensor **result) {
   }
   nc_tensor_release(r->work);
   r->work = NULL;
-  if (s == NC_OK && result) *result = r->target;
-  else nc_tensor_release(r->target);
+  if (s == NC_OK && result)
+    *result = r->target;
+  else
+    nc_tensor_release(r->target);
   r->target = NULL;
   return s;
 }
@@ -113,13 +121,15 @@ static nc_status check_nonempty(const nc_op_info *o, const reduce_plan *p) {
   int64_t rows = 1;
   for (int i = 0; i < p->nkept; i++) rows *= p->kshape[i];
   if (needs && p->count == 0 && rows > 0)
-    return nc_error(NC_ERR_SHAPE, "%s of an empty dimension has no value (the reduced dims hold 0 elements)", o->name);
+    return nc_error(NC_ERR_SHAPE, "%s of an empty dimension has no value (the reduced dims hold 0 elements)",
+                    o->name);
   return NC_OK;
 }
 
 /* x converted to the compute dtype (and away from dst) and permuted so the reduced dims come
  * last. */
-static nc_status permuted_input(nc_tensor *x, nc_dtype dt, const reduce_plan *p, const nc_tensor *dst, nc_tensor **out) {
+static nc_status permuted_input(nc_tensor *x, nc_dtype dt, const reduce_plan *p, const nc_tensor *dst,
+                                nc_tensor **out) {
   nc_tensor *c;
   NC_TRY(nc_input_for(x, dt, dst, &c));
   nc_status s = x->ndim ? nc_tensor_permute(c, p->perm, out) : nc_tensor_alias(c, out);
@@ -138,7 +148,8 @@ static void out_discard(reduce_out *r) {
 static nc_status reduce_impl(nc_op op, nc_tensor *dst, nc_tensor *x, int ndims, const int *dims, bool keepdim,
                              const nc_reduce_args *args, nc_tensor **out, nc_tensor **indices) {
   const nc_op_info *o = nc_op_get(op);
-  if (!o || o->family != NC_FAMILY_REDUCE) return nc_error(NC_ERR_ARG, "%s is not a reduction", o ? o->name : "?");
+  if (!o || o->family != NC_FAMILY_REDUCE)
+    return nc_error(NC_ERR_ARG, "%s is not a reduction", o ? o->name : "?");
   if (!(o->dtypes & (1u << x->dtype)))
     return nc_error(NC_ERR_DTYPE, "%s does not take %s tensors", o->name, nc_dtype_name(x->dtype));
   nc_reduce_args a = args ? *args : nc_reduce_defaults();
@@ -151,7 +162,8 @@ static nc_status reduce_impl(nc_op op, nc_tensor *dst, nc_tensor *x, int ndims, 
   const bool arg = op == NC_OP_ARGMAX || op == NC_OP_ARGMIN, with_pos = arg || indices;
 
   reduce_out vals = {.dst = arg ? NULL : dst}, pos = {.dst = arg ? dst : NULL};
-  nc_status s = out_prepare(&vals, dev, arg ? cdt : res, cdt, p.ndim, p.shape, p.reduced, keepdim, p.nkept, p.kshape);
+  nc_status s =
+      out_prepare(&vals, dev, arg ? cdt : res, cdt, p.ndim, p.shape, p.reduced, keepdim, p.nkept, p.kshape);
   if (s == NC_OK && with_pos)
     s = out_prepare(&pos, dev, NC_INT64, NC_INT64, p.ndim, p.shape, p.reduced, keepdim, p.nkept, p.kshape);
   nc_tensor *xp = NULL;
@@ -187,8 +199,8 @@ static nc_status reduce_impl(nc_op op, nc_tensor *dst, nc_tensor *x, int ndims, 
   return s;
 }
 
-nc_status nc_reduce(nc_op op, nc_tensor *x, int ndims, const int *dims, bool keepdim, const nc_reduce_args *args,
-                    nc_tensor **out) {
+nc_status nc_reduce(nc_op op, nc_tensor *x, int ndims, const int *dims, bool keepdim,
+                    const nc_reduce_args *args, nc_tensor **out) {
   return reduce_impl(op, NULL, x, ndims, dims, keepdim, args, out, NULL);
 }
 
@@ -197,9 +209,11 @@ nc_status nc_reduce_into(nc_op op, nc_tensor *dst, nc_tensor *x, int ndims, cons
   return reduce_impl(op, dst, x, ndims, dims, keepdim, args, NULL, NULL);
 }
 
-nc_status nc_reduce_indexed(nc_op op, nc_tensor *x, int dim, bool keepdim, nc_tensor **values, nc_tensor **indices) {
+nc_status nc_reduce_indexed(nc_op op, nc_tensor *x, int dim, bool keepdim, nc_tensor **values,
+                            nc_tensor **indices) {
   if (op != NC_OP_MAX && op != NC_OP_MIN)
-    return nc_error(NC_ERR_ARG, "values with indices come from max or min, not %s", nc_op_get(op) ? nc_op_get(op)->name : "?");
+    return nc_error(NC_ERR_ARG, "values with indices come from max or min, not %s",
+                    nc_op_get(op) ? nc_op_get(op)->name : "?");
   return reduce_impl(op, NULL, x, 1, &dim, keepdim, NULL, values, indices);
 }
 
@@ -212,7 +226,8 @@ static nc_status dim_last(nc_tensor *t, int dim, nc_tensor **out) {
 
 static nc_status along_dim(nc_op op, nc_tensor *dst, nc_tensor *x, int dim, nc_tensor **out) {
   const nc_op_info *o = nc_op_get(op);
-  if (!(o->dtypes & (1u << x->dtype))) return nc_error(NC_ERR_DTYPE, "%s does not take %s tensors", o->name, nc_dtype_name(x->dtype));
+  if (!(o->dtypes & (1u << x->dtype)))
+    return nc_error(NC_ERR_DTYPE, "%s does not take %s tensors", o->name, nc_dtype_name(x->dtype));
   NC_TRY(nc_check_dim(dim, x->ndim));
   nc_device *dev = nc_tensor_device(x);
   if (dst) NC_TRY(nc_check_devices(dev, 1, &dst));
@@ -226,8 +241,10 @@ static nc_status along_dim(nc_op op, nc_tensor *dst, nc_tensor *x, int dim, nc_t
     s = nc_tensor_empty(dev, res, x->ndim, x->shape, 0, &target);
   }
   if (s == NC_OK) {
-    if (target->dtype == cdt) work = nc_tensor_retain(target);
-    else s = nc_tensor_empty(dev, cdt, x->ndim, x->shape, 0, &work);
+    if (target->dtype == cdt)
+      work = nc_tensor_retain(target);
+    else
+      s = nc_tensor_empty(dev, cdt, x->ndim, x->shape, 0, &work);
   }
   if (s == NC_OK) s = nc_input_for(x, cdt, work, &xc);
   if (s == NC_OK) s = dim_last(xc, dim, &xv);
@@ -241,17 +258,24 @@ static nc_status along_dim(nc_op op, nc_tensor *dst, nc_tensor *x, int dim, nc_t
   nc_tensor_release(xv);
   nc_tensor_release(xc);
   nc_tensor_release(work);
-  if (s == NC_OK && out) *out = target;
-  else nc_tensor_release(target);
+  if (s == NC_OK && out)
+    *out = target;
+  else
+    nc_tensor_release(target);
   return s;
 }
 
-nc_status nc_cumsum(nc_tensor *x, int dim, nc_tensor **out) { return along_dim(NC_OP_CUMSUM, NULL, x, dim, out); }
-nc_status nc_cumsum_into(nc_tensor *dst, nc_tensor *x, int dim) { return along_dim(NC_OP_CUMSUM, dst, x, dim, NULL); }
+nc_status nc_cumsum(nc_tensor *x, int dim, nc_tensor **out) {
+  return along_dim(NC_OP_CUMSUM, NULL, x, dim, out);
+}
+nc_status nc_cumsum_into(nc_tensor *dst, nc_tensor *x, int dim) {
+  return along_dim(NC_OP_CUMSUM, dst, x, dim, NULL);
+}
 
 static nc_status check_softmax(nc_op op) {
   if (op != NC_OP_SOFTMAX && op != NC_OP_LOG_SOFTMAX)
-    return nc_error(NC_ERR_ARG, "%s is not softmax or log_softmax", nc_op_get(op) ? nc_op_get(op)->name : "?");
+    return nc_error(NC_ERR_ARG, "%s is not softmax or log_softmax",
+                    nc_op_get(op) ? nc_op_get(op)->name : "?");
   return NC_OK;
 }
 

@@ -3,18 +3,22 @@
 #include "support.h"
 #include "netcl/sort.h"
 
-static nc_status sort_impl(nc_tensor *x, int dim, bool desc, int64_t k, nc_tensor **values, nc_tensor **indices) {
-  if (!nc_op_accepts(NC_OP_SORT, x->dtype)) return nc_error(NC_ERR_DTYPE, "sort does not take %s tensors", nc_dtype_name(x->dtype));
+static nc_status sort_impl(nc_tensor *x, int dim, bool desc, int64_t k, nc_tensor **values,
+                           nc_tensor **indices) {
+  if (!nc_op_accepts(NC_OP_SORT, x->dtype))
+    return nc_error(NC_ERR_DTYPE, "sort does not take %s tensors", nc_dtype_name(x->dtype));
   NC_TRY(nc_check_dim(dim, x->ndim));
   nc_device *dev = nc_tensor_device(x);
   const nc_dtype cdt = nc_dtype_is_float(x->dtype) ? x->dtype : NC_INT64;
   int64_t one = 1;
-  nc_tensor *xv = NULL, *xc = NULL, *xt = NULL, *pos = NULL, *posk = NULL, *back = NULL, *idx = NULL, *vals = NULL;
+  nc_tensor *xv = NULL, *xc = NULL, *xt = NULL, *pos = NULL, *posk = NULL, *back = NULL, *idx = NULL,
+            *vals = NULL;
   /* a 0-dim tensor sorts as one element */
   nc_status s = x->ndim ? nc_tensor_alias(x, &xv) : nc_tensor_view(x, 1, &one, &xv);
   const int last = xv->ndim - 1;
   if (s == NC_OK && k > xv->shape[dim])
-    s = nc_error(NC_ERR_ARG, "k = %lld is larger than dim %d of size %lld", (long long)k, dim + 1, (long long)xv->shape[dim]);
+    s = nc_error(NC_ERR_ARG, "k = %lld is larger than dim %d of size %lld", (long long)k, dim + 1,
+                 (long long)xv->shape[dim]);
   if (s == NC_OK) s = nc_input_for(xv, cdt, NULL, &xc);
   if (s == NC_OK) s = nc_tensor_transpose(xc, dim, last, &xt);
   if (s == NC_OK) s = nc_tensor_empty(dev, NC_INT64, xt->ndim, xt->shape, 0, &pos);
@@ -23,7 +27,8 @@ static nc_status sort_impl(nc_tensor *x, int dim, bool desc, int64_t k, nc_tenso
   if (s == NC_OK) s = nc_tensor_transpose(posk, dim, last, &back);
   if (s == NC_OK) s = nc_contiguous(back, &idx);
   if (s == NC_OK && values) s = nc_tensor_empty(dev, x->dtype, idx->ndim, idx->shape, 0, &vals);
-  if (s == NC_OK && values && nc_tensor_numel(vals) > 0) s = dev->backend->index(NC_OP_GATHER, vals, xv, idx, dim);
+  if (s == NC_OK && values && nc_tensor_numel(vals) > 0)
+    s = dev->backend->index(NC_OP_GATHER, vals, xv, idx, dim);
   if (s == NC_OK && x->ndim == 0) { /* back to 0 dims */
     nc_tensor *a = NULL, *b = NULL;
     s = nc_tensor_view(idx, 0, NULL, &a);
@@ -44,8 +49,10 @@ static nc_status sort_impl(nc_tensor *x, int dim, bool desc, int64_t k, nc_tenso
     nc_tensor_release(vals);
     return s;
   }
-  if (indices) *indices = idx;
-  else nc_tensor_release(idx);
+  if (indices)
+    *indices = idx;
+  else
+    nc_tensor_release(idx);
   if (values) *values = vals;
   return NC_OK;
 }

@@ -27,8 +27,10 @@ static void extent(const nc_tensor *t, int64_t *lo, int64_t *hi) {
   int64_t a = t->offset, b = t->offset;
   for (int i = 0; i < t->ndim; i++) {
     int64_t span = (t->shape[i] - 1) * t->strides[i];
-    if (span < 0) a += span;
-    else b += span;
+    if (span < 0)
+      a += span;
+    else
+      b += span;
   }
   size_t es = nc_dtype_size(t->dtype);
   *lo = a * (int64_t)es;
@@ -54,8 +56,9 @@ bool nc_same_layout(const nc_tensor *a, const nc_tensor *b) {
 nc_status nc_check_writable(const nc_tensor *dst) {
   for (int i = 0; i < dst->ndim; i++)
     if (dst->shape[i] > 1 && dst->strides[i] == 0)
-      return nc_error(NC_ERR_ARG, "cannot write into an expanded tensor (several elements share memory); "
-                                  "use contiguous() or clone() first");
+      return nc_error(NC_ERR_ARG,
+                      "cannot write into an expanded tensor (several elements share memory); "
+                      "use contiguous() or clone() first");
   return NC_OK;
 }
 
@@ -90,10 +93,18 @@ nc_status nc_input_for(nc_tensor *x, nc_dtype dt, const nc_tensor *dst, nc_tenso
 
 void nc_dtype_int_range(nc_dtype dt, int64_t *lo, int64_t *hi) {
   switch (dt) {
-    case NC_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    case NC_UINT8: *lo = 0, *hi = 255; break;
-    case NC_BOOL: *lo = 0, *hi = 1; break;
-    default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+    case NC_INT32:
+      *lo = INT32_MIN, *hi = INT32_MAX;
+      break;
+    case NC_UINT8:
+      *lo = 0, *hi = 255;
+      break;
+    case NC_BOOL:
+      *lo = 0, *hi = 1;
+      break;
+    default:
+      *lo = INT64_MIN, *hi = INT64_MAX;
+      break;
   }
 }
 

@@ -203,6 +203,20 @@ function T.test_errors()
   end
 end
 
+function T.test_eight_dims()
+  local x = nc.arange(256):view({2, 2, 2, 2, 2, 2, 2, 2}):permute({8, 7, 6, 5, 4, 3, 2, 1})
+  local y = x + x:narrow(8, 1, 1) -- strided, rank 8, broadcast along the last dim
+  lu.assertFalse(y:is_contiguous() and x:is_contiguous())
+  local flat, src = y:contiguous():view({-1}):tolist(), x:contiguous():view({-1}):tolist()
+  for i = 1, 256, 2 do
+    lu.assertEquals(flat[i], 2 * src[i])
+    lu.assertEquals(flat[i + 1], src[i + 1] + src[i])
+  end
+  U.assert_values(x:sum({1, 3, 5, 7}):sum(), 255 * 128)
+  U.assert_values(x:max(), 255)
+  U.assert_values(x:argmax(8), x:contiguous():argmax(8):tolist())
+end
+
 function T.test_large_parallel()
   -- crosses the CPU backend's parallel threshold and the device's grid-stride loop
   local n = 300001

@@ -30,86 +30,138 @@ static inline int64_t ipow(int64_t a, int64_t b) {
 }
 
 /* ---- row loops: d = E over one block; v (and w) are the input elements ------------------------ */
-#define ROW1(T, E)                                                              \
-  do {                                                                          \
-    if (ds == 1 && xs == 1) {                                                   \
-      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                     \
-        const T v = x[i];                                                       \
-        d[i] = (E);                                                             \
-      }                                                                         \
-    } else {                                                                    \
-      for (int64_t i = 0; i < n; i++) {                                         \
-        const T v = x[i * xs];                                                  \
-        d[i * ds] = (E);                                                        \
-      }                                                                         \
-    }                                                                           \
+#define ROW1(T, E)                                          \
+  do {                                                      \
+    if (ds == 1 && xs == 1) {                               \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { \
+        const T v = x[i];                                   \
+        d[i] = (E);                                         \
+      }                                                     \
+    } else {                                                \
+      for (int64_t i = 0; i < n; i++) {                     \
+        const T v = x[i * xs];                              \
+        d[i * ds] = (E);                                    \
+      }                                                     \
+    }                                                       \
   } while (0)
 
-#define ROW2(T, E)                                                              \
-  do {                                                                          \
-    if (ds == 1 && as == 1 && bs == 1) {                                        \
-      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                     \
-        const T v = a[i], w = b[i];                                             \
-        d[i] = (E);                                                             \
-      }                                                                         \
-    } else if (ds == 1 && as == 1 && bs == 0) {                                 \
-      const T w = b[0];                                                         \
-      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                     \
-        const T v = a[i];                                                       \
-        d[i] = (E);                                                             \
-      }                                                                         \
-    } else {                                                                    \
-      for (int64_t i = 0; i < n; i++) {                                         \
-        const T v = a[i * as], w = b[i * bs];                                   \
-        d[i * ds] = (E);                                                        \
-      }                                                                         \
-    }                                                                           \
+#define ROW2(T, E)                                          \
+  do {                                                      \
+    if (ds == 1 && as == 1 && bs == 1) {                    \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { \
+        const T v = a[i], w = b[i];                         \
+        d[i] = (E);                                         \
+      }                                                     \
+    } else if (ds == 1 && as == 1 && bs == 0) {             \
+      const T w = b[0];                                     \
+      _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { \
+        const T v = a[i];                                   \
+        d[i] = (E);                                         \
+      }                                                     \
+    } else {                                                \
+      for (int64_t i = 0; i < n; i++) {                     \
+        const T v = a[i * as], w = b[i * bs];               \
+        d[i * ds] = (E);                                    \
+      }                                                     \
+    }                                                       \
   } while (0)
 
 /* ---- unary --------------------------------------------------------------------------------- */
-#define UNARY_FLOAT(SUF, T)                                                                        \
-  static bool unary_##SUF(nc_op op, T *d, int64_t ds, const T *x, int64_t xs, int64_t n, T lo, T hi) { \
-    switch (op) {                                                                                  \
-      case NC_OP_ABS: ROW1(T, fabs(v)); return true;                                               \
-      case NC_OP_NEG: ROW1(T, -v); return true;                                                    \
-      case NC_OP_EXP: ROW1(T, exp(v)); return true;                                                \
-      case NC_OP_LOG: ROW1(T, log(v)); return true;                                                \
-      case NC_OP_LOG1P: ROW1(T, log1p(v)); return true;                                            \
-      case NC_OP_SQRT: ROW1(T, sqrt(v)); return true;                                              \
-      case NC_OP_RSQRT: ROW1(T, (T)1 / sqrt(v)); return true;                                      \
-      case NC_OP_SIN: ROW1(T, sin(v)); return true;                                                \
-      case NC_OP_COS: ROW1(T, cos(v)); return true;                                                \
-      case NC_OP_TANH: ROW1(T, tanh(v)); return true;                                              \
-      case NC_OP_SIGMOID: ROW1(T, (T)1 / ((T)1 + exp(-v))); return true;                           \
-      case NC_OP_RELU: ROW1(T, v < 0 ? (T)0 : v); return true;                                     \
-      case NC_OP_GELU: ROW1(T, (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440))); return true; \
+#define UNARY_FLOAT(SUF, T)                                                                             \
+  static bool unary_##SUF(nc_op op, T *d, int64_t ds, const T *x, int64_t xs, int64_t n, T lo, T hi) {  \
+    switch (op) {                                                                                       \
+      case NC_OP_ABS:                                                                                   \
+        ROW1(T, fabs(v));                                                                               \
+        return true;                                                                                    \
+      case NC_OP_NEG:                                                                                   \
+        ROW1(T, -v);                                                                                    \
+        return true;                                                                                    \
+      case NC_OP_EXP:                                                                                   \
+        ROW1(T, exp(v));                                                                                \
+        return true;                                                                                    \
+      case NC_OP_LOG:                                                                                   \
+        ROW1(T, log(v));                                                                                \
+        return true;                                                                                    \
+      case NC_OP_LOG1P:                                                                                 \
+        ROW1(T, log1p(v));                                                                              \
+        return true;                                                                                    \
+      case NC_OP_SQRT:                                                                                  \
+        ROW1(T, sqrt(v));                                                                               \
+        return true;                                                                                    \
+      case NC_OP_RSQRT:                                                                                 \
+        ROW1(T, (T)1 / sqrt(v));                                                                        \
+        return true;                                                                                    \
+      case NC_OP_SIN:                                                                                   \
+        ROW1(T, sin(v));                                                                                \
+        return true;                                                                                    \
+      case NC_OP_COS:                                                                                   \
+        ROW1(T, cos(v));                                                                                \
+        return true;                                                                                    \
+      case NC_OP_TANH:                                                                                  \
+        ROW1(T, tanh(v));                                                                               \
+        return true;                                                                                    \
+      case NC_OP_SIGMOID:                                                                               \
+        ROW1(T, (T)1 / ((T)1 + exp(-v)));                                                               \
+        return true;                                                                                    \
+      case NC_OP_RELU:                                                                                  \
+        ROW1(T, v < 0 ? (T)0 : v);                                                                      \
+        return true;                                                                                    \
+      case NC_OP_GELU:                                                                                  \
+        ROW1(T, (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440)));                              \
+        return true;                                                                                    \
       case NC_OP_GELU_TANH: /* 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)): no reliance on tanh saturating */ \
-        ROW1(T, v / ((T)1 + exp((T)-1.5957691216057307118 * (v + (T)0.044715 * v * v * v))));     \
-        return true;                                                                               \
-      case NC_OP_SILU: ROW1(T, v / ((T)1 + exp(-v))); return true;                                 \
-      case NC_OP_FLOOR: ROW1(T, floor(v)); return true;                                            \
-      case NC_OP_CEIL: ROW1(T, ceil(v)); return true;                                              \
-      case NC_OP_ROUND: ROW1(T, rint(v)); return true;                                             \
-      case NC_OP_SIGN: ROW1(T, v > 0 ? (T)1 : v < 0 ? (T)-1 : (T)0); return true;                  \
-      case NC_OP_CLAMP: ROW1(T, (v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v)); return true;     \
-      default: return false;                                                                       \
-    }                                                                                              \
+        ROW1(T, v / ((T)1 + exp((T)-1.5957691216057307118 * (v + (T)0.044715 * v * v * v))));           \
+        return true;                                                                                    \
+      case NC_OP_SILU:                                                                                  \
+        ROW1(T, v / ((T)1 + exp(-v)));                                                                  \
+        return true;                                                                                    \
+      case NC_OP_FLOOR:                                                                                 \
+        ROW1(T, floor(v));                                                                              \
+        return true;                                                                                    \
+      case NC_OP_CEIL:                                                                                  \
+        ROW1(T, ceil(v));                                                                               \
+        return true;                                                                                    \
+      case NC_OP_ROUND:                                                                                 \
+        ROW1(T, rint(v));                                                                               \
+        return true;                                                                                    \
+      case NC_OP_SIGN:                                                                                  \
+        ROW1(T, v > 0 ? (T)1 : v < 0 ? (T)-1 : (T)0);                                                   \
+        return true;                                                                                    \
+      case NC_OP_CLAMP:                                                                                 \
+        ROW1(T, (v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v));                                       \
+        return true;                                                                                    \
+      default:                                                                                          \
+        return false;                                                                                   \
+    }                                                                                                   \
   }
 
 /* Negation through the unsigned type: wraps instead of overflowing. */
-#define UNARY_INT(SUF, T, U, NEG)                                                                  \
+#define UNARY_INT(SUF, T, U, NEG)                                                                      \
   static bool unary_##SUF(nc_op op, T *d, int64_t ds, const T *x, int64_t xs, int64_t n, T lo, T hi) { \
-    switch (op) {                                                                                  \
-      case NC_OP_ABS: ROW1(T, NEG(v) ? (T)((U)0 - (U)v) : v); return true;                         \
-      case NC_OP_NEG: ROW1(T, (T)((U)0 - (U)v)); return true;                                      \
-      case NC_OP_RELU: ROW1(T, NEG(v) ? (T)0 : v); return true;                                    \
-      case NC_OP_FLOOR:                                                                            \
-      case NC_OP_CEIL:                                                                             \
-      case NC_OP_ROUND: ROW1(T, v); return true;                                                   \
-      case NC_OP_SIGN: ROW1(T, (T)((v > 0) - NEG(v))); return true;                                \
-      case NC_OP_CLAMP: ROW1(T, (v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v)); return true;     \
-      default: return false;                                                                       \
-    }                                                                                              \
+    switch (op) {                                                                                      \
+      case NC_OP_ABS:                                                                                  \
+        ROW1(T, NEG(v) ? (T)((U)0 - (U)v) : v);                                                        \
+        return true;                                                                                   \
+      case NC_OP_NEG:                                                                                  \
+        ROW1(T, (T)((U)0 - (U)v));                                                                     \
+        return true;                                                                                   \
+      case NC_OP_RELU:                                                                                 \
+        ROW1(T, NEG(v) ? (T)0 : v);                                                                    \
+        return true;                                                                                   \
+      case NC_OP_FLOOR:                                                                                \
+      case NC_OP_CEIL:                                                                                 \
+      case NC_OP_ROUND:                                                                                \
+        ROW1(T, v);                                                                                    \
+        return true;                                                                                   \
+      case NC_OP_SIGN:                                                                                 \
+        ROW1(T, (T)((v > 0) - NEG(v)));                                                                \
+        return true;                                                                                   \
+      case NC_OP_CLAMP:                                                                                \
+        ROW1(T, (v < lo ? lo : v) > hi ? hi : (v < lo ? lo : v));                                      \
+        return true;                                                                                   \
+      default:                                                                                         \
+        return false;                                                                                  \
+    }                                                                                                  \
   }
 
 UNARY_FLOAT(float32, float)
@@ -120,13 +172,18 @@ UNARY_INT(int32, int32_t, uint32_t, SIGNED_NEG)
 UNARY_INT(int64, int64_t, uint64_t, SIGNED_NEG)
 UNARY_INT(uint8, uint8_t, uint8_t, UNSIGNED_NEG)
 
-#define PRED_FLOAT(SUF, T)                                                                         \
-  static bool pred_##SUF(nc_op op, uint8_t *d, int64_t ds, const T *x, int64_t xs, int64_t n) {    \
-    switch (op) {                                                                                  \
-      case NC_OP_ISNAN: ROW1(T, (uint8_t)(isnan(v) != 0)); return true;                            \
-      case NC_OP_ISINF: ROW1(T, (uint8_t)(isinf(v) != 0)); return true; /* glibc: -1 for -inf */  \
-      default: return false;                                                                       \
-    }                                                                                              \
+#define PRED_FLOAT(SUF, T)                                                                      \
+  static bool pred_##SUF(nc_op op, uint8_t *d, int64_t ds, const T *x, int64_t xs, int64_t n) { \
+    switch (op) {                                                                               \
+      case NC_OP_ISNAN:                                                                         \
+        ROW1(T, (uint8_t)(isnan(v) != 0));                                                      \
+        return true;                                                                            \
+      case NC_OP_ISINF:                                                                         \
+        ROW1(T, (uint8_t)(isinf(v) != 0));                                                      \
+        return true; /* glibc: -1 for -inf */                                                   \
+      default:                                                                                  \
+        return false;                                                                           \
+    }                                                                                           \
   }
 PRED_FLOAT(float32, float)
 PRED_FLOAT(float64, double)
@@ -137,17 +194,18 @@ static nc_status unsupported(const char *family, nc_op op, nc_dtype dt) {
 }
 
 /* Runs ROWFN over the blocks of a two-operand iteration (d, x). */
-#define DRIVE1(ROWFN, TD, TX, ...)                                                     \
-  do {                                                                                 \
-    TD *D = base_of(out);                                                              \
-    const TX *X = base_of(x);                                                          \
-    const int64_t ds = it.strides[0][it.ndim - 1], xs = it.strides[1][it.ndim - 1];    \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN) reduction(&& : ok)")    \
-    for (int64_t blk = 0; blk < nblk; blk++) {                                         \
-      int64_t o[2], len;                                                               \
-      nc_cpu_iter_block(&it, blk, o, &len);                                            \
-      ok = ROWFN(op, D + o[0], ds, X + o[1], xs, len, ##__VA_ARGS__) && ok;            \
-    }                                                                                  \
+#define DRIVE1(ROWFN, TD, TX, ...)                                                                        \
+  do {                                                                                                    \
+    TD *D = base_of(out);                                                                                 \
+    const TX *X = base_of(x);                                                                             \
+    const int64_t ds = it.strides[0][it.ndim - 1], xs = it.strides[1][it.ndim - 1];                       \
+    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN) reduction(&& : ok)") for (int64_t blk = 0; \
+                                                                                         blk < nblk;      \
+                                                                                         blk++) {         \
+      int64_t o[2], len;                                                                                  \
+      nc_cpu_iter_block(&it, blk, o, &len);                                                               \
+      ok = ROWFN(op, D + o[0], ds, X + o[1], xs, len, ##__VA_ARGS__) && ok;                               \
+    }                                                                                                     \
   } while (0)
 
 nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p) {
@@ -157,52 +215,94 @@ nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sc
   const int64_t numel = nc_tensor_numel(out), nblk = nc_cpu_iter_blocks(&it);
   bool ok = true;
   if (op == NC_OP_ISNAN || op == NC_OP_ISINF) {
-    if (!nc_dtype_is_float(x->dtype)) return nc_tensor_device(out)->backend->fill(out, 0); /* never nan or inf */
-    if (x->dtype == NC_FLOAT32) DRIVE1(pred_float32, uint8_t, float);
-    else DRIVE1(pred_float64, uint8_t, double);
+    if (!nc_dtype_is_float(x->dtype))
+      return nc_tensor_device(out)->backend->fill(out, 0); /* never nan or inf */
+    if (x->dtype == NC_FLOAT32)
+      DRIVE1(pred_float32, uint8_t, float);
+    else
+      DRIVE1(pred_float64, uint8_t, double);
     return ok ? NC_OK : unsupported("unary", op, x->dtype);
   }
   const nc_scalar zero = nc_scalar_int(0);
   const nc_scalar *lo = p ? &p[0] : &zero, *hi = p ? &p[1] : &zero;
   switch (x->dtype) {
-    case NC_FLOAT32: DRIVE1(unary_float32, float, float, SCALAR_TO(float, lo), SCALAR_TO(float, hi)); break;
-    case NC_FLOAT64: DRIVE1(unary_float64, double, double, SCALAR_TO(double, lo), SCALAR_TO(double, hi)); break;
-    case NC_INT32: DRIVE1(unary_int32, int32_t, int32_t, SCALAR_TO(int32_t, lo), SCALAR_TO(int32_t, hi)); break;
-    case NC_INT64: DRIVE1(unary_int64, int64_t, int64_t, SCALAR_TO(int64_t, lo), SCALAR_TO(int64_t, hi)); break;
-    case NC_UINT8: DRIVE1(unary_uint8, uint8_t, uint8_t, SCALAR_TO(uint8_t, lo), SCALAR_TO(uint8_t, hi)); break;
-    default: ok = false;
+    case NC_FLOAT32:
+      DRIVE1(unary_float32, float, float, SCALAR_TO(float, lo), SCALAR_TO(float, hi));
+      break;
+    case NC_FLOAT64:
+      DRIVE1(unary_float64, double, double, SCALAR_TO(double, lo), SCALAR_TO(double, hi));
+      break;
+    case NC_INT32:
+      DRIVE1(unary_int32, int32_t, int32_t, SCALAR_TO(int32_t, lo), SCALAR_TO(int32_t, hi));
+      break;
+    case NC_INT64:
+      DRIVE1(unary_int64, int64_t, int64_t, SCALAR_TO(int64_t, lo), SCALAR_TO(int64_t, hi));
+      break;
+    case NC_UINT8:
+      DRIVE1(unary_uint8, uint8_t, uint8_t, SCALAR_TO(uint8_t, lo), SCALAR_TO(uint8_t, hi));
+      break;
+    default:
+      ok = false;
   }
   return ok ? NC_OK : unsupported("unary", op, x->dtype);
 }
 
 /* ---- binary and comparisons -------------------------------------------------------------------- */
-#define BINARY_FLOAT(SUF, T)                                                                        \
+#define BINARY_FLOAT(SUF, T)                                                                           \
   static bool binary_##SUF(nc_op op, T *d, int64_t ds, const T *a, int64_t as, const T *b, int64_t bs, \
-                           int64_t n) {                                                             \
-    switch (op) {                                                                                   \
-      case NC_OP_ADD: ROW2(T, v + w); return true;                                                  \
-      case NC_OP_SUB: ROW2(T, v - w); return true;                                                  \
-      case NC_OP_MUL: ROW2(T, v * w); return true;                                                  \
-      case NC_OP_DIV: ROW2(T, v / w); return true;                                                  \
-      case NC_OP_POW: ROW2(T, pow(v, w)); return true;                                              \
-      case NC_OP_MAXIMUM: ROW2(T, (v > w || isnan(v)) ? v : w); return true;                       \
-      case NC_OP_MINIMUM: ROW2(T, (v < w || isnan(v)) ? v : w); return true;                       \
-      default: return false;                                                                        \
-    }                                                                                               \
+                           int64_t n) {                                                                \
+    switch (op) {                                                                                      \
+      case NC_OP_ADD:                                                                                  \
+        ROW2(T, v + w);                                                                                \
+        return true;                                                                                   \
+      case NC_OP_SUB:                                                                                  \
+        ROW2(T, v - w);                                                                                \
+        return true;                                                                                   \
+      case NC_OP_MUL:                                                                                  \
+        ROW2(T, v *w);                                                                                 \
+        return true;                                                                                   \
+      case NC_OP_DIV:                                                                                  \
+        ROW2(T, v / w);                                                                                \
+        return true;                                                                                   \
+      case NC_OP_POW:                                                                                  \
+        ROW2(T, pow(v, w));                                                                            \
+        return true;                                                                                   \
+      case NC_OP_MAXIMUM:                                                                              \
+        ROW2(T, (v > w || isnan(v)) ? v : w);                                                          \
+        return true;                                                                                   \
+      case NC_OP_MINIMUM:                                                                              \
+        ROW2(T, (v < w || isnan(v)) ? v : w);                                                          \
+        return true;                                                                                   \
+      default:                                                                                         \
+        return false;                                                                                  \
+    }                                                                                                  \
   }
 
-#define BINARY_INT(SUF, T, U)                                                                       \
+#define BINARY_INT(SUF, T, U)                                                                          \
   static bool binary_##SUF(nc_op op, T *d, int64_t ds, const T *a, int64_t as, const T *b, int64_t bs, \
-                           int64_t n) {                                                             \
-    switch (op) {                                                                                   \
-      case NC_OP_ADD: ROW2(T, (T)((U)v + (U)w)); return true;                                       \
-      case NC_OP_SUB: ROW2(T, (T)((U)v - (U)w)); return true;                                       \
-      case NC_OP_MUL: ROW2(T, (T)((U)v * (U)w)); return true;                                       \
-      case NC_OP_POW: ROW2(T, (T)ipow(v, w)); return true;                                          \
-      case NC_OP_MAXIMUM: ROW2(T, v > w ? v : w); return true;                                      \
-      case NC_OP_MINIMUM: ROW2(T, v < w ? v : w); return true;                                      \
-      default: return false;                                                                        \
-    }                                                                                               \
+                           int64_t n) {                                                                \
+    switch (op) {                                                                                      \
+      case NC_OP_ADD:                                                                                  \
+        ROW2(T, (T)((U)v + (U)w));                                                                     \
+        return true;                                                                                   \
+      case NC_OP_SUB:                                                                                  \
+        ROW2(T, (T)((U)v - (U)w));                                                                     \
+        return true;                                                                                   \
+      case NC_OP_MUL:                                                                                  \
+        ROW2(T, (T)((U)v * (U)w));                                                                     \
+        return true;                                                                                   \
+      case NC_OP_POW:                                                                                  \
+        ROW2(T, (T)ipow(v, w));                                                                        \
+        return true;                                                                                   \
+      case NC_OP_MAXIMUM:                                                                              \
+        ROW2(T, v > w ? v : w);                                                                        \
+        return true;                                                                                   \
+      case NC_OP_MINIMUM:                                                                              \
+        ROW2(T, v < w ? v : w);                                                                        \
+        return true;                                                                                   \
+      default:                                                                                         \
+        return false;                                                                                  \
+    }                                                                                                  \
   }
 
 /* bool: add and maximum are "or", mul and minimum are "and". */
@@ -210,25 +310,43 @@ static bool binary_bool(nc_op op, uint8_t *d, int64_t ds, const uint8_t *a, int6
                         int64_t bs, int64_t n) {
   switch (op) {
     case NC_OP_ADD:
-    case NC_OP_MAXIMUM: ROW2(uint8_t, (uint8_t)(v | w)); return true;
+    case NC_OP_MAXIMUM:
+      ROW2(uint8_t, (uint8_t)(v | w));
+      return true;
     case NC_OP_MUL:
-    case NC_OP_MINIMUM: ROW2(uint8_t, (uint8_t)(v & w)); return true;
-    default: return false;
+    case NC_OP_MINIMUM:
+      ROW2(uint8_t, (uint8_t)(v & w));
+      return true;
+    default:
+      return false;
   }
 }
 
-#define COMPARE(SUF, T)                                                                             \
-  static bool compare_##SUF(nc_op op, uint8_t *d, int64_t ds, const T *a, int64_t as, const T *b,  \
-                            int64_t bs, int64_t n) {                                                \
-    switch (op) {                                                                                   \
-      case NC_OP_EQ: ROW2(T, (uint8_t)(v == w)); return true;                                       \
-      case NC_OP_NE: ROW2(T, (uint8_t)(v != w)); return true;                                       \
-      case NC_OP_LT: ROW2(T, (uint8_t)(v < w)); return true;                                        \
-      case NC_OP_LE: ROW2(T, (uint8_t)(v <= w)); return true;                                       \
-      case NC_OP_GT: ROW2(T, (uint8_t)(v > w)); return true;                                        \
-      case NC_OP_GE: ROW2(T, (uint8_t)(v >= w)); return true;                                       \
-      default: return false;                                                                        \
-    }                                                                                               \
+#define COMPARE(SUF, T)                                                                           \
+  static bool compare_##SUF(nc_op op, uint8_t *d, int64_t ds, const T *a, int64_t as, const T *b, \
+                            int64_t bs, int64_t n) {                                              \
+    switch (op) {                                                                                 \
+      case NC_OP_EQ:                                                                              \
+        ROW2(T, (uint8_t)(v == w));                                                               \
+        return true;                                                                              \
+      case NC_OP_NE:                                                                              \
+        ROW2(T, (uint8_t)(v != w));                                                               \
+        return true;                                                                              \
+      case NC_OP_LT:                                                                              \
+        ROW2(T, (uint8_t)(v < w));                                                                \
+        return true;                                                                              \
+      case NC_OP_LE:                                                                              \
+        ROW2(T, (uint8_t)(v <= w));                                                               \
+        return true;                                                                              \
+      case NC_OP_GT:                                                                              \
+        ROW2(T, (uint8_t)(v > w));                                                                \
+        return true;                                                                              \
+      case NC_OP_GE:                                                                              \
+        ROW2(T, (uint8_t)(v >= w));                                                               \
+        return true;                                                                              \
+      default:                                                                                    \
+        return false;                                                                             \
+    }                                                                                             \
   }
 
 BINARY_FLOAT(float32, float)
@@ -244,19 +362,20 @@ COMPARE(uint8, uint8_t)
 
 /* Runs ROWFN over the blocks of a three-operand iteration (d, a, b); a scalar operand reads a
  * local copy with stride 0. */
-#define DRIVE2(ROWFN, TD, T)                                                                        \
-  do {                                                                                              \
-    TD *D = base_of(out);                                                                           \
-    const T sa = a->t ? (T)0 : SCALAR_TO(T, &a->s), sb = b->t ? (T)0 : SCALAR_TO(T, &b->s);         \
-    const T *A = a->t ? (const T *)base_of(a->t) : &sa, *B = b->t ? (const T *)base_of(b->t) : &sb;  \
-    const int64_t ds = it.strides[0][it.ndim - 1], as = it.strides[1][it.ndim - 1],                 \
-                  bs = it.strides[2][it.ndim - 1];                                                  \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN) reduction(&& : ok)")                 \
-    for (int64_t blk = 0; blk < nblk; blk++) {                                                      \
-      int64_t o[3], len;                                                                            \
-      nc_cpu_iter_block(&it, blk, o, &len);                                                         \
-      ok = ROWFN(op, D + o[0], ds, A + o[1], as, B + o[2], bs, len) && ok;                          \
-    }                                                                                               \
+#define DRIVE2(ROWFN, TD, T)                                                                              \
+  do {                                                                                                    \
+    TD *D = base_of(out);                                                                                 \
+    const T sa = a->t ? (T)0 : SCALAR_TO(T, &a->s), sb = b->t ? (T)0 : SCALAR_TO(T, &b->s);               \
+    const T *A = a->t ? (const T *)base_of(a->t) : &sa, *B = b->t ? (const T *)base_of(b->t) : &sb;       \
+    const int64_t ds = it.strides[0][it.ndim - 1], as = it.strides[1][it.ndim - 1],                       \
+                  bs = it.strides[2][it.ndim - 1];                                                        \
+    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN) reduction(&& : ok)") for (int64_t blk = 0; \
+                                                                                         blk < nblk;      \
+                                                                                         blk++) {         \
+      int64_t o[3], len;                                                                                  \
+      nc_cpu_iter_block(&it, blk, o, &len);                                                               \
+      ok = ROWFN(op, D + o[0], ds, A + o[1], as, B + o[2], bs, len) && ok;                                \
+    }                                                                                                     \
   } while (0)
 
 nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b) {
@@ -271,46 +390,69 @@ nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_
   bool ok = true;
   if (nc_op_get(op)->result == NC_RES_BOOL) {
     switch (dt) {
-      case NC_FLOAT32: DRIVE2(compare_float32, uint8_t, float); break;
-      case NC_FLOAT64: DRIVE2(compare_float64, uint8_t, double); break;
-      case NC_INT32: DRIVE2(compare_int32, uint8_t, int32_t); break;
-      case NC_INT64: DRIVE2(compare_int64, uint8_t, int64_t); break;
+      case NC_FLOAT32:
+        DRIVE2(compare_float32, uint8_t, float);
+        break;
+      case NC_FLOAT64:
+        DRIVE2(compare_float64, uint8_t, double);
+        break;
+      case NC_INT32:
+        DRIVE2(compare_int32, uint8_t, int32_t);
+        break;
+      case NC_INT64:
+        DRIVE2(compare_int64, uint8_t, int64_t);
+        break;
       case NC_UINT8:
-      case NC_BOOL: DRIVE2(compare_uint8, uint8_t, uint8_t); break;
-      default: ok = false;
+      case NC_BOOL:
+        DRIVE2(compare_uint8, uint8_t, uint8_t);
+        break;
+      default:
+        ok = false;
     }
     return ok ? NC_OK : unsupported("compare", op, dt);
   }
   switch (dt) {
-    case NC_FLOAT32: DRIVE2(binary_float32, float, float); break;
-    case NC_FLOAT64: DRIVE2(binary_float64, double, double); break;
-    case NC_INT32: DRIVE2(binary_int32, int32_t, int32_t); break;
-    case NC_INT64: DRIVE2(binary_int64, int64_t, int64_t); break;
-    case NC_UINT8: DRIVE2(binary_uint8, uint8_t, uint8_t); break;
-    case NC_BOOL: DRIVE2(binary_bool, uint8_t, uint8_t); break;
-    default: ok = false;
+    case NC_FLOAT32:
+      DRIVE2(binary_float32, float, float);
+      break;
+    case NC_FLOAT64:
+      DRIVE2(binary_float64, double, double);
+      break;
+    case NC_INT32:
+      DRIVE2(binary_int32, int32_t, int32_t);
+      break;
+    case NC_INT64:
+      DRIVE2(binary_int64, int64_t, int64_t);
+      break;
+    case NC_UINT8:
+      DRIVE2(binary_uint8, uint8_t, uint8_t);
+      break;
+    case NC_BOOL:
+      DRIVE2(binary_bool, uint8_t, uint8_t);
+      break;
+    default:
+      ok = false;
   }
   return ok ? NC_OK : unsupported("binary", op, dt);
 }
 
 /* ---- where ----------------------------------------------------------------------------------- */
-#define WHERE_DRIVE(T)                                                                              \
-  do {                                                                                              \
-    T *D = base_of(out);                                                                            \
-    const uint8_t *C = base_of(cond);                                                               \
-    const T sa = a->t ? (T)0 : SCALAR_TO(T, &a->s), sb = b->t ? (T)0 : SCALAR_TO(T, &b->s);         \
-    const T *A = a->t ? (const T *)base_of(a->t) : &sa, *B = b->t ? (const T *)base_of(b->t) : &sb;  \
-    const int64_t ds = it.strides[0][it.ndim - 1], cs = it.strides[1][it.ndim - 1],                 \
-                  as = it.strides[2][it.ndim - 1], bs = it.strides[3][it.ndim - 1];                 \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)")                                    \
-    for (int64_t blk = 0; blk < nblk; blk++) {                                                      \
-      int64_t o[4], n;                                                                              \
-      nc_cpu_iter_block(&it, blk, o, &n);                                                           \
-      T *d = D + o[0];                                                                              \
-      const uint8_t *c = C + o[1];                                                                  \
-      const T *x = A + o[2], *y = B + o[3];                                                         \
-      for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? x[i * as] : y[i * bs];                \
-    }                                                                                               \
+#define WHERE_DRIVE(T)                                                                                      \
+  do {                                                                                                      \
+    T *D = base_of(out);                                                                                    \
+    const uint8_t *C = base_of(cond);                                                                       \
+    const T sa = a->t ? (T)0 : SCALAR_TO(T, &a->s), sb = b->t ? (T)0 : SCALAR_TO(T, &b->s);                 \
+    const T *A = a->t ? (const T *)base_of(a->t) : &sa, *B = b->t ? (const T *)base_of(b->t) : &sb;         \
+    const int64_t ds = it.strides[0][it.ndim - 1], cs = it.strides[1][it.ndim - 1],                         \
+                  as = it.strides[2][it.ndim - 1], bs = it.strides[3][it.ndim - 1];                         \
+    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)") for (int64_t blk = 0; blk < nblk; blk++) { \
+      int64_t o[4], n;                                                                                      \
+      nc_cpu_iter_block(&it, blk, o, &n);                                                                   \
+      T *d = D + o[0];                                                                                      \
+      const uint8_t *c = C + o[1];                                                                          \
+      const T *x = A + o[2], *y = B + o[3];                                                                 \
+      for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? x[i * as] : y[i * bs];                        \
+    }                                                                                                       \
   } while (0)
 
 nc_status nc_cpu_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b) {
@@ -322,13 +464,26 @@ nc_status nc_cpu_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *
   nc_cpu_iter_init(&it, 4, ts);
   const int64_t numel = nc_tensor_numel(out), nblk = nc_cpu_iter_blocks(&it);
   switch (out->dtype) {
-    case NC_FLOAT32: WHERE_DRIVE(float); break;
-    case NC_FLOAT64: WHERE_DRIVE(double); break;
-    case NC_INT32: WHERE_DRIVE(int32_t); break;
-    case NC_INT64: WHERE_DRIVE(int64_t); break;
-    case NC_UINT8: WHERE_DRIVE(uint8_t); break;
-    case NC_BOOL: WHERE_DRIVE(uint8_t); break;
-    default: return unsupported("where", NC_OP_WHERE, out->dtype);
+    case NC_FLOAT32:
+      WHERE_DRIVE(float);
+      break;
+    case NC_FLOAT64:
+      WHERE_DRIVE(double);
+      break;
+    case NC_INT32:
+      WHERE_DRIVE(int32_t);
+      break;
+    case NC_INT64:
+      WHERE_DRIVE(int64_t);
+      break;
+    case NC_UINT8:
+      WHERE_DRIVE(uint8_t);
+      break;
+    case NC_BOOL:
+      WHERE_DRIVE(uint8_t);
+      break;
+    default:
+      return unsupported("where", NC_OP_WHERE, out->dtype);
   }
   return NC_OK;
 }

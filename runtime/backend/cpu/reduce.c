@@ -23,14 +23,21 @@ typedef struct {
 static fstate f_init(nc_op op, double p) {
   switch (op) {
     case NC_OP_PROD:
-    case NC_OP_ALL: return (fstate){1, 0, 0};
+    case NC_OP_ALL:
+      return (fstate){1, 0, 0};
     case NC_OP_MAX:
-    case NC_OP_LOGSUMEXP: return (fstate){-INFINITY, 0, 0};
-    case NC_OP_MIN: return (fstate){INFINITY, 0, 0};
-    case NC_OP_ARGMAX: return (fstate){-INFINITY, 0, INT64_MAX};
-    case NC_OP_ARGMIN: return (fstate){INFINITY, 0, INT64_MAX};
-    case NC_OP_NORM: return (fstate){p == -INFINITY ? INFINITY : 0, 0, 0};
-    default: return (fstate){0, 0, 0};
+    case NC_OP_LOGSUMEXP:
+      return (fstate){-INFINITY, 0, 0};
+    case NC_OP_MIN:
+      return (fstate){INFINITY, 0, 0};
+    case NC_OP_ARGMAX:
+      return (fstate){-INFINITY, 0, INT64_MAX};
+    case NC_OP_ARGMIN:
+      return (fstate){INFINITY, 0, INT64_MAX};
+    case NC_OP_NORM:
+      return (fstate){p == -INFINITY ? INFINITY : 0, 0, 0};
+    default:
+      return (fstate){0, 0, 0};
   }
 }
 
@@ -63,11 +70,21 @@ static fstate f_merge(nc_op op, fstate s, fstate t, double p) {
   switch (op) {
     case NC_OP_SUM:
     case NC_OP_MEAN:
-    case NC_OP_ANY: s.a = op == NC_OP_ANY ? (s.a != 0 || t.a != 0) : s.a + t.a; break;
-    case NC_OP_ALL: s.a = s.a != 0 && t.a != 0; break;
-    case NC_OP_PROD: s.a *= t.a; break;
-    case NC_OP_MAX: s.a = (t.a > s.a || isnan(t.a)) ? t.a : s.a; break;
-    case NC_OP_MIN: s.a = (t.a < s.a || isnan(t.a)) ? t.a : s.a; break;
+    case NC_OP_ANY:
+      s.a = op == NC_OP_ANY ? (s.a != 0 || t.a != 0) : s.a + t.a;
+      break;
+    case NC_OP_ALL:
+      s.a = s.a != 0 && t.a != 0;
+      break;
+    case NC_OP_PROD:
+      s.a *= t.a;
+      break;
+    case NC_OP_MAX:
+      s.a = (t.a > s.a || isnan(t.a)) ? t.a : s.a;
+      break;
+    case NC_OP_MIN:
+      s.a = (t.a < s.a || isnan(t.a)) ? t.a : s.a;
+      break;
     case NC_OP_ARGMAX:
     case NC_OP_ARGMIN:
       if (arg_better(op == NC_OP_ARGMAX, t.a, t.n, s.a, s.n)) s = t;
@@ -84,96 +101,112 @@ static fstate f_merge(nc_op op, fstate s, fstate t, double p) {
       break;
     }
     case NC_OP_NORM:
-      if (p == INFINITY) s.a = (t.a > s.a || isnan(t.a)) ? t.a : s.a;
-      else if (p == -INFINITY) s.a = (t.a < s.a || isnan(t.a)) ? t.a : s.a;
-      else s.a += t.a;
+      if (p == INFINITY)
+        s.a = (t.a > s.a || isnan(t.a)) ? t.a : s.a;
+      else if (p == -INFINITY)
+        s.a = (t.a < s.a || isnan(t.a)) ? t.a : s.a;
+      else
+        s.a += t.a;
       break;
-    case NC_OP_LOGSUMEXP: lse_add(&s, t.a, t.b); break;
-    default: break;
+    case NC_OP_LOGSUMEXP:
+      lse_add(&s, t.a, t.b);
+      break;
+    default:
+      break;
   }
   return s;
 }
 
 /* Accumulates m elements of stride st from px (the first at row position r0) into s. */
-#define F_ACCUMULATE(T)                                                                        \
+#define F_ACCUMULATE(T)                                                                                  \
   static void f_run_##T(nc_op op, fstate *s, const T *px, int64_t st, int64_t m, int64_t r0, double p) { \
-    switch (op) {                                                                              \
-      case NC_OP_SUM:                                                                          \
-      case NC_OP_MEAN: {                                                                       \
-        double acc = 0;                                                                        \
-        if (st == 1) {                                                                         \
-          _Pragma("omp simd reduction(+ : acc)") for (int64_t j = 0; j < m; j++) acc += px[j]; \
-        } else {                                                                               \
-          for (int64_t j = 0; j < m; j++) acc += px[j * st];                                   \
-        }                                                                                      \
-        s->a += acc;                                                                           \
-        break;                                                                                 \
-      }                                                                                        \
-      case NC_OP_PROD:                                                                         \
-        for (int64_t j = 0; j < m; j++) s->a *= px[j * st];                                    \
-        break;                                                                                 \
-      case NC_OP_MAX:                                                                          \
-        for (int64_t j = 0; j < m; j++) {                                                      \
-          double x = px[j * st];                                                               \
-          s->a = (x > s->a || isnan(x)) ? x : s->a;                                            \
-        }                                                                                      \
-        break;                                                                                 \
-      case NC_OP_MIN:                                                                          \
-        for (int64_t j = 0; j < m; j++) {                                                      \
-          double x = px[j * st];                                                               \
-          s->a = (x < s->a || isnan(x)) ? x : s->a;                                            \
-        }                                                                                      \
-        break;                                                                                 \
-      case NC_OP_ARGMAX:                                                                       \
-      case NC_OP_ARGMIN:                                                                       \
-        for (int64_t j = 0; j < m; j++) {                                                      \
-          double x = px[j * st];                                                               \
-          if (arg_better(op == NC_OP_ARGMAX, x, r0 + j, s->a, s->n)) {                         \
-            s->a = x;                                                                          \
-            s->n = r0 + j;                                                                     \
-          }                                                                                    \
-        }                                                                                      \
-        break;                                                                                 \
-      case NC_OP_VAR:                                                                          \
-      case NC_OP_STD:                                                                          \
-        for (int64_t j = 0; j < m; j++) {                                                      \
-          double x = px[j * st], d = x - s->a;                                                 \
-          s->n++;                                                                              \
-          s->a += d / (double)s->n;                                                            \
-          s->b += d * (x - s->a);                                                              \
-        }                                                                                      \
-        break;                                                                                 \
-      case NC_OP_NORM:                                                                         \
-        for (int64_t j = 0; j < m; j++) {                                                      \
-          double x = fabs((double)px[j * st]);                                                 \
-          if (p == 2) s->a += x * x;                                                           \
-          else if (p == 1) s->a += x;                                                          \
-          else if (p == INFINITY) s->a = (x > s->a || isnan(x)) ? x : s->a;                    \
-          else if (p == -INFINITY) s->a = (x < s->a || isnan(x)) ? x : s->a;                   \
-          else if (p == 0) s->a += x != 0;                                                     \
-          else s->a += pow(x, p);                                                              \
-        }                                                                                      \
-        break;                                                                                 \
-      case NC_OP_LOGSUMEXP:                                                                    \
-        for (int64_t j = 0; j < m; j++) lse_add(s, px[j * st], 1);                             \
-        break;                                                                                 \
-      case NC_OP_ANY:                                                                          \
-        for (int64_t j = 0; j < m; j++) s->a = s->a != 0 || px[j * st] != 0;                   \
-        break;                                                                                 \
-      case NC_OP_ALL:                                                                          \
-        for (int64_t j = 0; j < m; j++) s->a = s->a != 0 && px[j * st] != 0;                   \
-        break;                                                                                 \
-      default: break;                                                                          \
-    }                                                                                          \
+    switch (op) {                                                                                        \
+      case NC_OP_SUM:                                                                                    \
+      case NC_OP_MEAN: {                                                                                 \
+        double acc = 0;                                                                                  \
+        if (st == 1) {                                                                                   \
+          _Pragma("omp simd reduction(+ : acc)") for (int64_t j = 0; j < m; j++) acc += px[j];           \
+        } else {                                                                                         \
+          for (int64_t j = 0; j < m; j++) acc += px[j * st];                                             \
+        }                                                                                                \
+        s->a += acc;                                                                                     \
+        break;                                                                                           \
+      }                                                                                                  \
+      case NC_OP_PROD:                                                                                   \
+        for (int64_t j = 0; j < m; j++) s->a *= px[j * st];                                              \
+        break;                                                                                           \
+      case NC_OP_MAX:                                                                                    \
+        for (int64_t j = 0; j < m; j++) {                                                                \
+          double x = px[j * st];                                                                         \
+          s->a = (x > s->a || isnan(x)) ? x : s->a;                                                      \
+        }                                                                                                \
+        break;                                                                                           \
+      case NC_OP_MIN:                                                                                    \
+        for (int64_t j = 0; j < m; j++) {                                                                \
+          double x = px[j * st];                                                                         \
+          s->a = (x < s->a || isnan(x)) ? x : s->a;                                                      \
+        }                                                                                                \
+        break;                                                                                           \
+      case NC_OP_ARGMAX:                                                                                 \
+      case NC_OP_ARGMIN:                                                                                 \
+        for (int64_t j = 0; j < m; j++) {                                                                \
+          double x = px[j * st];                                                                         \
+          if (arg_better(op == NC_OP_ARGMAX, x, r0 + j, s->a, s->n)) {                                   \
+            s->a = x;                                                                                    \
+            s->n = r0 + j;                                                                               \
+          }                                                                                              \
+        }                                                                                                \
+        break;                                                                                           \
+      case NC_OP_VAR:                                                                                    \
+      case NC_OP_STD:                                                                                    \
+        for (int64_t j = 0; j < m; j++) {                                                                \
+          double x = px[j * st], d = x - s->a;                                                           \
+          s->n++;                                                                                        \
+          s->a += d / (double)s->n;                                                                      \
+          s->b += d * (x - s->a);                                                                        \
+        }                                                                                                \
+        break;                                                                                           \
+      case NC_OP_NORM:                                                                                   \
+        for (int64_t j = 0; j < m; j++) {                                                                \
+          double x = fabs((double)px[j * st]);                                                           \
+          if (p == 2)                                                                                    \
+            s->a += x * x;                                                                               \
+          else if (p == 1)                                                                               \
+            s->a += x;                                                                                   \
+          else if (p == INFINITY)                                                                        \
+            s->a = (x > s->a || isnan(x)) ? x : s->a;                                                    \
+          else if (p == -INFINITY)                                                                       \
+            s->a = (x < s->a || isnan(x)) ? x : s->a;                                                    \
+          else if (p == 0)                                                                               \
+            s->a += x != 0;                                                                              \
+          else                                                                                           \
+            s->a += pow(x, p);                                                                           \
+        }                                                                                                \
+        break;                                                                                           \
+      case NC_OP_LOGSUMEXP:                                                                              \
+        for (int64_t j = 0; j < m; j++) lse_add(s, px[j * st], 1);                                       \
+        break;                                                                                           \
+      case NC_OP_ANY:                                                                                    \
+        for (int64_t j = 0; j < m; j++) s->a = s->a != 0 || px[j * st] != 0;                             \
+        break;                                                                                           \
+      case NC_OP_ALL:                                                                                    \
+        for (int64_t j = 0; j < m; j++) s->a = s->a != 0 && px[j * st] != 0;                             \
+        break;                                                                                           \
+      default:                                                                                           \
+        break;                                                                                           \
+    }                                                                                                    \
   }
 F_ACCUMULATE(float)
 F_ACCUMULATE(double)
 
 static double f_final(nc_op op, fstate s, int64_t count, const nc_reduce_args *a) {
   switch (op) {
-    case NC_OP_MEAN: return s.a / (double)count;
-    case NC_OP_VAR: return s.b / ((double)count - a->correction);
-    case NC_OP_STD: return sqrt(s.b / ((double)count - a->correction));
+    case NC_OP_MEAN:
+      return s.a / (double)count;
+    case NC_OP_VAR:
+      return s.b / ((double)count - a->correction);
+    case NC_OP_STD:
+      return sqrt(s.b / ((double)count - a->correction));
     case NC_OP_NORM:
       if (a->p == 2) return sqrt(s.a);
       if (a->p == 1 || a->p == 0 || isinf(a->p)) return s.a;
@@ -181,7 +214,8 @@ static double f_final(nc_op op, fstate s, int64_t count, const nc_reduce_args *a
     case NC_OP_LOGSUMEXP:
       if (isnan(s.a) || isinf(s.a)) return s.a;
       return s.a + log(s.b);
-    default: return s.a;
+    default:
+      return s.a;
   }
 }
 
@@ -189,12 +223,18 @@ static double f_final(nc_op op, fstate s, int64_t count, const nc_reduce_args *a
 static istate i_init(nc_op op) {
   switch (op) {
     case NC_OP_PROD:
-    case NC_OP_ALL: return (istate){1, 0};
-    case NC_OP_MAX: return (istate){INT64_MIN, 0};
-    case NC_OP_MIN: return (istate){INT64_MAX, 0};
-    case NC_OP_ARGMAX: return (istate){INT64_MIN, INT64_MAX};
-    case NC_OP_ARGMIN: return (istate){INT64_MAX, INT64_MAX};
-    default: return (istate){0, 0};
+    case NC_OP_ALL:
+      return (istate){1, 0};
+    case NC_OP_MAX:
+      return (istate){INT64_MIN, 0};
+    case NC_OP_MIN:
+      return (istate){INT64_MAX, 0};
+    case NC_OP_ARGMAX:
+      return (istate){INT64_MIN, INT64_MAX};
+    case NC_OP_ARGMIN:
+      return (istate){INT64_MAX, INT64_MAX};
+    default:
+      return (istate){0, 0};
   }
 }
 
@@ -205,17 +245,30 @@ static inline bool iarg_better(bool is_max, int64_t x, int64_t i, int64_t a, int
 
 static istate i_merge(nc_op op, istate s, istate t) {
   switch (op) {
-    case NC_OP_SUM: s.a = (int64_t)((uint64_t)s.a + (uint64_t)t.a); break;
-    case NC_OP_PROD: s.a = (int64_t)((uint64_t)s.a * (uint64_t)t.a); break;
-    case NC_OP_MAX: s.a = t.a > s.a ? t.a : s.a; break;
-    case NC_OP_MIN: s.a = t.a < s.a ? t.a : s.a; break;
+    case NC_OP_SUM:
+      s.a = (int64_t)((uint64_t)s.a + (uint64_t)t.a);
+      break;
+    case NC_OP_PROD:
+      s.a = (int64_t)((uint64_t)s.a * (uint64_t)t.a);
+      break;
+    case NC_OP_MAX:
+      s.a = t.a > s.a ? t.a : s.a;
+      break;
+    case NC_OP_MIN:
+      s.a = t.a < s.a ? t.a : s.a;
+      break;
     case NC_OP_ARGMAX:
     case NC_OP_ARGMIN:
       if (iarg_better(op == NC_OP_ARGMAX, t.a, t.n, s.a, s.n)) s = t;
       break;
-    case NC_OP_ANY: s.a = s.a || t.a; break;
-    case NC_OP_ALL: s.a = s.a && t.a; break;
-    default: break;
+    case NC_OP_ANY:
+      s.a = s.a || t.a;
+      break;
+    case NC_OP_ALL:
+      s.a = s.a && t.a;
+      break;
+    default:
+      break;
   }
   return s;
 }
@@ -237,7 +290,8 @@ static void i_run(nc_op op, istate *s, const int64_t *px, int64_t st, int64_t m,
         }
       break;
     default:
-      for (int64_t j = 0; j < m; j++) *s = i_merge(op, *s, (istate){op == NC_OP_ANY || op == NC_OP_ALL ? px[j * st] != 0 : px[j * st], 0});
+      for (int64_t j = 0; j < m; j++)
+        *s = i_merge(op, *s, (istate){op == NC_OP_ANY || op == NC_OP_ALL ? px[j * st] != 0 : px[j * st], 0});
   }
 }
 
@@ -246,7 +300,7 @@ typedef struct {
   nc_op op;
   const nc_tensor *x;
   nc_cpu_rowlayout rl;
-  int kdim;     /* kept dims of x */
+  int kdim; /* kept dims of x */
   int64_t inner, nblk;
   double p;
 } plan;
@@ -283,14 +337,22 @@ static istate i_block(const plan *pl, int64_t row, int64_t start, int64_t len) {
   return st;
 }
 
-static void store(const nc_tensor *out, const nc_tensor *idx, int64_t row, double fv, int64_t iv, int64_t pos) {
+static void store(const nc_tensor *out, const nc_tensor *idx, int64_t row, double fv, int64_t iv,
+                  int64_t pos) {
   int64_t o = nc_cpu_offset(out->ndim, out->shape, out->strides, out->offset, row);
   switch (out->dtype) {
-    case NC_FLOAT32: ((float *)base_of(out))[o] = (float)fv; break;
-    case NC_FLOAT64: ((double *)base_of(out))[o] = fv; break;
-    default: ((int64_t *)base_of(out))[o] = iv; break;
+    case NC_FLOAT32:
+      ((float *)base_of(out))[o] = (float)fv;
+      break;
+    case NC_FLOAT64:
+      ((double *)base_of(out))[o] = fv;
+      break;
+    default:
+      ((int64_t *)base_of(out))[o] = iv;
+      break;
   }
-  if (idx) ((int64_t *)base_of(idx))[nc_cpu_offset(idx->ndim, idx->shape, idx->strides, idx->offset, row)] = pos;
+  if (idx)
+    ((int64_t *)base_of(idx))[nc_cpu_offset(idx->ndim, idx->shape, idx->strides, idx->offset, row)] = pos;
 }
 
 nc_status nc_cpu_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
@@ -307,20 +369,27 @@ nc_status nc_cpu_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tenso
   const int64_t nstates = pl.nblk > 1 ? outer * pl.nblk : 0;
   fstate *fs = is_float && nstates ? malloc(sizeof *fs * (size_t)nstates) : NULL;
   istate *is = !is_float && nstates ? malloc(sizeof *is * (size_t)nstates) : NULL;
-  if (nstates && !fs && !is) return nc_error(NC_ERR_OOM, "out of host memory for %lld partial sums", (long long)nstates);
+  if (nstates && !fs && !is)
+    return nc_error(NC_ERR_OOM, "out of host memory for %lld partial sums", (long long)nstates);
 
 #pragma omp parallel for if (work > NC_CPU_PARALLEL_MIN)
   for (int64_t u = 0; u < (nstates ? nstates : outer); u++) {
     const int64_t row = nstates ? u / pl.nblk : u, blk = nstates ? u % pl.nblk : 0;
-    const int64_t start = blk * NC_CPU_BLOCK, len = nstates ? (pl.inner - start < NC_CPU_BLOCK ? pl.inner - start : NC_CPU_BLOCK) : pl.inner;
+    const int64_t start = blk * NC_CPU_BLOCK,
+                  len = nstates ? (pl.inner - start < NC_CPU_BLOCK ? pl.inner - start : NC_CPU_BLOCK)
+                                : pl.inner;
     if (is_float) {
       fstate s = f_block(&pl, row, start, len);
-      if (nstates) fs[u] = s;
-      else store(out, idx, row, f_final(op, s, pl.inner, args), 0, s.n);
+      if (nstates)
+        fs[u] = s;
+      else
+        store(out, idx, row, f_final(op, s, pl.inner, args), 0, s.n);
     } else {
       istate s = i_block(&pl, row, start, len);
-      if (nstates) is[u] = s;
-      else store(out, idx, row, 0, s.a, s.n);
+      if (nstates)
+        is[u] = s;
+      else
+        store(out, idx, row, 0, s.a, s.n);
     }
   }
   if (nstates) {

@@ -6,38 +6,44 @@
 
 static inline void *base_of(const nc_tensor *t) { return nc_storage_host_ptr(t->storage); }
 
-#define SOFTMAX_ROWS(T)                                                                              \
-  do {                                                                                               \
-    const T *X = base_of(x);                                                                         \
-    T *D = base_of(out);                                                                             \
-    _Pragma("omp parallel for if (outer * inner > NC_CPU_PARALLEL_MIN)")                             \
-    for (int64_t r = 0; r < outer; r++) {                                                            \
-      const T *px = X + nc_cpu_offset(k, x->shape, x->strides, x->offset, r);                        \
-      T *pd = D + nc_cpu_offset(k, out->shape, out->strides, out->offset, r);                        \
-      double m = -INFINITY, sum = 0;                                                                 \
-      for (int64_t j = 0; j < inner; j++) {                                                          \
-        double v = px[j * xs];                                                                       \
-        m = (v > m || isnan(v)) ? v : m;                                                             \
-      }                                                                                              \
-      for (int64_t j = 0; j < inner; j++) sum += exp((double)px[j * xs] - m);                        \
-      if (log_out) {                                                                                 \
-        const double ls = log(sum);                                                                  \
-        for (int64_t j = 0; j < inner; j++) pd[j * ds] = (T)(((double)px[j * xs] - m) - ls);         \
-      } else {                                                                                       \
-        for (int64_t j = 0; j < inner; j++) pd[j * ds] = (T)(exp((double)px[j * xs] - m) / sum);     \
-      }                                                                                              \
-    }                                                                                                \
+#define SOFTMAX_ROWS(T)                                                                                 \
+  do {                                                                                                  \
+    const T *X = base_of(x);                                                                            \
+    T *D = base_of(out);                                                                                \
+    _Pragma("omp parallel for if (outer * inner > NC_CPU_PARALLEL_MIN)") for (int64_t r = 0; r < outer; \
+                                                                              r++) {                    \
+      const T *px = X + nc_cpu_offset(k, x->shape, x->strides, x->offset, r);                           \
+      T *pd = D + nc_cpu_offset(k, out->shape, out->strides, out->offset, r);                           \
+      double m = -INFINITY, sum = 0;                                                                    \
+      for (int64_t j = 0; j < inner; j++) {                                                             \
+        double v = px[j * xs];                                                                          \
+        m = (v > m || isnan(v)) ? v : m;                                                                \
+      }                                                                                                 \
+      for (int64_t j = 0; j < inner; j++) sum += exp((double)px[j * xs] - m);                           \
+      if (log_out) {                                                                                    \
+        const double ls = log(sum);                                                                     \
+        for (int64_t j = 0; j < inner; j++) pd[j * ds] = (T)(((double)px[j * xs] - m) - ls);            \
+      } else {                                                                                          \
+        for (int64_t j = 0; j < inner; j++) pd[j * ds] = (T)(exp((double)px[j * xs] - m) / sum);        \
+      }                                                                                                 \
+    }                                                                                                   \
   } while (0)
 
 nc_status nc_cpu_softmax(nc_op op, nc_tensor *out, const nc_tensor *x) {
   const bool log_out = op == NC_OP_LOG_SOFTMAX;
   const int k = x->ndim > 0 ? x->ndim - 1 : 0;
-  const int64_t inner = x->ndim ? x->shape[k] : 1, xs = x->ndim ? x->strides[k] : 1, ds = out->ndim ? out->strides[k] : 1;
+  const int64_t inner = x->ndim ? x->shape[k] : 1, xs = x->ndim ? x->strides[k] : 1,
+                ds = out->ndim ? out->strides[k] : 1;
   const int64_t outer = inner ? nc_tensor_numel(x) / inner : 0;
   switch (x->dtype) {
-    case NC_FLOAT32: SOFTMAX_ROWS(float); break;
-    case NC_FLOAT64: SOFTMAX_ROWS(double); break;
-    default: return nc_error(NC_ERR_UNSUPPORTED, "cpu softmax: %s input", nc_dtype_name(x->dtype));
+    case NC_FLOAT32:
+      SOFTMAX_ROWS(float);
+      break;
+    case NC_FLOAT64:
+      SOFTMAX_ROWS(double);
+      break;
+    default:
+      return nc_error(NC_ERR_UNSUPPORTED, "cpu softmax: %s input", nc_dtype_name(x->dtype));
   }
   return NC_OK;
 }

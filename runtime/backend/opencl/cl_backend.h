@@ -91,6 +91,12 @@ nc_status nc_cl_launch_nd(nc_device *dev, cl_kernel k, int nargs, const nc_cl_ar
 /* Work-items for a grid-stride loop over n elements. */
 size_t nc_cl_global_size(nc_device *dev, int64_t n);
 
+/* Work-items for an op kernel over n elements: one per element (a multiple of the local size),
+ * capped at 2^30 beyond which kernels' grid-stride loops take several elements each. CPU
+ * drivers run a work-group's items as a loop, so one element per item keeps their accesses
+ * sequential; GPUs want one per element anyway. */
+size_t nc_cl_grid(nc_device *dev, int64_t n);
+
 /* The work-group size op kernels launch with: fixed per device (drivers such as PoCL compile a
  * kernel once per work-group size), a power of two, at most 256. */
 size_t nc_cl_local_size(nc_device *dev);

@@ -159,6 +159,12 @@ void nc_cl_layouts(int n, const nc_tensor *const *ts, nc_cl_layout *ls) {
   }
 }
 
+size_t nc_cl_grid(nc_device *dev, int64_t n) {
+  const size_t ls = nc_cl_local_size(dev), cap = (size_t)1 << 30;
+  size_t want = ((size_t)(n > 0 ? n : 1) + ls - 1) / ls * ls;
+  return want < cap ? want : cap;
+}
+
 size_t nc_cl_local_size(nc_device *dev) {
   size_t max = dev->info.max_work_group_size ? dev->info.max_work_group_size : 1, l = 1;
   while (l * 2 <= max && l < 256) l *= 2;

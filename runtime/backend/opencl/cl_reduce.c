@@ -10,7 +10,7 @@
 /* Work-groups that keep the device busy. */
 static int64_t busy_groups(nc_device *dev) {
   int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
-  return cus * 4 > 8 ? cus * 4 : 8;
+  return cus * 8 > 64 ? cus * 8 : 64;
 }
 
 static void own_layout(const nc_tensor *t, nc_cl_layout *l) {
@@ -27,9 +27,15 @@ typedef union {
 /* p and correction in the kernel's accumulator type. */
 static nc_cl_arg real(nc_dtype dt, double v, real_arg *store) {
   switch (dt) {
-    case NC_FLOAT32: store->f = (cl_float)v; return (nc_cl_arg){sizeof store->f, &store->f};
-    case NC_FLOAT64: store->d = v; return (nc_cl_arg){sizeof store->d, &store->d};
-    default: store->l = 0; return (nc_cl_arg){sizeof store->l, &store->l};
+    case NC_FLOAT32:
+      store->f = (cl_float)v;
+      return (nc_cl_arg){sizeof store->f, &store->f};
+    case NC_FLOAT64:
+      store->d = v;
+      return (nc_cl_arg){sizeof store->d, &store->d};
+    default:
+      store->l = 0;
+      return (nc_cl_arg){sizeof store->l, &store->l};
   }
 }
 
@@ -51,13 +57,16 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
   nc_cl_layout lo, li, lx;
   own_layout(out, &lo);
   own_layout(x, &lx);
-  if (idx) own_layout(idx, &li);
-  else li = lo;
+  if (idx)
+    own_layout(idx, &li);
+  else
+    li = lo;
   cl_mem mo = nc_cl_mem(out), mi = idx ? nc_cl_mem(idx) : mo, mx = nc_cl_mem(x);
-  cl_int cop = (cl_int)op, has_idx = idx != NULL;
+  cl_int cop = (cl_int)op, has_idx = idx != NULL, blocked = !dev->info.is_gpu;
   real_arg p, corr;
-  nc_cl_arg head[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(lo), NC_CL_ARG(mi), NC_CL_ARG(li), NC_CL_ARG(has_idx),
-                      real(dt, args->p, &p), real(dt, args->correction, &corr)};
+  nc_cl_arg head[] = {
+      NC_CL_ARG(cop), NC_CL_ARG(mo),      NC_CL_ARG(lo),         NC_CL_ARG(mi),
+      NC_CL_ARG(li),  NC_CL_ARG(has_idx), real(dt, args->p, &p), real(dt, args->correction, &corr)};
   enum { NHEAD = sizeof head / sizeof head[0] };
   cl_kernel k;
 
@@ -65,8 +74,9 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
     NC_TRY(kernel(dev, "reduce_rows", dt, &k));
     nc_cl_arg a[NHEAD + 4];
     memcpy(a, head, sizeof head);
-    a[NHEAD] = NC_CL_ARG(mx), a[NHEAD + 1] = NC_CL_ARG(lx), a[NHEAD + 2] = NC_CL_ARG(outer), a[NHEAD + 3] = NC_CL_ARG(inner);
-    return nc_cl_launch(dev, k, NHEAD + 4, a, nc_cl_global_size(dev, outer), ls);
+    a[NHEAD] = NC_CL_ARG(mx), a[NHEAD + 1] = NC_CL_ARG(lx), a[NHEAD + 2] = NC_CL_ARG(outer),
+    a[NHEAD + 3] = NC_CL_ARG(inner);
+    return nc_cl_launch(dev, k, NHEAD + 4, a, nc_cl_grid(dev, outer), ls);
   }
 
   const int64_t target = busy_groups(dev);
@@ -84,21 +94,24 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
     NC_TRY(nc_tensor_empty(dev, NC_UINT8, 1, &bytes, 0, &partial));
   }
   cl_mem mp = partial ? nc_cl_mem(partial) : mo;
-  nc_status s = kernel(dev, "reduce_groups", dt, &k);
+  const bool sum = op == NC_OP_SUM || op == NC_OP_MEAN;
+  nc_status s = kernel(dev, sum ? "reduce_sum" : "reduce_groups", dt, &k);
   if (s == NC_OK) {
-    nc_cl_arg a[NHEAD + 7];
+    nc_cl_arg a[NHEAD + 8];
     memcpy(a, head, sizeof head);
     a[NHEAD] = NC_CL_ARG(mx), a[NHEAD + 1] = NC_CL_ARG(lx), a[NHEAD + 2] = NC_CL_ARG(outer);
     a[NHEAD + 3] = NC_CL_ARG(inner), a[NHEAD + 4] = NC_CL_ARG(chunks), a[NHEAD + 5] = NC_CL_ARG(chunk_len);
     a[NHEAD + 6] = NC_CL_ARG(mp);
+    a[NHEAD + 7] = NC_CL_ARG(blocked);
     int64_t units = outer * chunks, groups = units < target * 8 ? units : target * 8;
-    s = nc_cl_launch(dev, k, NHEAD + 7, a, (size_t)groups * ls, ls);
+    s = nc_cl_launch(dev, k, NHEAD + 8, a, (size_t)groups * ls, ls);
   }
   if (s == NC_OK && chunks > 1) s = kernel(dev, "reduce_partials", dt, &k);
   if (s == NC_OK && chunks > 1) {
     nc_cl_arg a[NHEAD + 4];
     memcpy(a, head, sizeof head);
-    a[NHEAD] = NC_CL_ARG(mp), a[NHEAD + 1] = NC_CL_ARG(outer), a[NHEAD + 2] = NC_CL_ARG(inner), a[NHEAD + 3] = NC_CL_ARG(chunks);
+    a[NHEAD] = NC_CL_ARG(mp), a[NHEAD + 1] = NC_CL_ARG(outer), a[NHEAD + 2] = NC_CL_ARG(inner),
+    a[NHEAD + 3] = NC_CL_ARG(chunks);
     int64_t groups = outer < target * 8 ? outer : target * 8;
     s = nc_cl_launch(dev, k, NHEAD + 4, a, (size_t)groups * ls, ls);
   }
@@ -124,11 +137,18 @@ static nc_status along_rows(const char *family, nc_op op, nc_tensor *out, const 
   cl_int cop = (cl_int)op;
   const size_t ls = nc_cl_local_size(dev);
   int64_t groups = outer < busy_groups(dev) * 8 ? outer : busy_groups(dev) * 8;
-  size_t global = rows ? nc_cl_global_size(dev, outer) : (size_t)groups * ls;
-  nc_cl_arg a[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(lo), NC_CL_ARG(mx), NC_CL_ARG(lx), NC_CL_ARG(outer), NC_CL_ARG(inner)};
-  const bool has_op = op != NC_OP_CUMSUM;
-  return nc_cl_launch(dev, k, has_op ? 7 : 6, has_op ? a : a + 1, global, ls);
+  size_t global = rows ? nc_cl_grid(dev, outer) : (size_t)groups * ls;
+  cl_int blocked = !dev->info.is_gpu;
+  nc_cl_arg a[] = {NC_CL_ARG(cop), NC_CL_ARG(mo),    NC_CL_ARG(lo),    NC_CL_ARG(mx),
+                   NC_CL_ARG(lx),  NC_CL_ARG(outer), NC_CL_ARG(inner), NC_CL_ARG(blocked)};
+  /* cumsum takes no op code; only softmax_groups takes the access pattern */
+  const bool has_op = op != NC_OP_CUMSUM, has_blocked = has_op && !rows;
+  return nc_cl_launch(dev, k, 6 + has_op + has_blocked, has_op ? a : a + 1, global, ls);
 }
 
-nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x) { return along_rows("cumsum", op, out, x); }
-nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x) { return along_rows("softmax", op, out, x); }
+nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x) {
+  return along_rows("cumsum", op, out, x);
+}
+nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x) {
+  return along_rows("softmax", op, out, x);
+}

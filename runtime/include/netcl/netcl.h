@@ -12,6 +12,8 @@
 #include "creation.h"
 #include "copy.h"
 #include "format.h"
+#include "autograd.h"
+#include "autograd_ops.h"
 #include "optable.h"
 #include "elementwise.h"
 #include "reduce.h"
@@ -25,6 +27,11 @@
 #include "norm.h"
 #include "embedding.h"
 #include "loss.h"
+#include "safetensors.h"
+#include "npy.h"
+#include "idx.h"
+#include "batch.h"
+#include "shuffle.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);

@@ -41,94 +41,111 @@ typedef enum {
   NC_RES_ARG    /* set by an argument (dtype option, or the destination) */
 } nc_result_rule;
 
+/* OpenCL kernels (<T>: dtype name, <op>: op name): contiguous elementwise operands take the
+ * per-op fast kernel, other layouts the general one. */
+#define NC_K_UNARY "elementwise.cl:<op>_<T>|unary_<T>"
+#define NC_K_BINARY "elementwise.cl:<op>_<T>|binary_<T>"
+#define NC_K_COMPARE "elementwise.cl:compare_<T>"
+#define NC_K_REDUCE "reduce.cl:reduce_rows_<T>|reduce_groups_<T>+reduce_partials_<T>"
+
 /* X(ID, name, family, arity, accepted dtypes, result rule, OpenCL kernel, CPU function) */
-#define NC_OPS(X)                                                                                              \
-  X(ABS, "abs", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                     \
-  X(NEG, "neg", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                     \
-  X(EXP, "exp", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                    \
-  X(LOG, "log", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                    \
-  X(LOG1P, "log1p", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                \
-  X(SQRT, "sqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                  \
-  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                \
-  X(SIN, "sin", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                    \
-  X(COS, "cos", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                    \
-  X(TANH, "tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                  \
-  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")            \
-  X(RELU, "relu", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                   \
-  X(GELU, "gelu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                  \
-  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")        \
-  X(SILU, "silu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:unary_<T>", "cpu_unary")                  \
-  X(FLOOR, "floor", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                 \
-  X(CEIL, "ceil", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                   \
-  X(ROUND, "round", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                 \
-  X(SIGN, "sign", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                   \
-  X(CLAMP, "clamp", UNARY, 1, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:unary_<T>", "cpu_unary")                 \
-  X(ISNAN, "isnan", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_unary")               \
-  X(ISINF, "isinf", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_unary")               \
-  X(ADD, "add", BINARY, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")                  \
-  X(SUB, "sub", BINARY, 2, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")                  \
-  X(MUL, "mul", BINARY, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")                  \
-  X(DIV, "div", BINARY, 2, NC_DT_ALL, NC_RES_FLOAT, "elementwise.cl:binary_<T>", "cpu_binary")                 \
-  X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")                  \
-  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")          \
-  X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:binary_<T>", "cpu_binary")          \
-  X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
-  X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
-  X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
-  X(LE, "le", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
-  X(GT, "gt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
-  X(GE, "ge", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, "elementwise.cl:compare_<T>", "cpu_binary")                   \
-  X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:where_<T>", "cpu_where")                 \
-  X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:where_<T>", "cpu_where")     \
-  X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, "reduce.cl:reduce_<C>", "cpu_reduce")                        \
-  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")                    \
-  X(PROD, "prod", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, "reduce.cl:reduce_<C>", "cpu_reduce")                      \
-  X(MAX, "max", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, "reduce.cl:reduce_<C>", "cpu_reduce")                       \
-  X(MIN, "min", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, "reduce.cl:reduce_<C>", "cpu_reduce")                       \
-  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, "reduce.cl:reduce_<C>", "cpu_reduce")                \
-  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, "reduce.cl:reduce_<C>", "cpu_reduce")                \
-  X(VAR, "var", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")                      \
-  X(STD, "std", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")                      \
-  X(NORM, "norm", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")                    \
-  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:reduce_<C>", "cpu_reduce")          \
-  X(ANY, "any", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, "reduce.cl:reduce_<C>", "cpu_reduce")                       \
-  X(ALL, "all", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, "reduce.cl:reduce_<C>", "cpu_reduce")                       \
-  X(CUMSUM, "cumsum", SCAN, 1, NC_DT_ALL, NC_RES_SUM, "reduce.cl:cumsum_<C>", "cpu_scan")                      \
-  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:softmax_<T>", "cpu_softmax")           \
-  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, "reduce.cl:softmax_<T>", "cpu_softmax")   \
-  X(INDEX_SELECT, "index_select", INDEX, 2, NC_DT_ALL, NC_RES_SAME, "index.cl:take_<bytes>", "cpu_index")      \
-  X(GATHER, "gather", INDEX, 2, NC_DT_ALL, NC_RES_SAME, "index.cl:take_<bytes>", "cpu_index")                  \
-  X(SCATTER_ADD, "scatter_add", INDEX, 3, NC_DT_ALL, NC_RES_SAME, "index.cl:scatter_add_<T>", "cpu_index")     \
-  X(ONE_HOT, "one_hot", INDEX, 1, NC_DT_INT, NC_RES_INDEX, "elementwise.cl:compare_int64", "cpu_binary")       \
-  X(CAT, "cat", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, "core.cl:copy_<T>_<S>", "cpu_copy")                         \
-  X(STACK, "stack", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, "core.cl:copy_<T>_<S>", "cpu_copy")                     \
-  X(SPLIT, "split", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, "(views)", "(views)")                                    \
-  X(CHUNK, "chunk", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, "(views)", "(views)")                                    \
-  X(SORT, "sort", SORT, 1, NC_DT_ALL, NC_RES_SAME, "sort.cl:bitonic_<C>", "cpu_sort")                          \
-  X(TOPK, "topk", SORT, 1, NC_DT_ALL, NC_RES_SAME, "sort.cl:bitonic_<C>", "cpu_sort")                          \
-  X(UNIFORM, "uniform", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, "core.cl:uniform_<T>", "cpu_random")               \
-  X(NORMAL, "normal", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, "core.cl:normal_<T>", "cpu_random")                  \
-  X(BERNOULLI, "bernoulli", RANDOM, 1, NC_DT_FLOAT, NC_RES_ARG, "random.cl:bernoulli_<T>", "cpu_sample")       \
-  X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, "random.cl:randint_<T>", "cpu_sample")               \
-  X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG, "random.cl:randint_int64 + sort.cl", "cpu_sample")
+#define NC_OPS(X)                                                                                          \
+  X(ABS, "abs", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                                 \
+  X(NEG, "neg", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                                 \
+  X(EXP, "exp", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                                \
+  X(LOG, "log", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                                \
+  X(LOG1P, "log1p", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                            \
+  X(SQRT, "sqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                              \
+  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                            \
+  X(SIN, "sin", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                                \
+  X(COS, "cos", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                                \
+  X(TANH, "tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                              \
+  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                        \
+  X(RELU, "relu", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                               \
+  X(GELU, "gelu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                              \
+  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                    \
+  X(SILU, "silu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                              \
+  X(FLOOR, "floor", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                             \
+  X(CEIL, "ceil", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                               \
+  X(ROUND, "round", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                             \
+  X(SIGN, "sign", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                               \
+  X(CLAMP, "clamp", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                             \
+  X(ISNAN, "isnan", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_unary")                           \
+  X(ISINF, "isinf", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_unary")                           \
+  X(ADD, "add", BINARY, 2, NC_DT_ALL, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                              \
+  X(SUB, "sub", BINARY, 2, NC_DT_NUM, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                              \
+  X(MUL, "mul", BINARY, 2, NC_DT_ALL, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                              \
+  X(DIV, "div", BINARY, 2, NC_DT_ALL, NC_RES_FLOAT, NC_K_BINARY, "cpu_binary")                             \
+  X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                              \
+  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                      \
+  X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                      \
+  X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
+  X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
+  X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
+  X(LE, "le", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
+  X(GT, "gt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
+  X(GE, "ge", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
+  X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:where_<T>", "cpu_where")             \
+  X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:where_<T>", "cpu_where") \
+  X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM,                                                          \
+    "reduce.cl:reduce_rows_<T>|reduce_sum_<T>+reduce_partials_<T>", "cpu_reduce")                          \
+  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT,                                                      \
+    "reduce.cl:reduce_rows_<T>|reduce_sum_<T>+reduce_partials_<T>", "cpu_reduce")                          \
+  X(PROD, "prod", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, NC_K_REDUCE, "cpu_reduce")                             \
+  X(MAX, "max", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, NC_K_REDUCE, "cpu_reduce")                              \
+  X(MIN, "min", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, NC_K_REDUCE, "cpu_reduce")                              \
+  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, NC_K_REDUCE, "cpu_reduce")                       \
+  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, NC_K_REDUCE, "cpu_reduce")                       \
+  X(VAR, "var", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_REDUCE, "cpu_reduce")                             \
+  X(STD, "std", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_REDUCE, "cpu_reduce")                             \
+  X(NORM, "norm", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_REDUCE, "cpu_reduce")                           \
+  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_REDUCE, "cpu_reduce")                 \
+  X(ANY, "any", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, NC_K_REDUCE, "cpu_reduce")                              \
+  X(ALL, "all", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, NC_K_REDUCE, "cpu_reduce")                              \
+  X(CUMSUM, "cumsum", SCAN, 1, NC_DT_ALL, NC_RES_SUM, "reduce.cl:cumsum_rows_<T>|cumsum_groups_<T>",       \
+    "cpu_scan")                                                                                            \
+  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT,                                               \
+    "reduce.cl:softmax_rows_<T>|softmax_groups_<T>", "cpu_softmax")                                        \
+  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT,                                       \
+    "reduce.cl:softmax_rows_<T>|softmax_groups_<T>", "cpu_softmax")                                        \
+  X(INDEX_SELECT, "index_select", INDEX, 2, NC_DT_ALL, NC_RES_SAME, "index.cl:take_<element bytes>",       \
+    "cpu_index")                                                                                           \
+  X(GATHER, "gather", INDEX, 2, NC_DT_ALL, NC_RES_SAME, "index.cl:take_<element bytes>", "cpu_index")      \
+  X(SCATTER_ADD, "scatter_add", INDEX, 3, NC_DT_ALL, NC_RES_SAME, "index.cl:scatter_add_<T>", "cpu_index") \
+  X(ONE_HOT, "one_hot", INDEX, 1, NC_DT_INT, NC_RES_INDEX, "elementwise.cl:compare_int64",                 \
+    "cpu_binary (eq with arange)")                                                                         \
+  X(CAT, "cat", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")       \
+  X(STACK, "stack", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")   \
+  X(SPLIT, "split", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, "(views)", "(views)")                                \
+  X(CHUNK, "chunk", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, "(views)", "(views)")                                \
+  X(SORT, "sort", SORT, 1, NC_DT_ALL, NC_RES_SAME, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
+    "cpu_sort")                                                                                            \
+  X(TOPK, "topk", SORT, 1, NC_DT_ALL, NC_RES_SAME, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
+    "cpu_sort")                                                                                            \
+  X(UNIFORM, "uniform", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, "core.cl:uniform_<T>", "cpu_random")           \
+  X(NORMAL, "normal", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, "core.cl:normal_<T>", "cpu_random")              \
+  X(BERNOULLI, "bernoulli", RANDOM, 1, NC_DT_FLOAT, NC_RES_ARG, "random.cl:bernoulli_<T>", "cpu_sample")   \
+  X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, "random.cl:randint_<T>", "cpu_sample")           \
+  X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG,                                                \
+    "random.cl:randint_int64, sort.cl (sorts random keys)", "cpu_sample, cpu_sort")
 
 typedef enum {
 #define NC_OP_ENUM_(id, name, family, arity, dtypes, result, kernel, cpu) NC_OP_##id,
   NC_OPS(NC_OP_ENUM_)
 #undef NC_OP_ENUM_
-  NC_OP_COUNT
+      NC_OP_COUNT
 } nc_op;
 
 typedef struct {
   nc_op op;
-  const char *id;       /* "ADD": the kernels' NC_OP_ADD */
-  const char *name;     /* "add": the Lua name */
+  const char *id;   /* "ADD": the kernels' NC_OP_ADD */
+  const char *name; /* "add": the Lua name */
   nc_op_family family;
-  int arity;            /* tensor inputs; -1 = a list */
-  unsigned dtypes;      /* accepted input dtypes (NC_DT_* mask) */
+  int arity;       /* tensor inputs; -1 = a list */
+  unsigned dtypes; /* accepted input dtypes (NC_DT_* mask) */
   nc_result_rule result;
-  const char *kernel;   /* "program.cl:kernel" (<T> = dtype name) */
-  const char *cpu;      /* CPU backend function */
+  const char *kernel; /* "program.cl:kernel" (<T> = dtype name) */
+  const char *cpu;    /* CPU backend function */
 } nc_op_info;
 
 /* The row of op (NULL when op is out of range). */

@@ -19,7 +19,7 @@
 #include "tensor.h"
 
 typedef struct {
-  double p;          /* norm: the order; 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY, 0 (count of nonzeros), any */
+  double p; /* norm: the order; 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY, 0 (count of nonzeros), any */
   double correction; /* var, std: the divisor is n - correction (1: unbiased, 0: population) */
 } nc_reduce_args;
 
@@ -28,13 +28,14 @@ nc_reduce_args nc_reduce_defaults(void);
 
 /* op over dims[0..ndims) of x (ndims == 0: every dim). keepdim keeps reduced dims as size 1.
  * args may be NULL (defaults). */
-nc_status nc_reduce(nc_op op, nc_tensor *x, int ndims, const int *dims, bool keepdim, const nc_reduce_args *args,
-                    nc_tensor **out);
+nc_status nc_reduce(nc_op op, nc_tensor *x, int ndims, const int *dims, bool keepdim,
+                    const nc_reduce_args *args, nc_tensor **out);
 nc_status nc_reduce_into(nc_op op, nc_tensor *dst, nc_tensor *x, int ndims, const int *dims, bool keepdim,
                          const nc_reduce_args *args);
 
 /* max or min (op) along dim with the positions: values (x's dtype) and indices (int64). */
-nc_status nc_reduce_indexed(nc_op op, nc_tensor *x, int dim, bool keepdim, nc_tensor **values, nc_tensor **indices);
+nc_status nc_reduce_indexed(nc_op op, nc_tensor *x, int dim, bool keepdim, nc_tensor **values,
+                            nc_tensor **indices);
 
 /* Inclusive prefix sum along dim. */
 nc_status nc_cumsum(nc_tensor *x, int dim, nc_tensor **out);

@@ -1,0 +1,59 @@
+/* Node and Tape userdata (shared by l_autograd.c and l_autograd_ops.c). */
+#ifndef NETCL_L_AUTOGRAD_H
+#define NETCL_L_AUTOGRAD_H
+
+#include "l_common.h"
+#include "netcl/autograd.h"
+#include "netcl_lua.h"
+
+#define NC_NODE_MT "netcl.Node"
+#define NC_TAPE_MT "netcl.Tape"
+
+typedef struct {
+  nc_node *n;
+} nc_lua_node_box;
+
+typedef struct {
+  nc_tape *t;
+} nc_lua_tape_box;
+
+void nc_lua_pushnode_owned(lua_State *L, nc_node *n);
+nc_node *nc_lua_tonode(lua_State *L, int idx);
+nc_node *nc_lua_checknode(lua_State *L, int idx, const char *fname);
+/* A Node, or a Tensor wrapped in a constant node (the wrapper replaces the argument slot). */
+nc_node *nc_lua_checknodelike(lua_State *L, int idx, const char *fname);
+
+/* Helpers of the op bindings (l_autograd_ops.c, l_autograd_nn.c). */
+/* Pushes the node an op made (taking the reference; its new bytes are reported to the
+ * collector) when s is NC_OK, else raises fname's error; returns 1. *out is read only after s
+ * is known (argument evaluation order is unspecified). */
+int nc_lua_ag_result(lua_State *L, nc_status s, nc_node **out, const char *fname);
+void nc_lua_ag_push(lua_State *L, nc_node *n);
+/* A plain Tensor argument (masks, indices, targets, buffers); a Node gives its value. */
+nc_tensor *nc_lua_ag_checktensor(lua_State *L, int idx, const char *fname);
+/* The same, or NULL when the argument is none or nil; likewise for nodes. */
+nc_tensor *nc_lua_ag_opttensor(lua_State *L, int idx, const char *fname);
+nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname);
+
+/* The tape ops record onto: the active one (tape:record/scope), or NULL under no_grad or
+ * when none is active. */
+nc_tape *nc_lua_active_tape(lua_State *L);
+
+/* A differentiable op's binding: a Node method, an autograd module function, or both. The
+ * tables of l_autograd_ops.c and l_autograd_nn.c end with a NULL name; together they must list
+ * exactly the rows of NC_AG_OPS. */
+enum { NC_LUA_AG_METHOD = 1, NC_LUA_AG_MODULE = 2, NC_LUA_AG_BOTH = 3 };
+typedef struct {
+  const char *name;
+  lua_CFunction fn;
+  int where;
+} nc_lua_ag_binding;
+extern const nc_lua_ag_binding nc_lua_ag_nn_bindings[];
+
+/* Registers the differentiable ops (l_autograd_ops.c): module functions into the table at
+ * module, methods into node_methods, operators into node_meta (all absolute indices). */
+void nc_lua_add_autograd_ops(lua_State *L, int module, int node_meta, int node_methods);
+/* n[i] with a number key: select along dim 1. */
+int nc_lua_node_index_number(lua_State *L);
+
+#endif

@@ -1,0 +1,212 @@
+-- DataLoader: batches of a dataset on a target device, optionally shuffled with a seeded,
+-- per-epoch permutation. Single-process: batches are assembled when the iterator asks for
+-- them (host-to-device copies are asynchronous, so they overlap with the work queued before).
+local nc = require "netcl"
+local TensorDataset = require "netcl.data.dataset"
+
+local DataLoader = {}
+DataLoader.__index = DataLoader
+DataLoader.__name = "netcl.data.DataLoader"
+
+local FNAME = "netcl.data.DataLoader"
+local OPTIONS = {batch_size = true, shuffle = true, drop_last = true, num_workers = true, prefetch = true,
+                 transform = true, device = true, seed = true}
+
+local function is_tensor(v)
+  local mt = type(v) == "userdata" and getmetatable(v)
+  return mt and mt.__name == "netcl.Tensor" or false
+end
+
+local function callable(f)
+  return type(f) == "function" or (getmetatable(f) or {}).__call ~= nil
+end
+
+local function check_int(name, v, min)
+  if math.type(v) ~= "integer" or v < min then
+    error(string.format("%s: %s must be an integer >= %d, got %s", FNAME, name, min, tostring(v)), 4)
+  end
+  return v
+end
+
+local function check_bool(name, v)
+  if v ~= nil and type(v) ~= "boolean" then
+    error(string.format("%s: %s must be a boolean, got %s", FNAME, name, type(v)), 4)
+  end
+  return v == true
+end
+
+local function dataset_len(ds)
+  local n = ds:len()
+  if math.type(n) ~= "integer" or n < 0 then
+    error(string.format("%s: the dataset's len() returned %s, expected an integer >= 0", FNAME, tostring(n)), 3)
+  end
+  return n
+end
+
+local function new(_, ds, opts)
+  local ok = (type(ds) == "table" or type(ds) == "userdata") and pcall(function()
+    assert(callable(ds.len) and callable(ds.get))
+  end)
+  if not ok then error(FNAME .. ": argument 1 must be a dataset (an object with len(self) and get(self, i))", 2) end
+  if opts ~= nil and type(opts) ~= "table" then error(FNAME .. ": options must be a table, got " .. type(opts), 2) end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if not OPTIONS[k] then error(string.format("%s: unknown option '%s'", FNAME, tostring(k)), 2) end
+  end
+  local self = setmetatable({dataset = ds, epoch = 0}, DataLoader)
+  self.batch_size = check_int("batch_size", opts.batch_size or 1, 1)
+  self.shuffle = check_bool("shuffle", opts.shuffle)
+  self.drop_last = check_bool("drop_last", opts.drop_last)
+  local workers = check_int("num_workers", opts.num_workers or 0, 0)
+  if workers > 0 then
+    error(FNAME .. ": num_workers > 0 is not supported yet; batches are loaded in this process (num_workers = 0)", 2)
+  end
+  -- prefetch counts batches per worker, so with no workers it has nothing to size; it is
+  -- still checked, so a script written for workers fails early on a bad value.
+  check_int("prefetch", opts.prefetch or 2, 1)
+  if opts.transform ~= nil and not callable(opts.transform) then
+    error(FNAME .. ": transform must be a function (or callable), got " .. type(opts.transform), 2)
+  end
+  self.transform = opts.transform
+  if opts.device == nil then
+    self.device = nc.default_device()
+  elseif type(opts.device) == "string" then
+    self.device = nc.device(opts.device)
+  elseif (getmetatable(opts.device) or {}).__name == "netcl.Device" then
+    self.device = opts.device
+  else
+    error(FNAME .. ": device must be a Device or a device spec, got " .. type(opts.device), 2)
+  end
+  if opts.seed ~= nil then
+    self.seed = check_int("seed", opts.seed, math.mininteger)
+  else
+    -- Drawn from the netcl generator, so nc.manual_seed fixes the shuffles too.
+    self.seed = nc._data.next_seed()
+  end
+  dataset_len(ds)
+  return self
+end
+
+--- loader:len() -> batches per epoch
+function DataLoader:len()
+  local n, b = dataset_len(self.dataset), self.batch_size
+  return self.drop_last and n // b or (n + b - 1) // b
+end
+
+-- A TensorDataset's rows, gathered straight into batch tensors on the device.
+local function gather(tensors, order, start, count, device)
+  local out = {n = #tensors}
+  for k, src in ipairs(tensors) do
+    local shape = src.shape
+    shape[1] = count
+    local dst = nc.empty(shape, {dtype = src.dtype, device = device})
+    if order then
+      nc._data.gather(dst, src, order, start)
+    else
+      dst:copy_(src:narrow(1, start, count))
+    end
+    out[k] = dst
+  end
+  return out
+end
+
+local function same_shape(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+-- Any other dataset: get() per sample; tensors are stacked on the samples' device, numbers and
+-- booleans become one tensor per field (int64 when every value is an integer, else float32).
+local function collate(ds, indices, start, count, device)
+  local fields, n
+  for j = 1, count do
+    local i = indices and indices[start + j - 1] + 1 or start + j - 1
+    local sample = table.pack(ds:get(i))
+    if j == 1 then
+      n = sample.n
+      if n == 0 then error(string.format("%s: the dataset's get(%d) returned nothing", FNAME, i), 3) end
+      fields = {}
+    elseif sample.n ~= n then
+      error(string.format("%s: get(%d) returned %d values, the first sample of the batch %d", FNAME, i, sample.n, n), 3)
+    end
+    for f = 1, n do
+      local v = sample[f]
+      if is_tensor(v) then
+        local acc = fields[f]
+        if j == 1 then
+          local shape = v.shape
+          table.insert(shape, 1, count)
+          acc = {tensor = nc.empty(shape, {dtype = v.dtype, device = v.device}), shape = v.shape}
+          fields[f] = acc
+        elseif not acc.tensor or not same_shape(v.shape, acc.shape) then
+          error(string.format("%s: get(%d) field %d does not match the first sample of the batch (a %s [%s])",
+            FNAME, i, f, acc.tensor and "tensor" or "number", acc.tensor and table.concat(acc.shape, ",") or ""), 3)
+        end
+        acc.tensor[j] = v
+      elseif type(v) == "number" or type(v) == "boolean" then
+        local acc = fields[f]
+        if j == 1 then
+          acc = {values = {}, ints = true, bools = type(v) == "boolean"}
+          fields[f] = acc
+        elseif not acc.values or acc.bools ~= (type(v) == "boolean") then
+          error(string.format("%s: get(%d) field %d is a %s, unlike the first sample of the batch", FNAME, i, f,
+            type(v)), 3)
+        end
+        acc.values[j] = v
+        acc.ints = acc.ints and math.type(v) == "integer"
+      else
+        error(string.format("%s: get(%d) field %d is a %s; samples hold tensors, numbers or booleans", FNAME, i,
+          f, type(v)), 3)
+      end
+    end
+  end
+  local out = {n = n}
+  for f = 1, n do
+    local acc = fields[f]
+    if acc.tensor then
+      out[f] = acc.tensor:to(device)
+    else
+      local dtype = acc.bools and "bool" or acc.ints and "int64" or "float32"
+      out[f] = nc.tensor(acc.values, {dtype = dtype, device = device})
+    end
+  end
+  return out
+end
+
+--- for x, y in loader:iter() do ... end: one epoch. Each call starts the next epoch, whose
+-- shuffle is the permutation for (seed, epoch).
+function DataLoader:iter()
+  self.epoch = self.epoch + 1
+  local ds, bs, device, transform = self.dataset, self.batch_size, self.device, self.transform
+  local n = dataset_len(ds)
+  local order = self.shuffle and nc._data.permutation(n, self.seed, self.epoch) or nil
+  local fast = getmetatable(ds) == TensorDataset and ds.size == n
+  local indices = not fast and order and order:tolist() or nil
+  local batches = self.drop_last and n // bs or (n + bs - 1) // bs
+  local b = 0
+  return function()
+    if b >= batches then return nil end
+    local start = b * bs + 1
+    local count = math.min(bs, n - start + 1)
+    b = b + 1
+    local out
+    if fast then
+      out = gather(ds.tensors, order, start, count, device)
+    else
+      out = collate(ds, indices, start, count, device)
+    end
+    if transform then
+      out[1] = transform(out[1])
+      if out[1] == nil then error(FNAME .. ": transform returned nil", 2) end
+    end
+    return table.unpack(out, 1, out.n)
+  end
+end
+
+function DataLoader:__tostring()
+  return string.format("DataLoader(%d batches of %d%s%s, device=%s)", self:len(), self.batch_size,
+    self.shuffle and ", shuffled" or "", self.drop_last and ", drop_last" or "", self.device.spec)
+end
+
+return setmetatable(DataLoader, {__call = new})
