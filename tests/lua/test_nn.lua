@@ -124,12 +124,21 @@ function TestModule:test_shared_modules_and_parameters()
   m.b = shared
   m.c = nn.Linear(2, 2, {bias = false})
   m.c.weight = shared.weight          -- weight tying
-  -- parameters() and num_parameters() count each once; state_dict names every path
+  -- parameters() and num_parameters() count each once; state_dict names every path, as PyTorch
   lu.assertEquals(names(m:named_parameters()), {"a.weight", "a.bias"})
   lu.assertEquals(m:num_parameters(), 6)
-  lu.assertEquals(keys(m:state_dict()), {"a.bias", "a.weight", "c.weight"})
+  lu.assertEquals(m:state_dict_keys(), {"a.weight", "a.bias", "b.weight", "b.bias", "c.weight"})
+  local sd = {}
+  for k, v in pairs(m:state_dict()) do sd[k] = v:clone() end
+  m:load_state_dict(sd)
   lu.assertEquals(#m:modules(), 3)
   lu.assertStrContains(tostring(m), "shared, listed above")
+  -- a module that contains itself: traversals visit it once, a state dict is an error
+  local loop = nn.Module()
+  loop.inner = nn.Module()
+  loop.inner.back = loop
+  lu.assertEquals(#loop:modules(), 2)
+  H.assert_error(function() loop:state_dict() end, "module 'inner.back' contains itself")
 end
 
 function TestModule:test_train_eval()

@@ -350,13 +350,15 @@ end
 -- ---- state dict --------------------------------------------------------------------------------------
 -- Entries {name, kind, holder_state, local_name} of everything state_dict holds, in PyTorch's
 -- order: a module's parameters, then its persistent buffers, then its children. Unlike
--- parameters(), a shared parameter appears under every name (PyTorch does the same), so a
--- checkpoint loads into a model that ties weights and into one that does not.
+-- parameters(), a shared parameter or module appears under every name (PyTorch does the same),
+-- so a checkpoint loads into a model that ties weights and into one that does not.
 local function state_entries(self)
   local out = {}
-  local function visit(m, prefix, seen)
-    if seen[m] then return end
-    seen[m] = true
+  local function visit(m, prefix, active)
+    if active[m] then
+      error(string.format("%s: module '%s' contains itself", type_name(self), prefix:sub(1, -2)), 0)
+    end
+    active[m] = true
     local st = rawget(m, STATE)
     for _, name in ipairs(st.param_order) do out[#out + 1] = {prefix .. name, "param", st, name} end
     for _, name in ipairs(st.buffer_order) do
@@ -364,7 +366,8 @@ local function state_entries(self)
         out[#out + 1] = {prefix .. name, "buffer", st, name}
       end
     end
-    for _, name in ipairs(st.module_order) do visit(st.modules[name], prefix .. name .. ".", seen) end
+    for _, name in ipairs(st.module_order) do visit(st.modules[name], prefix .. name .. ".", active) end
+    active[m] = nil
   end
   visit(self, "", {})
   return out
