@@ -1,7 +1,7 @@
 -- Fashion-MNIST with a small CNN: the end-to-end training sample (docs/training.md).
 --
 --   netcl-lua samples/fashion_mnist.lua [--epochs 3] [--batch-size 128] [--lr 0.002]
---            [--device SPEC] [--data DIR] [--checkpoint PATH] [--resume] [--seed N]
+--            [--device SPEC] [--data DIR] [--checkpoint PATH] [--resume] [--stop-after N] [--seed N]
 --
 -- Each epoch prints the mean training loss and the test accuracy, then saves a checkpoint
 -- (model and optimizer state, with the history so far) and a loss/accuracy chart beside it
@@ -25,6 +25,7 @@ usage: netcl-lua samples/fashion_mnist.lua [options]
                      default: where Debian's dataset-fashion-mnist put them
   --checkpoint PATH  checkpoint file (default fashion_mnist.netcl); the chart goes to PATH.svg
   --resume           continue from the checkpoint
+  --stop-after N     stop after epoch N (the schedule still spans --epochs; continue with --resume)
   --seed N           seed for initialization, shuffling and dropout (default 1)
   --help             this text]]
 
@@ -35,7 +36,8 @@ end
 
 local function parse_args(argv)
   local o = {epochs = 3, batch_size = 128, lr = 0.002, checkpoint = "fashion_mnist.netcl", seed = 1}
-  local numeric = {["--epochs"] = "epochs", ["--batch-size"] = "batch_size", ["--lr"] = "lr", ["--seed"] = "seed"}
+  local numeric = {["--epochs"] = "epochs", ["--batch-size"] = "batch_size", ["--lr"] = "lr", ["--seed"] = "seed",
+                   ["--stop-after"] = "stop_after"}
   local text = {["--device"] = "device", ["--data"] = "data", ["--checkpoint"] = "checkpoint"}
   local i = 1
   while i <= #argv do
@@ -182,7 +184,8 @@ local function main(argv)
   train.epoch = done
 
   local chart = o.checkpoint:gsub("%.netcl$", "") .. ".svg"
-  for epoch = done + 1, o.epochs do
+  local last = math.min(o.epochs, o.stop_after or o.epochs)
+  for epoch = done + 1, last do
     -- dropout masks per epoch, independent of how many epochs ran in this process
     nc.manual_seed(o.seed * 1000 + epoch)
     local start = nc.clock()

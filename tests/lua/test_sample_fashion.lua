@@ -81,12 +81,14 @@ function TestFashionSample:test_train_checkpoint_chart_and_resume()
   lu.assertStrContains(svg, "<svg")
   lu.assertStrContains(svg, "test accuracy")
 
-  -- one epoch, then --resume for the second: the same numbers as the uninterrupted run
+  -- a run stopped after one epoch, then --resume for the second: the same numbers as the
+  -- uninterrupted run (model, Adam's state, the schedule, the shuffle and dropout all continue)
   local split = dir .. "/split.netcl"
-  out, code = run("--epochs 1 --checkpoint " .. split)
+  out, code = run("--epochs 2 --stop-after 1 --checkpoint " .. split)
   lu.assertEquals(code, 0, out)
   local r1 = epoch_line(out, 1)
   lu.assertAlmostEquals(r1, l1, 2e-4)
+  lu.assertNil(epoch_line(out, 2))
   out, code = run("--epochs 2 --resume --checkpoint " .. split)
   lu.assertEquals(code, 0, out)
   lu.assertStrContains(out, "resumed from " .. split .. " after epoch 1")
