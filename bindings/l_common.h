@@ -75,6 +75,8 @@ void nc_lua_add_io(lua_State *L);
 void nc_lua_add_data(lua_State *L);
 void nc_lua_add_json(lua_State *L);
 void nc_lua_add_term(lua_State *L);
+/* netcl.core._optim: the fused optimizer updates behind netcl.optim (l_optim.c). */
+void nc_lua_add_optim(lua_State *L);
 
 int nc_lua_open_core(lua_State *L);
 

@@ -15,6 +15,7 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_data(L);
   nc_lua_add_json(L);
   nc_lua_add_term(L);
+  nc_lua_add_optim(L);
   lua_pushstring(L, nc_version());
   lua_setfield(L, -2, "version");
   return 1;

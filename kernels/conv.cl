@@ -68,8 +68,10 @@ void conv2d_fwd(const nc_conv p, __global const REAL *X, __global const REAL *Wt
   NC_GEMM_STORE(FWD_STORE)
 }
 
-/* ---- input gradient: per group, dX[c, (b,y,x)] = sum over (o,kh,kw) W[o,c,kh,kw] dY[b,o,oy,ox]
- * where y = oy*sh - ph + kh*dh (only the (kh, oy) pairs that land exactly on y count). ----- */
+/* ---- input gradient, stride 1 (the host sends strided convolutions, whose input gradient
+ * would be mostly zero products here, and those with few channels per group to
+ * conv2d_col2im): per group, dX[c, (b,y,x)] = sum over (o,kh,kw) W[o,c,kh,kw]
+ * dY[b, o, y+ph-kh*dh, x+pw-kw*dw]. ------------------------------------------------------ */
 
 #define BWI_FILL(t, k)                                                   \
   {                                                                      \
@@ -82,18 +84,8 @@ void conv2d_fwd(const nc_conv p, __global const REAL *X, __global const REAL *Wt
 #define BWI_A(m, k) Wt[k_w[(k) - k0] + (m) * khw]
 #define BWI_B(k, n) bwi_b(DY, &p, col_base[(n) - n0] + k_off[(k) - k0], col_y[(n) - n0] + k_y[(k) - k0], \
                           col_x[(n) - n0] + k_x[(k) - k0])
-inline REAL bwi_b(__global const REAL *DY, const nc_conv *p, long base, long ty, long tx) {
-  if (ty < 0 || tx < 0) return (REAL)0;
-  long oy = ty, ox = tx;
-  if (p->sh != 1) {
-    oy = ty / p->sh;
-    if (oy * p->sh != ty) return (REAL)0;
-  }
-  if (p->sw != 1) {
-    ox = tx / p->sw;
-    if (ox * p->sw != tx) return (REAL)0;
-  }
-  return (oy < p->oh && ox < p->ow) ? DY[base + oy * p->ow + ox] : (REAL)0;
+inline REAL bwi_b(__global const REAL *DY, const nc_conv *p, long base, long oy, long ox) {
+  return (oy >= 0 && ox >= 0 && oy < p->oh && ox < p->ow) ? DY[base + oy * p->ow + ox] : (REAL)0;
 }
 /* The K table serves both operands, so A loads after it too. */
 #define BWI_LOAD_A NC_KTABLE(BWI_FILL) NC_LOAD_A_GENERIC(BWI_A, 0)
@@ -157,6 +149,33 @@ void conv2d_bwd_weight(const nc_conv p, const long splits, const long kchunk, __
   }
   NC_GEMM_MAIN(kbeg, BWW_LOAD_A, NC_LOAD_B_GENERIC(BWW_B, 1))
   NC_GEMM_STORE(BWW_STORE)
+}
+
+/* The input gradient's other route, for strided convolutions and for few input channels per
+ * group (a tile of MWG rows would be mostly padding): the host computes the columns' gradient DCOL [b, (c,kh,kw), oy*ox]
+ * for a chunk of images with the GEMM kernel, and this gathers them back: every dX element of
+ * the chunk (group g) sums the column entries that its taps produced. */
+__kernel void conv2d_col2im(const nc_conv p, const long g, const long n0, const long nb, __global const REAL *DCOL,
+                            __global REAL *DX) {
+  const long hw = p.h * p.w, ohw = p.oh * p.ow, khw = p.kh * p.kw, total = nb * p.cg * hw;
+  NC_GRID_LOOP(e, total) {
+    const long b = e / (p.cg * hw), r = e - b * p.cg * hw, c = r / hw, q = r - c * hw, y = q / p.w, x = q - y * p.w;
+    __global const REAL *col = DCOL + (b * p.cg + c) * khw * ohw;
+    REAL s = 0;
+    for (long i = 0; i < p.kh; i++) {
+      const long ty = y + p.ph - i * p.dh;
+      if (ty < 0 || ty % p.sh) continue;
+      const long oy = ty / p.sh;
+      if (oy >= p.oh) continue;
+      for (long j = 0; j < p.kw; j++) {
+        const long tx = x + p.pw - j * p.dw;
+        if (tx < 0 || tx % p.sw) continue;
+        const long ox = tx / p.sw;
+        if (ox < p.ow) s += col[(i * p.kw + j) * ohw + oy * p.ow + ox];
+      }
+    }
+    DX[((n0 + b) * p.c + g * p.cg + c) * hw + q] = s;
+  }
 }
 
 /* dW[g, m, n] = sum over splits of WS[split, g, m, n]; dW is [groups * M * N] contiguous. */

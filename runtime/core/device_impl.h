@@ -34,6 +34,31 @@ typedef struct {
 
 enum { NC_RANDOM_UNIFORM = 0, NC_RANDOM_NORMAL = 1 };
 
+/* Scalars of the fused optimizer updates (netcl/optim.h), derived on the host in double
+ * precision by runtime/ops/optim.c, as PyTorch derives them in Python before handing them to
+ * its tensor ops; backends convert each to the tensor dtype and use them in PyTorch's order of
+ * operations. The use_* flags say which optional terms exist (PyTorch skips them, so a zero
+ * weight decay must not touch an infinite param). */
+typedef struct {
+  double neg_lr, weight_decay, momentum, one_minus_dampening;
+  bool use_weight_decay, use_momentum, first, nesterov;
+} nc_sgd_kernel_args;
+
+typedef struct {
+  double neg_lr, weight_decay, alpha, one_minus_alpha, eps, momentum;
+  bool use_weight_decay, centered, use_momentum;
+} nc_rmsprop_kernel_args;
+
+typedef struct {
+  double neg_step_size, weight_decay, decay, one_minus_beta1, beta2, one_minus_beta2, eps,
+      bias_correction2_sqrt;
+  bool use_weight_decay, decoupled, amsgrad;
+} nc_adam_kernel_args;
+
+/* Partial sums each backend's sum_squares writes per tensor (fixed, so results do not depend on
+ * thread counts or work-group sizes). */
+#define NC_SUM_SQUARES_PARTS 64
+
 typedef struct nc_backend {
   const char *name;
   /* Raw buffers (the pool caches them). alloc may fail with NC_ERR_OOM. */
@@ -149,6 +174,19 @@ typedef struct nc_backend {
   nc_status (*cross_entropy_backward)(const nc_tensor *dloss, const nc_tensor *logits, const nc_tensor *targets,
                                       const nc_tensor *lse, int64_t ignore_index, double label_smoothing,
                                       int reduction, nc_tensor *dlogits);
+  /* Fused optimizer updates: param and state contiguous, grad contiguous and not overlapping
+   * them, all of param's shape and dtype (float32 or float64); a state pointer is NULL exactly
+   * when its flag in the args is off (buf: use_momentum; grad_avg: centered; max_exp_avg_sq:
+   * amsgrad). */
+  nc_status (*sgd_step)(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf, const nc_sgd_kernel_args *a);
+  nc_status (*rmsprop_step)(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
+                            nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a);
+  nc_status (*adam_step)(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
+                         nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
+  /* Sum of the squares of x (float32 or float64, any layout) as NC_SUM_SQUARES_PARTS partial
+   * sums into parts[at .. at + NC_SUM_SQUARES_PARTS) (parts: contiguous, float64, or float32 on
+   * a device without float64); deterministic. */
+  nc_status (*sum_squares)(nc_tensor *parts, int64_t at, const nc_tensor *x);
 } nc_backend;
 
 struct nc_device {

@@ -19,8 +19,9 @@ const nc_op_info *nc_op_find(const char *name) {
 }
 
 const char *nc_op_family_name(nc_op_family f) {
-  static const char *const names[NC_FAMILY_COUNT] = {"unary",   "binary", "where", "reduce", "scan",
-                                                     "softmax", "index",  "shape", "sort",   "random"};
+  static const char *const names[NC_FAMILY_COUNT] = {"unary", "binary", "where", "reduce", "scan",
+                                                     "softmax", "index", "shape", "sort", "random",
+                                                     "linalg", "conv", "pool", "norm", "loss"};
   return (unsigned)f < NC_FAMILY_COUNT ? names[f] : "unknown";
 }
 

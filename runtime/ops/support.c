@@ -24,17 +24,18 @@ nc_status nc_check_devices(nc_device *dev, int n, nc_tensor *const *ts) {
 }
 
 static void extent(const nc_tensor *t, int64_t *lo, int64_t *hi) {
-  int64_t a = t->offset, b = t->offset;
+  int64_t first = t->offset;
+  int64_t last = first;
   for (int i = 0; i < t->ndim; i++) {
     int64_t span = (t->shape[i] - 1) * t->strides[i];
     if (span < 0)
-      a += span;
+      first += span;
     else
-      b += span;
+      last += span;
   }
   size_t es = nc_dtype_size(t->dtype);
-  *lo = a * (int64_t)es;
-  *hi = (b + 1) * (int64_t)es;
+  *lo = first * (int64_t)es;
+  *hi = (last + 1) * (int64_t)es;
 }
 
 bool nc_tensors_overlap(const nc_tensor *a, const nc_tensor *b) {

@@ -1,6 +1,7 @@
 -- The parity table: one entry per op (tests/parity/README.md says how to add one).
 --
--- An entry is {name = <op name in nc.ops()>, trials = <builder>, ...options}. The builders below
+-- An entry is {name = <op name in nc.ops()>, trials = <builder>, ...options}; entry points outside
+-- the op table (the fused optimizer updates, "optim.*") have cases under names of their own. The builders below
 -- (K.unary, K.binary, K.reduce, K.along, ...) turn an entry into trials for one size and dtype;
 -- an op with its own calling convention writes its builder inline, returning trials:
 --   {label = "...", layout = "contiguous"|"transposed"|"narrowed"|"broadcast",
@@ -316,6 +317,60 @@ function K.random(case, size, dtype, H)
   return trials
 end
 
+-- Fused optimizer updates (netcl.optim's C entry points, not in the op table): the parameter
+-- and state are contiguous (the updates require it) and cloned, since the update writes them in
+-- place; the gradient comes in every layout. Results: the parameter, then each state tensor.
+-- case.update(p, g, states) runs one update; case.state lists each state's domain.
+function K.optim(case, size, dtype, H)
+  local shape = H.SHAPES[size]
+  local p = H.values(shape, dtype, {-3, 3}, key(case, size, dtype, "p"))
+  local g = H.values(shape, dtype, {-2, 2}, key(case, size, dtype, "g"))
+  local inputs = {p, g}
+  for i, dom in ipairs(case.state) do inputs[#inputs + 1] = H.values(shape, dtype, dom, key(case, size, dtype, "s" .. i)) end
+  local function call(ins)
+    local outs, states = {ins[1]:clone()}, {}
+    for i = 3, #ins do
+      states[#states + 1] = ins[i]:clone()
+      outs[#outs + 1] = states[#states]
+    end
+    case.update(outs[1], ins[2], states)
+    return outs
+  end
+  local trials = {}
+  for _, lay in ipairs({"contiguous", "transposed", "narrowed", "broadcast"}) do
+    local layouts, ins = {"contiguous", lay}, inputs
+    if lay == "broadcast" then
+      ins = {p, H.values(H.broadcast_shape(shape), dtype, {-2, 2}, key(case, size, dtype, "gb"))}
+      for i = 3, #inputs do ins[i] = inputs[i] end
+    end
+    trials[#trials + 1] = {label = "gradient " .. lay, layouts = layouts, inputs = ins, bshape = shape, call = call}
+  end
+  local sp = {H.specials(p:clone()), H.specials(g:clone())}
+  for i = 3, #inputs do sp[i] = inputs[i] end
+  trials[#trials + 1] = {label = "nan/inf", layout = "contiguous", inputs = sp, call = call}
+  return trials
+end
+
+-- clip_grad_norm's sum of squares over a gradient in every layout (measure only: the input is
+-- not written), and the clipping of a contiguous copy. Results: the total norm, the clipped copy.
+function K.clip(case, size, dtype, H)
+  local shape = H.SHAPES[size]
+  local g = H.values(shape, dtype, {-2, 2}, key(case, size, dtype))
+  local function call(ins)
+    local total = nc._optim.clip_grad_norm({ins[1]}, math.huge)
+    local copy = ins[1]:clone()
+    nc._optim.clip_grad_norm({copy}, total / 2)
+    return nc.tensor({total}, {dtype = ins[1].dtype}), copy
+  end
+  local trials = {}
+  for _, lay in ipairs({"contiguous", "transposed", "narrowed"}) do
+    trials[#trials + 1] = {label = lay, layout = lay, inputs = {g}, call = call}
+  end
+  trials[#trials + 1] = {label = "broadcast", layout = "broadcast", inputs = {H.values(H.broadcast_shape(shape), dtype,
+    {-2, 2}, key(case, size, dtype, "b"))}, bshape = shape, call = call}
+  return trials
+end
+
 local function u(name, domain, extra)
   local c = {name = name, trials = K.unary, domain = domain}
   for k, v in pairs(extra or {}) do c[k] = v end
@@ -390,4 +445,26 @@ return {
    draw = function(t, shape, dtype) return nc.randint(-50, 1000, shape, {dtype = dtype, device = t.device}) end},
   {name = "randperm", trials = K.random, dtypes = {"int64"},
    draw = function(t, shape, dtype) return nc.randperm(t:numel(), {dtype = dtype, device = t.device}) end},
+  -- fused optimizer updates and clip_grad_norm (netcl/optim.h)
+  {name = "optim.sgd", trials = K.optim, dtypes = F, state = {{-1, 1}}, update = function(p, g, s)
+     nc._optim.sgd_step(p, g, s[1], false, {lr = 0.1, momentum = 0.9, dampening = 0, weight_decay = 0.01, nesterov = true})
+   end},
+  {name = "optim.sgd_first", trials = K.optim, dtypes = F, state = {{-1, 1}}, update = function(p, g, s)
+     nc._optim.sgd_step(p, g, s[1], true, {lr = 0.1, momentum = 0.9, dampening = 0.2, weight_decay = 0, nesterov = false})
+   end},
+  {name = "optim.rmsprop", trials = K.optim, dtypes = F, tol = 10, state = {{1, 2}, {-0.5, 0.5}, {-1, 1}},
+   update = function(p, g, s)
+     nc._optim.rmsprop_step(p, g, s[1], s[2], s[3], {lr = 0.01, alpha = 0.9, eps = 1e-8, weight_decay = 0.1,
+                                                     momentum = 0.5, centered = true})
+   end},
+  {name = "optim.adam", trials = K.optim, dtypes = F, tol = 10, state = {{-1, 1}, {0.01, 2}, {0.01, 2}},
+   update = function(p, g, s)
+     nc._optim.adam_step(p, g, s[1], s[2], s[3], 3, false, {lr = 0.01, betas = {0.9, 0.999}, eps = 1e-8,
+                                                             weight_decay = 0.1, amsgrad = true})
+   end},
+  {name = "optim.adamw", trials = K.optim, dtypes = F, tol = 10, state = {{-1, 1}, {0.01, 2}}, update = function(p, g, s)
+     nc._optim.adam_step(p, g, s[1], s[2], nil, 7, true, {lr = 0.01, betas = {0.5, 0.99}, eps = 1e-8,
+                                                          weight_decay = 0.1, amsgrad = false})
+   end},
+  {name = "optim.clip_grad_norm", trials = K.clip, dtypes = F, tol = 10},
 }

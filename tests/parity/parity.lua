@@ -22,6 +22,8 @@ local nc = require "netcl"
 
 local here = (arg and arg[0] or ""):match("^(.*[/\\])") or "./"
 local cases = dofile(here .. "cases.lua")
+-- The layer ops (linalg, conv, pool, norm, embedding, loss) keep their builders apart.
+for _, c in ipairs(dofile(here .. "cases_linalg.lua")) do cases[#cases + 1] = c end
 
 -- ---- command line -------------------------------------------------------------------------------
 local opt = {device = "all", verbose = false}

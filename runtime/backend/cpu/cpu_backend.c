@@ -204,6 +204,10 @@ static const nc_backend cpu_backend = {
     .embedding_backward = nc_cpu_embedding_backward,
     .cross_entropy = nc_cpu_cross_entropy,
     .cross_entropy_backward = nc_cpu_cross_entropy_backward,
+    .sgd_step = nc_cpu_sgd_step,
+    .rmsprop_step = nc_cpu_rmsprop_step,
+    .adam_step = nc_cpu_adam_step,
+    .sum_squares = nc_cpu_sum_squares,
 };
 
 static void cpu_model_name(char *buf, size_t n) {

@@ -18,5 +18,12 @@ nc_status nc_cpu_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_te
 nc_status nc_cpu_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
 nc_status nc_cpu_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
                         uint64_t range);
+nc_status nc_cpu_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
+                          const nc_sgd_kernel_args *a);
+nc_status nc_cpu_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
+                              nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a);
+nc_status nc_cpu_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
+                           nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
+nc_status nc_cpu_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x);
 
 #endif

@@ -117,21 +117,34 @@ static fstate f_merge(nc_op op, fstate s, fstate t, double p) {
   return s;
 }
 
+/* Sum of m elements of stride st in double. Contiguous runs keep SUM_LANES independent partial
+ * sums (a single accumulator would be bound by the add latency, not by memory), added up in a
+ * fixed order so the result does not depend on the machine. */
+#define SUM_LANES 16
+#define SUM_FN(T)                                                 \
+  static double sum_##T(const T *px, int64_t st, int64_t m) {     \
+    double acc = 0;                                               \
+    int64_t j = 0;                                                \
+    if (st == 1 && m >= SUM_LANES) {                              \
+      double lane[SUM_LANES] = {0};                               \
+      for (; j + SUM_LANES <= m; j += SUM_LANES)                  \
+        for (int k = 0; k < SUM_LANES; k++) lane[k] += px[j + k]; \
+      for (int k = 0; k < SUM_LANES; k++) acc += lane[k];         \
+    }                                                             \
+    for (; j < m; j++) acc += px[j * st];                         \
+    return acc;                                                   \
+  }
+SUM_FN(float)
+SUM_FN(double)
+
 /* Accumulates m elements of stride st from px (the first at row position r0) into s. */
 #define F_ACCUMULATE(T)                                                                                  \
   static void f_run_##T(nc_op op, fstate *s, const T *px, int64_t st, int64_t m, int64_t r0, double p) { \
     switch (op) {                                                                                        \
       case NC_OP_SUM:                                                                                    \
-      case NC_OP_MEAN: {                                                                                 \
-        double acc = 0;                                                                                  \
-        if (st == 1) {                                                                                   \
-          _Pragma("omp simd reduction(+ : acc)") for (int64_t j = 0; j < m; j++) acc += px[j];           \
-        } else {                                                                                         \
-          for (int64_t j = 0; j < m; j++) acc += px[j * st];                                             \
-        }                                                                                                \
-        s->a += acc;                                                                                     \
+      case NC_OP_MEAN:                                                                                   \
+        s->a += sum_##T(px, st, m);                                                                      \
         break;                                                                                           \
-      }                                                                                                  \
       case NC_OP_PROD:                                                                                   \
         for (int64_t j = 0; j < m; j++) s->a *= px[j * st];                                              \
         break;                                                                                           \

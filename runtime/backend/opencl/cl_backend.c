@@ -192,4 +192,8 @@ const nc_backend nc_opencl_backend = {
     .embedding_backward = nc_cl_embedding_backward,
     .cross_entropy = nc_cl_cross_entropy,
     .cross_entropy_backward = nc_cl_cross_entropy_backward,
+    .sgd_step = nc_cl_sgd_step,
+    .rmsprop_step = nc_cl_rmsprop_step,
+    .adam_step = nc_cl_adam_step,
+    .sum_squares = nc_cl_sum_squares,
 };

@@ -101,6 +101,11 @@ size_t nc_cl_grid(nc_device *dev, int64_t n);
  * kernel once per work-group size), a power of two, at most 256. */
 size_t nc_cl_local_size(nc_device *dev);
 
+/* The work-group size for kernel k: nc_cl_local_size, lowered to the largest power of two the
+ * kernel itself allows (a kernel using many registers or much local memory may allow fewer
+ * items than the device). */
+size_t nc_cl_kernel_local_size(nc_device *dev, cl_kernel k);
+
 /* NC_ERR_UNSUPPORTED for float64 on a device without cl_khr_fp64. */
 nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt);
 
@@ -139,5 +144,12 @@ nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_ten
 nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
 nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
                        uint64_t range);
+nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
+                         const nc_sgd_kernel_args *a);
+nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
+                             nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a);
+nc_status nc_cl_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
+                          nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
+nc_status nc_cl_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x);
 
 #endif

@@ -63,6 +63,59 @@ nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_ten
   return nc_cl_launch_nd(dev, k, 6, args, 3, global, local);
 }
 
+/* Strided or few input channels per group: the columns' gradient per chunk of images as a batched GEMM
+ * (W_g^T @ dY_b, read through strides) into a workspace of at most about 64 MiB, then
+ * conv2d_col2im. */
+static nc_status backward_input_cols(const cl_conv *geo, const nc_gemm_config *cfg, const nc_tensor *dy,
+                                     const nc_tensor *w, nc_tensor *dx) {
+  nc_device *dev = nc_tensor_device(dx);
+  const int64_t kdim = geo->cg * geo->kh * geo->kw, ohw = geo->oh * geo->ow,
+                es = (int64_t)nc_dtype_size(dx->dtype);
+  int64_t nb = ((int64_t)64 << 20) / (kdim * ohw * es);
+  if (nb < 1) nb = 1;
+  if (nb > geo->n) nb = geo->n;
+  int64_t wshape[1] = {nb * kdim * ohw};
+  nc_tensor *ws;
+  NC_TRY(nc_tensor_empty(dev, dx->dtype, 1, wshape, 0, &ws));
+  cl_kernel k;
+  char opts[256];
+  nc_gemm_config_options(cfg, dx->dtype, opts, sizeof opts);
+  nc_status s = nc_cl_kernel(dev, "gemm+conv", opts, "conv2d_col2im", &k);
+  cl_mem wsm = nc_cl_mem(ws), dxm = nc_cl_mem(dx);
+  for (cl_long n0 = 0; s == NC_OK && n0 < geo->n; n0 += nb) {
+    cl_long cnt = geo->n - n0 < nb ? geo->n - n0 : nb;
+    for (cl_long g = 0; s == NC_OK && g < geo->groups; g++) {
+      nc_gemm_desc d = {.a = w,
+                        .b = dy,
+                        .c = ws,
+                        .batch = cnt,
+                        .m = kdim,
+                        .n = ohw,
+                        .k = geo->og,
+                        .a_off = g * geo->og * kdim,
+                        .a_sb = 0,
+                        .a_sm = 1,
+                        .a_sk = kdim,
+                        .b_off = (n0 * geo->o + g * geo->og) * ohw,
+                        .b_sb = geo->o * ohw,
+                        .b_sk = ohw,
+                        .b_sn = 1,
+                        .c_sb = kdim * ohw,
+                        .c_sm = ohw,
+                        .c_sn = 1,
+                        .alpha = 1,
+                        .beta = 0};
+      s = nc_cl_gemm_with(&d, cfg);
+      cl_long total = cnt * geo->cg * geo->h * geo->w;
+      nc_cl_arg args[] = {NC_CL_ARG(*geo), NC_CL_ARG(g),   NC_CL_ARG(n0),
+                          NC_CL_ARG(cnt),  NC_CL_ARG(wsm), NC_CL_ARG(dxm)};
+      if (s == NC_OK) s = nc_cl_launch(dev, k, 6, args, nc_cl_global_size(dev, total), 0);
+    }
+  }
+  nc_tensor_release(ws);
+  return s;
+}
+
 nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
                                       nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
@@ -70,6 +123,9 @@ nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *
   cl_kernel k;
   NC_TRY(conv_kernel(dev, dx->dtype, "conv2d_bwd_input", &k, &cfg));
   cl_conv geo = geometry(p);
+  /* Strided convolutions would multiply mostly zeros in the implicit form (3 of 4 terms at
+   * stride 2), and few channels per group would leave most of a tile's rows empty. */
+  if (geo.cg * 4 <= cfg.mwg || geo.sh > 1 || geo.sw > 1) return backward_input_cols(&geo, &cfg, dy, w, dx);
   cl_mem dym = nc_cl_mem(dy), wm = nc_cl_mem(w), dxm = nc_cl_mem(dx);
   nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(dym), NC_CL_ARG(wm), NC_CL_ARG(dxm)};
   size_t global[3], local[3];

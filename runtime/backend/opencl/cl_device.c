@@ -171,6 +171,14 @@ size_t nc_cl_local_size(nc_device *dev) {
   return l;
 }
 
+size_t nc_cl_kernel_local_size(nc_device *dev, cl_kernel k) {
+  size_t ls = nc_cl_local_size(dev), max = 0;
+  nc_cl_device *cd = dev->impl;
+  if (nc_cl.clGetKernelWorkGroupInfo(k, cd->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof max, &max, NULL) == CL_SUCCESS)
+    while (ls > 1 && ls > max) ls /= 2;
+  return ls;
+}
+
 nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt) {
   if (dt == NC_FLOAT64 && !dev->info.fp64)
     return nc_error(NC_ERR_UNSUPPORTED, "%s has no float64 support (cl_khr_fp64)", dev->info.name);

@@ -31,7 +31,7 @@ static nc_status general(const char *prefix, nc_dtype kdt, nc_op op, nc_tensor *
                       nc_cl_scalar_arg(kdt, &b->s, &sb),
                       NC_CL_ARG(mode),
                       NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 11, args, nc_cl_grid(dev, n), nc_cl_local_size(dev));
+  return nc_cl_launch(dev, k, 11, args, nc_cl_grid(dev, n), nc_cl_kernel_local_size(dev, k));
 }
 
 static bool contiguous(const nc_tensor *t) { return !t || nc_tensor_is_contiguous(t); }
@@ -62,7 +62,7 @@ static nc_status fast(nc_device *dev, nc_op op, nc_dtype dt, fast_call *c, int64
     }
     for (int i = 0; i < c->nextra; i++) args[na++] = c->extra[i];
     args[na++] = NC_CL_ARG(m);
-    NC_TRY(nc_cl_launch(dev, k, na, args, nc_cl_grid(dev, m), nc_cl_local_size(dev)));
+    NC_TRY(nc_cl_launch(dev, k, na, args, nc_cl_grid(dev, m), nc_cl_kernel_local_size(dev, k)));
   }
   return NC_OK;
 }
@@ -96,7 +96,7 @@ nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sca
   cl_int cop = (cl_int)op;
   nc_cl_arg args[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(l[0]), NC_CL_ARG(mx), NC_CL_ARG(l[1]), lo, hi,
                       NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 8, args, nc_cl_grid(dev, n), nc_cl_local_size(dev));
+  return nc_cl_launch(dev, k, 8, args, nc_cl_grid(dev, n), nc_cl_kernel_local_size(dev, k));
 }
 
 nc_status nc_cl_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b) {
@@ -142,5 +142,5 @@ nc_status nc_cl_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a
                       nc_cl_scalar_arg(out->dtype, &b->s, &sb),
                       NC_CL_ARG(mode),
                       NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 12, args, nc_cl_grid(dev, n), nc_cl_local_size(dev));
+  return nc_cl_launch(dev, k, 12, args, nc_cl_grid(dev, n), nc_cl_kernel_local_size(dev, k));
 }

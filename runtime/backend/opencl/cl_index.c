@@ -22,7 +22,8 @@ nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_ten
   nc_cl_arg a[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(lo),   NC_CL_ARG(mx), NC_CL_ARG(lx),
                    NC_CL_ARG(mi),  NC_CL_ARG(li), NC_CL_ARG(cdim), NC_CL_ARG(n)};
   const bool has_op = op != NC_OP_SCATTER_ADD;
-  return nc_cl_launch(dev, k, has_op ? 9 : 8, has_op ? a : a + 1, nc_cl_grid(dev, n), nc_cl_local_size(dev));
+  return nc_cl_launch(dev, k, has_op ? 9 : 8, has_op ? a : a + 1, nc_cl_grid(dev, n),
+                      nc_cl_kernel_local_size(dev, k));
 }
 
 nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending) {
@@ -38,20 +39,19 @@ nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending) {
   if (s == NC_OK) s = nc_cl_typed_kernel(dev, "sort", "sort_step", dt, &step);
   if (s == NC_OK) s = nc_tensor_empty(dev, dt, 1, &total, 0, &keys);
   if (s == NC_OK) s = nc_tensor_empty(dev, NC_INT64, 2, shape2, 0, &pos);
-  const size_t ls = nc_cl_local_size(dev);
   if (s == NC_OK) {
     nc_cl_layout lx;
     nc_cl_layout_of(x, &lx);
     cl_mem mk = nc_cl_mem(keys), mp = nc_cl_mem(pos), mx = nc_cl_mem(x);
     nc_cl_arg a[] = {NC_CL_ARG(mk),    NC_CL_ARG(mp),    NC_CL_ARG(mx), NC_CL_ARG(lx),
                      NC_CL_ARG(outer), NC_CL_ARG(inner), NC_CL_ARG(p2)};
-    s = nc_cl_launch(dev, init, 7, a, nc_cl_grid(dev, total), ls);
+    s = nc_cl_launch(dev, init, 7, a, nc_cl_grid(dev, total), nc_cl_kernel_local_size(dev, init));
     cl_int desc = descending;
     for (cl_long kk = 2; kk <= p2 && s == NC_OK; kk <<= 1)
       for (cl_long j = kk >> 1; j > 0 && s == NC_OK; j >>= 1) {
         nc_cl_arg b[] = {NC_CL_ARG(mk), NC_CL_ARG(mp), NC_CL_ARG(outer), NC_CL_ARG(p2),
                          NC_CL_ARG(kk), NC_CL_ARG(j),  NC_CL_ARG(desc)};
-        s = nc_cl_launch(dev, step, 7, b, nc_cl_grid(dev, total / 2), ls);
+        s = nc_cl_launch(dev, step, 7, b, nc_cl_grid(dev, total / 2), nc_cl_kernel_local_size(dev, step));
       }
   }
   /* The first `inner` positions of each padded row are the answer. */

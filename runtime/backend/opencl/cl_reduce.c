@@ -52,6 +52,7 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
   const nc_dtype dt = x->dtype;
   cl_long outer = nc_tensor_numel(out), inner = 1;
   for (int d = x->ndim - nred; d < x->ndim; d++) inner *= x->shape[d];
+  /* the chunk plan uses the device's group size, so it depends on the shape and device only */
   const size_t ls = nc_cl_local_size(dev);
 
   nc_cl_layout lo, li, lx;
@@ -76,7 +77,7 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
     memcpy(a, head, sizeof head);
     a[NHEAD] = NC_CL_ARG(mx), a[NHEAD + 1] = NC_CL_ARG(lx), a[NHEAD + 2] = NC_CL_ARG(outer),
     a[NHEAD + 3] = NC_CL_ARG(inner);
-    return nc_cl_launch(dev, k, NHEAD + 4, a, nc_cl_grid(dev, outer), ls);
+    return nc_cl_launch(dev, k, NHEAD + 4, a, nc_cl_grid(dev, outer), nc_cl_kernel_local_size(dev, k));
   }
 
   const int64_t target = busy_groups(dev);
@@ -104,7 +105,8 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
     a[NHEAD + 6] = NC_CL_ARG(mp);
     a[NHEAD + 7] = NC_CL_ARG(blocked);
     int64_t units = outer * chunks, groups = units < target * 8 ? units : target * 8;
-    s = nc_cl_launch(dev, k, NHEAD + 8, a, (size_t)groups * ls, ls);
+    const size_t lk = nc_cl_kernel_local_size(dev, k);
+    s = nc_cl_launch(dev, k, NHEAD + 8, a, (size_t)groups * lk, lk);
   }
   if (s == NC_OK && chunks > 1) s = kernel(dev, "reduce_partials", dt, &k);
   if (s == NC_OK && chunks > 1) {
@@ -113,7 +115,8 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
     a[NHEAD] = NC_CL_ARG(mp), a[NHEAD + 1] = NC_CL_ARG(outer), a[NHEAD + 2] = NC_CL_ARG(inner),
     a[NHEAD + 3] = NC_CL_ARG(chunks);
     int64_t groups = outer < target * 8 ? outer : target * 8;
-    s = nc_cl_launch(dev, k, NHEAD + 4, a, (size_t)groups * ls, ls);
+    const size_t lk = nc_cl_kernel_local_size(dev, k);
+    s = nc_cl_launch(dev, k, NHEAD + 4, a, (size_t)groups * lk, lk);
   }
   /* The in-order queue runs the kernels before any later user of the recycled buffer. */
   nc_tensor_release(partial);
@@ -135,7 +138,7 @@ static nc_status along_rows(const char *family, nc_op op, nc_tensor *out, const 
   own_layout(x, &lx);
   cl_mem mo = nc_cl_mem(out), mx = nc_cl_mem(x);
   cl_int cop = (cl_int)op;
-  const size_t ls = nc_cl_local_size(dev);
+  const size_t ls = nc_cl_kernel_local_size(dev, k);
   int64_t groups = outer < busy_groups(dev) * 8 ? outer : busy_groups(dev) * 8;
   size_t global = rows ? nc_cl_grid(dev, outer) : (size_t)groups * ls;
   cl_int blocked = !dev->info.is_gpu;

@@ -32,6 +32,7 @@
 #include "idx.h"
 #include "batch.h"
 #include "shuffle.h"
+#include "optim.h"
 
 /* The library version ("x.y.z"). */
 const char *nc_version(void);

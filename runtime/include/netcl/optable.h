@@ -28,6 +28,11 @@ typedef enum {
   NC_FAMILY_SHAPE,   /* joins and splits tensors (copies and views) */
   NC_FAMILY_SORT,    /* sort and top-k along one dim */
   NC_FAMILY_RANDOM,  /* Philox draws */
+  NC_FAMILY_LINALG,  /* matrix products (linalg.h) */
+  NC_FAMILY_CONV,    /* convolution and its gradients (conv.h) */
+  NC_FAMILY_POOL,    /* pooling and its gradients (pool.h) */
+  NC_FAMILY_NORM,    /* normalization layers and their fused backward ops (norm.h) */
+  NC_FAMILY_LOSS,    /* losses with their backward ops (loss.h) */
   NC_FAMILY_COUNT
 } nc_op_family;
 
@@ -127,7 +132,30 @@ typedef enum {
   X(BERNOULLI, "bernoulli", RANDOM, 1, NC_DT_FLOAT, NC_RES_ARG, "random.cl:bernoulli_<T>", "cpu_sample")   \
   X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, "random.cl:randint_<T>", "cpu_sample")           \
   X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG,                                                \
-    "random.cl:randint_int64, sort.cl (sorts random keys)", "cpu_sample, cpu_sort")
+    "random.cl:randint_int64, sort.cl (sorts random keys)", "cpu_sample, cpu_sort") \
+  X(MATMUL, "matmul", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, "gemm.cl:gemm", "cpu_gemm")                         \
+  X(MM, "mm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, "gemm.cl:gemm", "cpu_gemm")                                 \
+  X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, "gemm.cl:gemm", "cpu_gemm")                               \
+  X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT, NC_RES_SAME, "gemm.cl:gemm", "cpu_gemm")                         \
+  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT, NC_RES_SAME, "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
+  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
+  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
+  X(MAX_POOL2D, "max_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:max_pool_fwd", "cpu_pool2d")         \
+  X(MAX_POOL2D_BWD, "max_pool2d_backward", POOL, 2, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:max_pool_bwd", "cpu_pool2d_bwd") \
+  X(AVG_POOL2D, "avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:avg_pool_fwd", "cpu_pool2d")         \
+  X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
+  X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:avg_pool_fwd", "cpu_pool2d") \
+  X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
+  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:batch_norm_fwd", "cpu_batch_norm")   \
+  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:batch_norm_bwd", "cpu_batch_norm_bwd") \
+  X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:row_norm_fwd", "cpu_row_norm")       \
+  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
+  X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:row_norm_fwd", "cpu_row_norm")           \
+  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
+  X(EMBEDDING, "embedding", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, "embedding.cl:embedding_fwd_<I>", "cpu_embedding") \
+  X(EMBEDDING_BWD, "embedding_backward", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, "embedding.cl:embedding_bwd_<I>", "cpu_embedding_bwd") \
+  X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, "loss.cl:ce_fwd", "cpu_cross_entropy")  \
+  X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT, NC_RES_SAME, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd")
 
 typedef enum {
 #define NC_OP_ENUM_(id, name, family, arity, dtypes, result, kernel, cpu) NC_OP_##id,
