@@ -142,11 +142,16 @@ static void store(lua_State *L, int idx, nc_dtype dt, char *dst, const char *fna
   if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
     nc_lua_errorf(L, "%s: data holds a %s where a number was expected", fname, luaL_typename(L, idx));
   double v = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
+  /* memcpy: dst is a byte buffer with no alignment promise */
   switch (dt) {
-    case NC_FLOAT32: *(float *)dst = (float)v; break;
-    case NC_FLOAT64: *(double *)dst = v; break;
-    case NC_INT32: *(int32_t *)dst = (int32_t)v; break;
-    case NC_INT64: *(int64_t *)dst = lua_isinteger(L, idx) ? (int64_t)lua_tointeger(L, idx) : (int64_t)v; break;
+    case NC_FLOAT32: { float f = (float)v; memcpy(dst, &f, sizeof f); break; }
+    case NC_FLOAT64: memcpy(dst, &v, sizeof v); break;
+    case NC_INT32: { int32_t i = (int32_t)v; memcpy(dst, &i, sizeof i); break; }
+    case NC_INT64: {
+      int64_t i = lua_isinteger(L, idx) ? (int64_t)lua_tointeger(L, idx) : (int64_t)v;
+      memcpy(dst, &i, sizeof i);
+      break;
+    }
     case NC_UINT8: *(uint8_t *)dst = (uint8_t)v; break;
     default: *(uint8_t *)dst = v != 0; break;
   }

@@ -41,7 +41,7 @@ static nc_status inner_mismatch(const nc_tensor *a, const nc_tensor *b, int64_t 
 static nc_status run_batched(const nc_tensor *a, const nc_tensor *b, nc_tensor *c, const nc_tensor *bias,
                              int64_t bias_sm, int64_t bias_sn, double alpha, double beta) {
   int nb = c->ndim - 2;
-  int64_t shape[NC_MAX_DIMS], sa[NC_MAX_DIMS], sb[NC_MAX_DIMS], sc[NC_MAX_DIMS];
+  int64_t shape[NC_MAX_DIMS] = {0}, sa[NC_MAX_DIMS] = {0}, sb[NC_MAX_DIMS] = {0}, sc[NC_MAX_DIMS] = {0};
   int n = 0;
   for (int d = 0; d < nb; d++) {
     if (c->shape[d] == 1) continue;
@@ -107,7 +107,7 @@ static nc_status run_batched(const nc_tensor *a, const nc_tensor *b, nc_tensor *
 /* a [.., M, K] @ b [.., K, N] with batch dims broadcast into out [batch.., M, N]. */
 static nc_status batched_product(nc_tensor *a, nc_tensor *b, nc_tensor *bias, nc_tensor **out) {
   int nb_a = a->ndim - 2, nb_b = b->ndim - 2, nb = nb_a > nb_b ? nb_a : nb_b;
-  int64_t batch[NC_MAX_DIMS];
+  int64_t batch[NC_MAX_DIMS] = {0};
   for (int i = 0; i < nb; i++) {
     int ia = i - (nb - nb_a), ib = i - (nb - nb_b);
     int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
@@ -120,7 +120,7 @@ static nc_status batched_product(nc_tensor *a, nc_tensor *b, nc_tensor *bias, nc
     batch[i] = da == 1 ? db : da;
   }
   int64_t m = a->shape[a->ndim - 2], k = a->shape[a->ndim - 1], n = b->shape[b->ndim - 1];
-  int64_t sa[NC_MAX_DIMS], sb[NC_MAX_DIMS], sc[NC_MAX_DIMS];
+  int64_t sa[NC_MAX_DIMS] = {0}, sb[NC_MAX_DIMS] = {0}, sc[NC_MAX_DIMS] = {0};
   memcpy(sa, batch, sizeof(int64_t) * (size_t)nb);
   memcpy(sb, batch, sizeof(int64_t) * (size_t)nb);
   memcpy(sc, batch, sizeof(int64_t) * (size_t)nb);
