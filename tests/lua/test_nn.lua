@@ -487,6 +487,12 @@ function TestLayers:test_embedding()
   lu.assertEquals(y.shape, {2, 2, 3})
   H.assert_close(y[1][2], e.weight.value[5], 0)
   H.assert_close(y[2][1], {0, 0, 0}, 0)
+  -- the padding row gets no gradient
+  local tape = ag.Tape()
+  tape:backward(tape:record(function() return e(idx):sum() end))
+  H.assert_close(e.weight.grad[2], {0, 0, 0}, 0)
+  H.assert_close(e.weight.grad[1], {2, 2, 2}, 0)
+  H.assert_close(e.weight.grad[5], {1, 1, 1}, 0)
   lu.assertEquals(nn.Embedding(5, 3, {padding_idx = -1}).padding_idx, 4)
   H.assert_error(function() nn.Embedding(5, 3, {padding_idx = 5}) end, "padding_idx 5 is out of range")
 end
