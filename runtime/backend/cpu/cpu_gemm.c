@@ -35,6 +35,11 @@ static bool use_blas(int64_t m, int64_t n, int64_t k) {
 }
 #endif
 
+static nc_status gemm_any(bool f32, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t sam,
+                          int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta, void *c,
+                          int64_t csm, int64_t csn);
+
+#ifdef NC_HAVE_BLAS
 /* Dense row-major copy of an r x c matrix with strides (sr, sc); beta_src false leaves dst
  * uninitialized (NULL src). */
 static void *dense_copy(bool f32, const void *src, int64_t r, int64_t c, int64_t sr, int64_t sc) {
@@ -61,11 +66,6 @@ static void scatter_back(bool f32, const void *src, void *dst, int64_t r, int64_
     }
 }
 
-static nc_status gemm_any(bool f32, int64_t m, int64_t n, int64_t k, double alpha, const void *a, int64_t sam,
-                          int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta, void *c,
-                          int64_t csm, int64_t csn);
-
-#ifdef NC_HAVE_BLAS
 /* How BLAS can read an r x c matrix with strides (sr, sc): row-major with leading dimension
  * *ld (trans false), transposed (trans true), or not at all (false). Strides of size-1 dims
  * do not matter and are normalized first. */

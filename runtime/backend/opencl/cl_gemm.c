@@ -29,8 +29,13 @@ bool nc_gemm_config_fits(nc_device *dev, const nc_gemm_config *c, nc_dtype dt) {
   size_t local[2];
   nc_gemm_config_local(c, local);
   size_t es = dt == NC_FLOAT64 ? 8 : 4;
-  return local[0] * local[1] <= dev->info.max_work_group_size &&
-         (size_t)(c->mwg + c->nwg) * (size_t)c->kwg * es <= 32768;
+  /* The A and B tiles, plus the conv kernels' index tables (kernels/conv.cl: up to 4 longs
+   * per tile column and per K row), since those share the variant. */
+  size_t need = (size_t)(c->mwg + c->nwg) * (size_t)c->kwg * es + (size_t)(c->nwg + c->kwg) * 4 * 8;
+  cl_ulong have = 0;
+  nc_cl_device *cd = dev->impl;
+  if (nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have, NULL) != CL_SUCCESS) have = 32768;
+  return local[0] * local[1] <= dev->info.max_work_group_size && need <= have;
 }
 
 /* A scalar kernel argument of the operands' dtype. */
