@@ -487,6 +487,12 @@ function TestLayers:test_embedding()
   lu.assertEquals(y.shape, {2, 2, 3})
   H.assert_close(y[1][2], e.weight.value[5], 0)
   H.assert_close(y[2][1], {0, 0, 0}, 0)
+  -- the padding row gets no gradient
+  local tape = ag.Tape()
+  tape:backward(tape:record(function() return e(idx):sum() end))
+  H.assert_close(e.weight.grad[2], {0, 0, 0}, 0)
+  H.assert_close(e.weight.grad[1], {2, 2, 2}, 0)
+  H.assert_close(e.weight.grad[5], {1, 1, 1}, 0)
   lu.assertEquals(nn.Embedding(5, 3, {padding_idx = -1}).padding_idx, 4)
   H.assert_error(function() nn.Embedding(5, 3, {padding_idx = 5}) end, "padding_idx 5 is out of range")
 end
@@ -559,6 +565,54 @@ function TestLayers:test_losses()
   H.assert_close(value(nn.BCEWithLogitsLoss()(z, y)), bce, 1e-6)
   H.assert_error(function() nn.MSELoss({reduction = "avg"}) end, "reduction must be")
   H.assert_error(function() nn.BCEWithLogitsLoss({pos_weight = 2}) end, "unknown option 'pos_weight'")
+end
+
+-- ---- gradients through whole layers -----------------------------------------------------------------
+-- float64 central differences: ag.gradcheck for the input, and the same by hand for a few
+-- elements of every parameter (gradcheck copies its inputs, so a module's own parameters are
+-- perturbed in place here).
+TestLayerGradients = {}
+
+local function check_layer(m, x, tol)
+  m:to("float64")
+  x = x:to("float64")
+  ag.gradcheck(function(xx) return m(xx) end, {ag.param(x)}, {atol = 1e-6, rtol = 1e-4})
+  local proj = nc.randn(value(m(x)).shape, {dtype = "float64"})
+  local function objective() return (value(m(x)) * proj):sum():item() end
+  local tape = ag.Tape()
+  local out = tape:record(function() return (m(x) * proj):sum() end)
+  m:zero_grad()
+  tape:backward(out)
+  for name, p in m:named_parameters() do
+    lu.assertNotNil(p.grad, name)
+    local flat, grad = p.value:view({-1}), p.grad:contiguous():view({-1}):tolist()
+    local n = #grad
+    for _, k in ipairs({1, (n + 1) // 2, n}) do
+      local v = flat[k]:item()
+      flat[k] = v + 1e-6
+      local fp = objective()
+      flat[k] = v - 1e-6
+      local fm = objective()
+      flat[k] = v
+      local num = (fp - fm) / 2e-6
+      lu.assertTrue(math.abs(num - grad[k]) <= tol * (1 + math.abs(num)),
+        string.format("%s[%d]: tape %.8g, numeric %.8g", name, k, grad[k], num))
+    end
+  end
+end
+
+function TestLayerGradients:test_layers()
+  nc.manual_seed(21)
+  check_layer(nn.Linear(4, 3), nc.randn({5, 4}), 1e-5)
+  check_layer(nn.Conv2d(2, 3, 3, {padding = 1, stride = 2}), nc.randn({2, 2, 5, 5}), 1e-5)
+  check_layer(nn.BatchNorm2d(3), nc.randn({4, 3, 2, 2}), 1e-5)
+  check_layer(nn.BatchNorm1d(3), nc.randn({6, 3}), 1e-5)
+  check_layer(nn.LayerNorm(5), nc.randn({3, 5}), 1e-5)
+  check_layer(nn.SwiGLU(4, 6), nc.randn({3, 4}), 1e-5)
+  check_layer(nn.Sequential(nn.Linear(3, 5), nn.GELU({approximate = "tanh"}), nn.LeakyReLU(0.1), nn.Linear(5, 2)),
+    nc.randn({4, 3}), 1e-5)
+  check_layer(nn.Sequential(nn.Conv2d(1, 2, 3), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 2)),
+    nc.randn({2, 1, 6, 6}), 1e-5)
 end
 
 os.exit(lu.LuaUnit.run())
