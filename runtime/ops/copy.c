@@ -13,6 +13,32 @@ static nc_status broadcast_to(nc_tensor *src, const nc_tensor *dst, nc_tensor **
   return s;
 }
 
+/* Element range [lo, hi] a layout touches (numel > 0). */
+static void extent(const nc_tensor *t, int64_t *lo, int64_t *hi) {
+  *lo = *hi = t->offset;
+  for (int i = 0; i < t->ndim; i++) {
+    int64_t span = (t->shape[i] - 1) * t->strides[i];
+    if (span < 0) *lo += span;
+    else *hi += span;
+  }
+}
+
+/* Whether two views of one storage may share elements (byte ranges intersect). */
+static bool overlaps(const nc_tensor *a, const nc_tensor *b) {
+  int64_t alo, ahi, blo, bhi;
+  extent(a, &alo, &ahi);
+  extent(b, &blo, &bhi);
+  int64_t ea = (int64_t)nc_dtype_size(a->dtype), eb = (int64_t)nc_dtype_size(b->dtype);
+  return alo * ea < (bhi + 1) * eb && blo * eb < (ahi + 1) * ea;
+}
+
+static bool same_layout(const nc_tensor *a, const nc_tensor *b) {
+  if (a->dtype != b->dtype || a->offset != b->offset || a->ndim != b->ndim) return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i] || (a->shape[i] > 1 && a->strides[i] != b->strides[i])) return false;
+  return true;
+}
+
 nc_status nc_copy(nc_tensor *dst, nc_tensor *src) {
   nc_tensor *s;
   NC_TRY(broadcast_to(src, dst, &s));
@@ -21,6 +47,15 @@ nc_status nc_copy(nc_tensor *dst, nc_tensor *src) {
   nc_storage_bump_version(dst->storage);
   nc_device *dd = nc_tensor_device(dst), *sd = nc_tensor_device(s);
   if (dd == sd) {
+    if (dst->storage == s->storage && overlaps(dst, s)) {
+      if (same_layout(dst, s)) goto done; /* t:copy_(t) */
+      /* Kernels (and clEnqueueCopyBuffer) need disjoint operands: go through a copy. */
+      nc_tensor *tmp = NULL;
+      st = nc_to(s, sd, s->dtype, &tmp);
+      if (st == NC_OK) st = dd->backend->copy(dst, tmp);
+      nc_tensor_release(tmp);
+      goto done;
+    }
     st = dd->backend->copy(dst, s);
     goto done;
   }

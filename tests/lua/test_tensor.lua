@@ -152,6 +152,23 @@ function TestViews:test_strided_copies_match_cpu()
   lu.assertEquals(s:zero_():tolist(), {{0, 0, 0}, {0, 0, 0}})
 end
 
+function TestViews:test_copy_between_overlapping_views()
+  local t = nc.arange(6)
+  t:copy_(t) -- the same view: nothing to do
+  lu.assertEquals(t:tolist(), {0, 1, 2, 3, 4, 5})
+  t:narrow(1, 2, 5):copy_(t:narrow(1, 1, 5)) -- shifted: reads happen before writes
+  lu.assertEquals(t:tolist(), {0, 0, 1, 2, 3, 4})
+  local m = nc.arange(9):view({3, 3})
+  m:copy_(m:transpose(1, 2))
+  lu.assertEquals(m:tolist(), {{0, 3, 6}, {1, 4, 7}, {2, 5, 8}})
+  local r = nc.arange(4)
+  r:copy_(r:narrow(1, 2, 1)) -- broadcast from inside the destination
+  lu.assertEquals(r:tolist(), {1, 1, 1, 1})
+  local i = nc.arange(4, {dtype = "int32"})
+  i:narrow(1, 1, 3):copy_(i:narrow(1, 2, 3))
+  lu.assertEquals(i:tolist(), {1, 2, 3, 3})
+end
+
 function TestViews:test_between_devices()
   local t = grid():transpose(2, 3)
   local back = t:to(cpu):to(dev)
