@@ -20,14 +20,6 @@
 
 /* ---- options --------------------------------------------------------------------------------- */
 /* Pushes opts[key] (nil without options) and returns its type. */
-static int field(lua_State *L, int opts, const char *key) {
-  if (!opts) {
-    lua_pushnil(L);
-    return LUA_TNIL;
-  }
-  return lua_getfield(L, opts, key);
-}
-
 /* An integer or a pair {h, w} at idx. */
 static void check_pair(lua_State *L, int idx, int64_t out[2], const char *fname, const char *what) {
   idx = lua_absindex(L, idx);
@@ -48,35 +40,13 @@ static void check_pair(lua_State *L, int idx, int64_t out[2], const char *fname,
 }
 
 static void opt_pair(lua_State *L, int opts, const char *key, int64_t out[2], const char *fname) {
-  if (field(L, opts, key) != LUA_TNIL) check_pair(L, -1, out, fname, key);
+  if (nc_lua_opt_field(L, opts, key) != LUA_TNIL) check_pair(L, -1, out, fname, key);
   lua_pop(L, 1);
-}
-
-static double opt_number(lua_State *L, int opts, const char *key, double def, const char *fname) {
-  double v = def;
-  if (field(L, opts, key) != LUA_TNIL) {
-    int ok;
-    v = lua_tonumberx(L, -1, &ok);
-    if (!ok) luaL_error(L, "%s: option %s must be a number", fname, key);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-static int64_t opt_integer(lua_State *L, int opts, const char *key, int64_t def, const char *fname) {
-  int64_t v = def;
-  if (field(L, opts, key) != LUA_TNIL) {
-    int ok;
-    v = lua_tointegerx(L, -1, &ok);
-    if (!ok) luaL_error(L, "%s: option %s must be an integer", fname, key);
-  }
-  lua_pop(L, 1);
-  return v;
 }
 
 static int opt_reduction(lua_State *L, int opts, const char *fname) {
   int r = NC_REDUCTION_MEAN;
-  if (field(L, opts, "reduction") != LUA_TNIL) {
+  if (nc_lua_opt_field(L, opts, "reduction") != LUA_TNIL) {
     const char *s = lua_tostring(L, -1);
     if (s && !strcmp(s, "mean"))
       r = NC_REDUCTION_MEAN;
@@ -120,7 +90,7 @@ static int l_conv2d(lua_State *L) {
   opt_pair(L, opts, "stride", p.stride, fname);
   opt_pair(L, opts, "padding", p.padding, fname);
   opt_pair(L, opts, "dilation", p.dilation, fname);
-  p.groups = opt_integer(L, opts, "groups", 1, fname);
+  p.groups = nc_lua_opt_integer(L, opts, "groups", 1, fname);
   return nc_lua_ag_result(L, nc_ag_conv2d(nc_lua_active_tape(L), x, w, b, &p, &out), &out, fname);
 }
 
@@ -156,8 +126,8 @@ static int l_batch_norm(lua_State *L) {
   nc_node *w = nc_lua_ag_optnode(L, 4, fname), *b = nc_lua_ag_optnode(L, 5, fname);
   int opts = nc_lua_opts(L, 6);
   bool training = nc_lua_opt_bool(L, opts, "training", false);
-  double momentum = opt_number(L, opts, "momentum", 0.1, fname),
-         eps = opt_number(L, opts, "eps", 1e-5, fname);
+  double momentum = nc_lua_opt_number(L, opts, "momentum", 0.1, fname),
+         eps = nc_lua_opt_number(L, opts, "eps", 1e-5, fname);
   return nc_lua_ag_result(
       L, nc_ag_batch_norm(nc_lua_active_tape(L), x, w, b, rm, rv, training, momentum, eps, &out), &out,
       fname);
@@ -178,7 +148,7 @@ static int l_layer_norm(lua_State *L) {
   nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = normalized(L, 2, nc_node_value(x), fname);
   nc_node *w = nc_lua_ag_optnode(L, 3, fname), *b = nc_lua_ag_optnode(L, 4, fname);
-  double eps = opt_number(L, nc_lua_opts(L, 5), "eps", 1e-5, fname);
+  double eps = nc_lua_opt_number(L, nc_lua_opts(L, 5), "eps", 1e-5, fname);
   return nc_lua_ag_result(L, nc_ag_layer_norm(nc_lua_active_tape(L), x, nd, w, b, eps, &out), &out, fname);
 }
 
@@ -187,7 +157,7 @@ static int l_rms_norm(lua_State *L) {
   nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   int nd = normalized(L, 2, nc_node_value(x), fname);
   nc_node *w = nc_lua_ag_optnode(L, 3, fname);
-  double eps = opt_number(L, nc_lua_opts(L, 4), "eps", 1e-6, fname);
+  double eps = nc_lua_opt_number(L, nc_lua_opts(L, 4), "eps", 1e-6, fname);
   return nc_lua_ag_result(L, nc_ag_rms_norm(nc_lua_active_tape(L), x, nd, w, eps, &out), &out, fname);
 }
 
@@ -198,7 +168,7 @@ static int l_embedding(lua_State *L) {
   int wi = nc_dtype_is_float(first->dtype) ? 1 : 2, ii = 3 - wi; /* the integer tensor is the index */
   nc_node *w = nc_lua_checknodelike(L, wi, fname), *out;
   nc_tensor *idx = nc_lua_ag_checktensor(L, ii, fname);
-  int64_t pad = opt_integer(L, nc_lua_opts(L, 3), "padding_idx", -1, fname);
+  int64_t pad = nc_lua_opt_integer(L, nc_lua_opts(L, 3), "padding_idx", -1, fname);
   return nc_lua_ag_result(L, nc_ag_embedding(nc_lua_active_tape(L), w, idx, pad, &out), &out, fname);
 }
 
@@ -210,8 +180,8 @@ static int l_cross_entropy(lua_State *L) {
   nc_tensor *targets = nc_lua_ag_checktensor(L, 2, fname);
   int opts = nc_lua_opts(L, 3);
   nc_cross_entropy_opts o = nc_cross_entropy_defaults();
-  o.ignore_index = opt_integer(L, opts, "ignore_index", o.ignore_index, fname);
-  o.label_smoothing = opt_number(L, opts, "label_smoothing", 0.0, fname);
+  o.ignore_index = nc_lua_opt_integer(L, opts, "ignore_index", o.ignore_index, fname);
+  o.label_smoothing = nc_lua_opt_number(L, opts, "label_smoothing", 0.0, fname);
   o.reduction = (nc_reduction)opt_reduction(L, opts, fname);
   return nc_lua_ag_result(L, nc_ag_cross_entropy(nc_lua_active_tape(L), x, targets, &o, &out), &out, fname);
 }
@@ -221,7 +191,7 @@ static int l_nll_loss(lua_State *L) {
   nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
   nc_tensor *targets = nc_lua_ag_checktensor(L, 2, fname);
   int opts = nc_lua_opts(L, 3);
-  int64_t ii = opt_integer(L, opts, "ignore_index", -100, fname);
+  int64_t ii = nc_lua_opt_integer(L, opts, "ignore_index", -100, fname);
   return nc_lua_ag_result(
       L, nc_ag_nll_loss(nc_lua_active_tape(L), x, targets, ii, opt_reduction(L, opts, fname), &out), &out,
       fname);
@@ -247,14 +217,14 @@ static int l_cosine_similarity(lua_State *L) {
   int opts = nc_lua_opts(L, 3) ? 3 : nc_lua_opts(L, 4), dim;
   if (lua_type(L, 3) == LUA_TNUMBER) {
     dim = nc_lua_checkdim(L, 3, nd, fname);
-  } else if (field(L, opts, "dim") != LUA_TNIL) {
+  } else if (nc_lua_opt_field(L, opts, "dim") != LUA_TNIL) {
     dim = nc_lua_checkdim(L, -1, nd, fname);
     lua_pop(L, 1);
   } else {
     lua_pop(L, 1);
     dim = nd >= 2 ? 1 : 0;
   }
-  double eps = opt_number(L, opts, "eps", 1e-8, fname);
+  double eps = nc_lua_opt_number(L, opts, "eps", 1e-8, fname);
   return nc_lua_ag_result(L, nc_ag_cosine_similarity(nc_lua_active_tape(L), a, b, dim, eps, &out), &out,
                           fname);
 }

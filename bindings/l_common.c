@@ -177,6 +177,37 @@ nc_dtype nc_lua_checkdtype(lua_State *L, int idx, const char *fname) {
   return d;
 }
 
+int nc_lua_opt_field(lua_State *L, int opts, const char *key) {
+  if (opts == 0 || lua_isnoneornil(L, opts)) {
+    lua_pushnil(L);
+    return LUA_TNIL;
+  }
+  if (!lua_istable(L, opts)) return nc_lua_errorf(L, "options must be a table, got %s", luaL_typename(L, opts));
+  return lua_getfield(L, opts, key);
+}
+
+double nc_lua_opt_number(lua_State *L, int opts, const char *key, double def, const char *fname) {
+  double v = def;
+  if (nc_lua_opt_field(L, opts, key) != LUA_TNIL) {
+    int ok;
+    v = lua_tonumberx(L, -1, &ok);
+    if (!ok) nc_lua_errorf(L, "%s: option %s must be a number", fname, key);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+int64_t nc_lua_opt_integer(lua_State *L, int opts, const char *key, int64_t def, const char *fname) {
+  int64_t v = def;
+  if (nc_lua_opt_field(L, opts, key) != LUA_TNIL) {
+    int ok;
+    v = lua_tointegerx(L, -1, &ok);
+    if (!ok) nc_lua_errorf(L, "%s: option %s must be an integer", fname, key);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
 nc_dtype nc_lua_opt_dtype(lua_State *L, int idx, nc_dtype def, const char *fname) {
   if (lua_isnoneornil(L, idx)) return def;
   luaL_checktype(L, idx, LUA_TTABLE);

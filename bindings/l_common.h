@@ -53,6 +53,10 @@ void nc_lua_pushshape(lua_State *L, int ndim, const int64_t *v);
 int nc_lua_checkdim(lua_State *L, int idx, int ndim, const char *fname);
 
 /* Options table helpers (idx may be absent or nil). */
+/* Pushes opts[key], or nil when opts is 0, absent or nil; raises when opts is not a table. */
+int nc_lua_opt_field(lua_State *L, int opts, const char *key);
+double nc_lua_opt_number(lua_State *L, int opts, const char *key, double def, const char *fname);
+int64_t nc_lua_opt_integer(lua_State *L, int opts, const char *key, int64_t def, const char *fname);
 nc_dtype nc_lua_opt_dtype(lua_State *L, int idx, nc_dtype def, const char *fname);
 nc_device *nc_lua_opt_device(lua_State *L, int idx, const char *fname);
 nc_dtype nc_lua_checkdtype(lua_State *L, int idx, const char *fname);

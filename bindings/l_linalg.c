@@ -24,15 +24,6 @@ static nc_tensor *opt_tensor(lua_State *L, int idx, const char *fname) {
 
 /* ---- options ----------------------------------------------------------------------------------- */
 /* Pushes opts[key] (nil when opts is absent) and returns its type. */
-static int opts_field(lua_State *L, int opts, const char *key) {
-  if (lua_isnoneornil(L, opts)) {
-    lua_pushnil(L);
-    return LUA_TNIL;
-  }
-  if (!lua_istable(L, opts)) luaL_error(L, "options must be a table, got %s", luaL_typename(L, opts));
-  return lua_getfield(L, opts, key);
-}
-
 /* An integer or a pair {h, w} at stack index idx. */
 static void check_pair(lua_State *L, int idx, int64_t out[2], const char *fname, const char *what) {
   idx = lua_absindex(L, idx);
@@ -56,35 +47,13 @@ static void check_pair(lua_State *L, int idx, int64_t out[2], const char *fname,
 }
 
 static void opt_pair(lua_State *L, int opts, const char *key, int64_t out[2], const char *fname) {
-  if (opts_field(L, opts, key) != LUA_TNIL) check_pair(L, -1, out, fname, key);
+  if (nc_lua_opt_field(L, opts, key) != LUA_TNIL) check_pair(L, -1, out, fname, key);
   lua_pop(L, 1);
 }
 
 static bool opt_bool(lua_State *L, int opts, const char *key, bool def) {
   bool v = def;
-  if (opts_field(L, opts, key) != LUA_TNIL) v = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return v;
-}
-
-static double opt_number(lua_State *L, int opts, const char *key, double def, const char *fname) {
-  double v = def;
-  if (opts_field(L, opts, key) != LUA_TNIL) {
-    int ok;
-    v = lua_tonumberx(L, -1, &ok);
-    if (!ok) luaL_error(L, "%s: option %s must be a number", fname, key);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-static int64_t opt_integer(lua_State *L, int opts, const char *key, int64_t def, const char *fname) {
-  int64_t v = def;
-  if (opts_field(L, opts, key) != LUA_TNIL) {
-    int ok;
-    v = lua_tointegerx(L, -1, &ok);
-    if (!ok) luaL_error(L, "%s: option %s must be an integer", fname, key);
-  }
+  if (nc_lua_opt_field(L, opts, key) != LUA_TNIL) v = lua_toboolean(L, -1);
   lua_pop(L, 1);
   return v;
 }
@@ -134,7 +103,7 @@ static nc_conv2d_desc conv_opts(lua_State *L, int opts, const char *fname) {
   opt_pair(L, opts, "stride", p.stride, fname);
   opt_pair(L, opts, "padding", p.padding, fname);
   opt_pair(L, opts, "dilation", p.dilation, fname);
-  p.groups = opt_integer(L, opts, "groups", 1, fname);
+  p.groups = nc_lua_opt_integer(L, opts, "groups", 1, fname);
   return p;
 }
 
@@ -266,7 +235,7 @@ static int l_batch_norm(lua_State *L) {
             *b = opt_tensor(L, 3, fname);
   nc_tensor *rm = opt_tensor(L, 4, fname), *rv = opt_tensor(L, 5, fname), *y, *m, *is;
   bool training = opt_bool(L, 6, "training", true);
-  double momentum = opt_number(L, 6, "momentum", 0.1, fname), eps = opt_number(L, 6, "eps", 1e-5, fname);
+  double momentum = nc_lua_opt_number(L, 6, "momentum", 0.1, fname), eps = nc_lua_opt_number(L, 6, "eps", 1e-5, fname);
   CHECK(fname, nc_batch_norm(x, w, b, rm, rv, training, momentum, eps, &y, &m, &is));
   push_new(L, y);
   push_new(L, m);
@@ -306,7 +275,7 @@ static int l_layer_norm(lua_State *L) {
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname), *y, *m, *rs;
   int nd = check_normalized(L, 2, x, fname);
   nc_tensor *w = opt_tensor(L, 3, fname), *b = opt_tensor(L, 4, fname);
-  double eps = opt_number(L, 5, "eps", 1e-5, fname);
+  double eps = nc_lua_opt_number(L, 5, "eps", 1e-5, fname);
   CHECK(fname, nc_layer_norm(x, nd, w, b, eps, &y, &m, &rs));
   push_new(L, y);
   push_new(L, m);
@@ -335,7 +304,7 @@ static int l_rms_norm(lua_State *L) {
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname), *y, *rs;
   int nd = check_normalized(L, 2, x, fname);
   nc_tensor *w = opt_tensor(L, 3, fname);
-  double eps = opt_number(L, 4, "eps", 1e-6, fname);
+  double eps = nc_lua_opt_number(L, 4, "eps", 1e-6, fname);
   CHECK(fname, nc_rms_norm(x, nd, w, eps, &y, &rs));
   push_new(L, y);
   push_new(L, rs);
@@ -369,7 +338,7 @@ static int l_embedding_backward(lua_State *L) {
   const char *fname = "netcl.nn_ops.embedding_backward";
   nc_tensor *g = nc_lua_checktensor_f(L, 1, fname), *idx = nc_lua_checktensor_f(L, 2, fname), *r;
   lua_Integer v = luaL_checkinteger(L, 3);
-  int64_t pad = opt_integer(L, 4, "padding_idx", -1, fname);
+  int64_t pad = nc_lua_opt_integer(L, 4, "padding_idx", -1, fname);
   CHECK(fname, nc_embedding_backward(g, idx, v, pad, &r));
   push_new(L, r);
   return 1;
@@ -377,9 +346,9 @@ static int l_embedding_backward(lua_State *L) {
 
 static nc_cross_entropy_opts ce_opts(lua_State *L, int opts, const char *fname) {
   nc_cross_entropy_opts o = nc_cross_entropy_defaults();
-  o.ignore_index = opt_integer(L, opts, "ignore_index", o.ignore_index, fname);
-  o.label_smoothing = opt_number(L, opts, "label_smoothing", 0.0, fname);
-  if (opts_field(L, opts, "reduction") != LUA_TNIL) {
+  o.ignore_index = nc_lua_opt_integer(L, opts, "ignore_index", o.ignore_index, fname);
+  o.label_smoothing = nc_lua_opt_number(L, opts, "label_smoothing", 0.0, fname);
+  if (nc_lua_opt_field(L, opts, "reduction") != LUA_TNIL) {
     const char *r = lua_tostring(L, -1);
     if (r && !strcmp(r, "mean"))
       o.reduction = NC_REDUCTION_MEAN;
