@@ -325,7 +325,6 @@ static int join(lua_State *L, bool stack) {
 static int l_cat(lua_State *L) { return join(L, false); }
 static int l_stack(lua_State *L) { return join(L, true); }
 
-#define MAX_PARTS 65536
 
 /* Pushes a Lua array of the n parts of x (sizes along dim). */
 static int split_parts(lua_State *L, nc_node *x, int dim, int n, const int64_t *sizes, const char *fname) {
@@ -346,30 +345,9 @@ static int l_split(lua_State *L) {
   nc_node *x = nc_lua_checknodelike(L, 1, fname);
   const nc_tensor *v = nc_node_value(x);
   if (v->ndim == 0) return luaL_error(L, "%s: cannot split a 0-dim node", fname);
-  int dim = lua_isnoneornil(L, 3) ? 0 : nc_lua_checkdim(L, 3, v->ndim, fname), n;
+  int dim = lua_isnoneornil(L, 3) ? 0 : nc_lua_checkdim(L, 3, v->ndim, fname);
   int64_t *sizes;
-  if (lua_istable(L, 2)) {
-    lua_Integer len = luaL_len(L, 2);
-    if (len > MAX_PARTS) return nc_lua_argerror(L, fname, 2, "too many sizes (%lld)", (long long)len);
-    sizes = lua_newuserdatauv(L, sizeof *sizes * (size_t)(len ? len : 1), 0);
-    for (lua_Integer i = 0; i < len; i++) {
-      lua_geti(L, 2, i + 1);
-      int isint;
-      sizes[i] = lua_tointegerx(L, -1, &isint);
-      if (!isint) return nc_lua_argerror(L, fname, 2, "size %lld is not an integer", (long long)i + 1);
-      lua_pop(L, 1);
-    }
-    n = (int)len;
-  } else {
-    lua_Integer size = luaL_checkinteger(L, 2);
-    if (size <= 0)
-      return nc_lua_argerror(L, fname, 2, "split size must be positive, got %lld", (long long)size);
-    int64_t count = (v->shape[dim] + size - 1) / size;
-    if (count > MAX_PARTS)
-      return nc_lua_argerror(L, fname, 2, "split into %lld pieces is too many", (long long)count);
-    sizes = lua_newuserdatauv(L, sizeof *sizes * (size_t)(count ? count : 1), 0);
-    n = nc_split_sizes(v->shape[dim], size, sizes, (int)count);
-  }
+  int n = nc_lua_split_sizes(L, 2, v->shape[dim], &sizes, fname);
   return split_parts(L, x, dim, n, sizes, fname);
 }
 
@@ -381,8 +359,8 @@ static int l_chunk(lua_State *L) {
   const nc_tensor *v = nc_node_value(x);
   if (v->ndim == 0) return luaL_error(L, "%s: cannot chunk a 0-dim node", fname);
   lua_Integer chunks = luaL_checkinteger(L, 2);
-  if (chunks <= 0 || chunks > MAX_PARTS)
-    return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", MAX_PARTS,
+  if (chunks <= 0 || chunks > NC_LUA_MAX_PARTS)
+    return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", NC_LUA_MAX_PARTS,
                            (long long)chunks);
   int dim = lua_isnoneornil(L, 3) ? 0 : nc_lua_checkdim(L, 3, v->ndim, fname);
   int64_t len = v->shape[dim], size = (len + chunks - 1) / chunks;

@@ -177,6 +177,31 @@ nc_dtype nc_lua_checkdtype(lua_State *L, int idx, const char *fname) {
   return d;
 }
 
+int nc_lua_split_sizes(lua_State *L, int idx, int64_t dim_size, int64_t **sizes, const char *fname) {
+  if (lua_istable(L, idx)) {
+    lua_Integer len = luaL_len(L, idx);
+    if (len > NC_LUA_MAX_PARTS) return nc_lua_argerror(L, fname, idx, "too many sizes (%lld)", (long long)len);
+    int64_t *s = lua_newuserdatauv(L, sizeof *s * (size_t)(len ? len : 1), 0);
+    for (lua_Integer i = 0; i < len; i++) {
+      lua_geti(L, idx, i + 1);
+      int isint;
+      s[i] = lua_tointegerx(L, -1, &isint);
+      if (!isint) return nc_lua_argerror(L, fname, idx, "size %lld is not an integer", (long long)i + 1);
+      lua_pop(L, 1);
+    }
+    *sizes = s;
+    return (int)len;
+  }
+  lua_Integer size = luaL_checkinteger(L, idx);
+  if (size <= 0) return nc_lua_argerror(L, fname, idx, "split size must be positive, got %lld", (long long)size);
+  int64_t count = (dim_size + size - 1) / size;
+  if (count > NC_LUA_MAX_PARTS)
+    return nc_lua_argerror(L, fname, idx, "split into %lld pieces is too many", (long long)count);
+  int64_t *s = lua_newuserdatauv(L, sizeof *s * (size_t)(count ? count : 1), 0);
+  *sizes = s;
+  return nc_split_sizes(dim_size, size, s, (int)count);
+}
+
 int nc_lua_opt_field(lua_State *L, int opts, const char *key) {
   if (opts == 0 || lua_isnoneornil(L, opts)) {
     lua_pushnil(L);

@@ -52,6 +52,11 @@ void nc_lua_pushshape(lua_State *L, int ndim, const int64_t *v);
 /* Dims: 1-based, negative from the end; returns 0-based. ndim is the rank to index into. */
 int nc_lua_checkdim(lua_State *L, int idx, int ndim, const char *fname);
 
+/* split's size argument at idx: a table of sizes, or one size cutting a dim of dim_size into
+ * ceil(dim_size / size) pieces. Sizes live in a userdata left on the stack; returns the count. */
+#define NC_LUA_MAX_PARTS 65536
+int nc_lua_split_sizes(lua_State *L, int idx, int64_t dim_size, int64_t **sizes, const char *fname);
+
 /* Options table helpers (idx may be absent or nil). */
 /* Pushes opts[key], or nil when opts is 0, absent or nil; raises when opts is not a table. */
 int nc_lua_opt_field(lua_State *L, int opts, const char *key);

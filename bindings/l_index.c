@@ -113,7 +113,6 @@ static int push_parts(lua_State *L, nc_tensor *x, int dim, int n, const int64_t 
   return 1;
 }
 
-#define MAX_PARTS 65536
 
 /* t:split(size, d) or t:split({s1, s2, ...}, d) */
 static int l_split(lua_State *L) {
@@ -122,30 +121,8 @@ static int l_split(lua_State *L) {
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname);
   if (x->ndim == 0) return luaL_error(L, "%s: cannot split a 0-dim tensor", fname);
   int dim = lua_isnoneornil(L, 3) ? 0 : nc_lua_checkdim(L, 3, x->ndim, fname);
-  int n;
   int64_t *sizes;
-  if (lua_istable(L, 2)) {
-    lua_Integer len = luaL_len(L, 2);
-    if (len > MAX_PARTS) return nc_lua_argerror(L, fname, 2, "too many sizes (%lld)", (long long)len);
-    sizes = lua_newuserdatauv(L, sizeof *sizes * (size_t)(len ? len : 1), 0);
-    for (lua_Integer i = 0; i < len; i++) {
-      lua_geti(L, 2, i + 1);
-      int isint;
-      sizes[i] = lua_tointegerx(L, -1, &isint);
-      if (!isint) return nc_lua_argerror(L, fname, 2, "size %lld is not an integer", (long long)i + 1);
-      lua_pop(L, 1);
-    }
-    n = (int)len;
-  } else {
-    lua_Integer size = luaL_checkinteger(L, 2);
-    if (size <= 0)
-      return nc_lua_argerror(L, fname, 2, "split size must be positive, got %lld", (long long)size);
-    int64_t len = x->shape[dim], count = (len + size - 1) / size;
-    if (count > MAX_PARTS)
-      return nc_lua_argerror(L, fname, 2, "split into %lld pieces is too many", (long long)count);
-    sizes = lua_newuserdatauv(L, sizeof *sizes * (size_t)(count ? count : 1), 0);
-    n = nc_split_sizes(len, size, sizes, (int)count);
-  }
+  int n = nc_lua_split_sizes(L, 2, x->shape[dim], &sizes, fname);
   return push_parts(L, x, dim, n, sizes, fname);
 }
 
@@ -156,8 +133,8 @@ static int l_chunk(lua_State *L) {
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname);
   if (x->ndim == 0) return luaL_error(L, "%s: cannot chunk a 0-dim tensor", fname);
   lua_Integer chunks = luaL_checkinteger(L, 2);
-  if (chunks <= 0 || chunks > MAX_PARTS)
-    return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", MAX_PARTS,
+  if (chunks <= 0 || chunks > NC_LUA_MAX_PARTS)
+    return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", NC_LUA_MAX_PARTS,
                            (long long)chunks);
   int dim = lua_isnoneornil(L, 3) ? 0 : nc_lua_checkdim(L, 3, x->ndim, fname);
   int64_t len = x->shape[dim], size = (len + chunks - 1) / chunks;
