@@ -60,7 +60,7 @@ static void drop_cache(struct nc_pool *p) {
   while (freed) {
     nc_block *b = freed;
     freed = b->next;
-    p->dev->backend->release(p->dev, b->handle);
+    p->dev->iface->release(p->dev, b->handle);
     free(b);
   }
 }
@@ -125,7 +125,7 @@ static nc_status raw_alloc(struct nc_pool *p, size_t cls, void **handle) {
   pthread_mutex_unlock(&p->lock);
   if (info->memory && total + cls > info->memory)
     return nc_error(NC_ERR_OOM, "device memory exhausted");
-  return p->dev->backend->alloc(p->dev, cls, handle);
+  return p->dev->iface->alloc(p->dev, cls, handle);
 }
 
 nc_status nc_pool_alloc(struct nc_pool *p, size_t nbytes, nc_block **out) {
@@ -169,7 +169,7 @@ nc_status nc_pool_alloc(struct nc_pool *p, size_t nbytes, nc_block **out) {
   }
   b->size = cls;
   b->pool = p;
-  b->host = p->dev->backend->host_ptr(p->dev, b->handle);
+  b->host = p->dev->iface->host_ptr(p->dev, b->handle);
   pthread_mutex_lock(&p->lock);
   p->in_use += cls;
   if (p->in_use > p->peak) p->peak = p->in_use;
@@ -193,7 +193,7 @@ void nc_pool_free(nc_block *b) {
   }
   pthread_mutex_unlock(&p->lock);
   if (b) {
-    p->dev->backend->release(p->dev, b->handle);
+    p->dev->iface->release(p->dev, b->handle);
     free(b);
   }
 }
@@ -211,6 +211,6 @@ nc_status nc_memory_stats_get(nc_device *dev, nc_memory_stats *st) {
   pthread_mutex_lock(&dev->persistent->lock);
   st->persistent_in_use = dev->persistent->in_use;
   pthread_mutex_unlock(&dev->persistent->lock);
-  if (dev->backend->stats) dev->backend->stats(dev, st);
+  if (dev->iface->stats) dev->iface->stats(dev, st);
   return NC_OK;
 }

@@ -36,12 +36,12 @@ nc_status nc_storage_new(nc_device *dev, size_t nbytes, unsigned flags, nc_stora
   return NC_OK;
 }
 
-nc_status nc_storage_wrap_host(void *ptr, size_t nbytes, void (*release)(void *ud), void *ud,
-                               nc_storage **out) {
+nc_status nc_storage_wrap_host_on(nc_device *dev, void *ptr, size_t nbytes, void (*release)(void *ud),
+                                  void *ud, nc_storage **out) {
   if (!ptr && nbytes) return nc_error(NC_ERR_ARG, "wrapping a NULL host pointer of %zu bytes", nbytes);
   nc_storage *s = calloc(1, sizeof *s);
   if (!s) return nc_error(NC_ERR_OOM, "out of host memory for a storage header");
-  s->dev = nc_device_get(0);
+  s->dev = dev;
   s->handle = s->host = ptr;
   s->nbytes = nbytes;
   s->release = release;
@@ -81,11 +81,11 @@ static nc_status check_range(const nc_storage *s, size_t off, size_t n, const ch
 nc_status nc_storage_write(nc_storage *s, size_t off, const void *src, size_t nbytes) {
   NC_TRY(check_range(s, off, nbytes, "write"));
   if (nbytes == 0) return NC_OK;
-  return s->dev->backend->write(s->dev, s->handle, off, src, nbytes);
+  return s->dev->iface->write(s->dev, s->handle, off, src, nbytes);
 }
 
 nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nbytes) {
   NC_TRY(check_range(s, off, nbytes, "read"));
   if (nbytes == 0) return NC_OK;
-  return s->dev->backend->read(s->dev, s->handle, off, dst, nbytes);
+  return s->dev->iface->read(s->dev, s->handle, off, dst, nbytes);
 }

@@ -1,5 +1,6 @@
 /* conv2d forward and gradients: geometry checks, contiguous operands, output allocation,
  * dispatch to the backend. */
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/conv.h"
 #include "netcl/copy.h"
@@ -92,7 +93,7 @@ nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_c
   NC_TRY(nc_tensor_empty(dev, x->dtype, 4, shape, 0, &y));
   nc_status s = dense_pair(x, weight, &cx, &cw);
   if (s == NC_OK && bias) s = nc_dense_operand(bias, &cb);
-  if (s == NC_OK && nc_tensor_numel(y) > 0) s = dev->backend->conv2d(&p, cx, cw, cb, y);
+  if (s == NC_OK && nc_tensor_numel(y) > 0) s = nc_bk_conv2d(&p, cx, cw, cb, y);
   nc_tensor_release(cx);
   nc_tensor_release(cw);
   nc_tensor_release(cb);
@@ -130,7 +131,7 @@ nc_status nc_conv2d_backward_input(nc_tensor *dy, nc_tensor *weight, const int64
     if (nc_tensor_numel(dy) == 0)
       s = nc_fill(r, 0.0);
     else
-      s = dev->backend->conv2d_backward_input(&p, cdy, cw, r);
+      s = nc_bk_conv2d_bwd_input(&p, cdy, cw, r);
   }
   nc_tensor_release(cdy);
   nc_tensor_release(cw);
@@ -158,7 +159,7 @@ nc_status nc_conv2d_backward_weight(nc_tensor *dy, nc_tensor *x, const int64_t w
     if (nc_tensor_numel(dy) == 0)
       s = nc_fill(r, 0.0);
     else
-      s = dev->backend->conv2d_backward_weight(&p, cdy, cx, r);
+      s = nc_bk_conv2d_bwd_weight(&p, cdy, cx, r);
   }
   nc_tensor_release(cdy);
   nc_tensor_release(cx);

@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 
@@ -52,11 +53,11 @@ nc_status nc_copy(nc_tensor *dst, nc_tensor *src) {
       /* Kernels (and clEnqueueCopyBuffer) need disjoint operands: go through a copy. */
       nc_tensor *tmp = NULL;
       st = nc_to(s, sd, s->dtype, &tmp);
-      if (st == NC_OK) st = dd->backend->copy(dst, tmp);
+      if (st == NC_OK) st = nc_bk_copy(dst, tmp);
       nc_tensor_release(tmp);
       goto done;
     }
-    st = dd->backend->copy(dst, s);
+    st = nc_bk_copy(dst, s);
     goto done;
   }
   /* Between devices: values go through the host, already in dst's dtype. The write stages
@@ -73,7 +74,7 @@ nc_status nc_copy(nc_tensor *dst, nc_tensor *src) {
   } else if (st == NC_OK) {
     st = nc_tensor_empty(dd, dst->dtype, dst->ndim, dst->shape, 0, &tmp);
     if (st == NC_OK) st = nc_tensor_write_host(tmp, host, nbytes);
-    if (st == NC_OK) st = dd->backend->copy(dst, tmp);
+    if (st == NC_OK) st = nc_bk_copy(dst, tmp);
   }
   free(host);
   nc_tensor_release(tmp);

@@ -75,14 +75,13 @@ typedef struct {
 } ew_call;
 
 static nc_status ew_launch(ew_call *c, nc_tensor *target, nc_operand *in) {
-  const nc_backend *be = nc_tensor_device(target)->backend;
   switch (nc_op_get(c->op)->family) {
     case NC_FAMILY_UNARY:
-      return be->unary(c->op, target, in[0].t, c->params);
+      return nc_bk_unary(c->op, target, in[0].t, c->params);
     case NC_FAMILY_BINARY:
-      return be->binary(c->op, target, &in[0], &in[1]);
+      return nc_bk_binary(c->op, target, &in[0], &in[1]);
     case NC_FAMILY_WHERE:
-      return be->where(target, in[0].t, &in[1], &in[2]);
+      return nc_bk_where(c->op, target, in[0].t, &in[1], &in[2]);
     default:
       return nc_error(NC_ERR_ARG, "%s is not an elementwise op", nc_op_get(c->op)->name);
   }

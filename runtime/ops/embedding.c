@@ -1,4 +1,5 @@
 /* Embedding lookup and its scatter-add backward: checks, allocation, dispatch. */
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/creation.h"
 #include "netcl/embedding.h"
@@ -27,7 +28,7 @@ nc_status nc_embedding(nc_tensor *weight, nc_tensor *idx, nc_tensor **out) {
   if (s == NC_OK) s = nc_dense_operand(weight, &dw);
   if (s == NC_OK) s = nc_dense_operand(idx, &di);
   int64_t bad = 0;
-  if (s == NC_OK && nc_tensor_numel(r) > 0) s = dev->backend->embedding(dw, di, r, &bad);
+  if (s == NC_OK && nc_tensor_numel(r) > 0) s = nc_bk_embedding(dw, di, r, &bad);
   if (s == NC_OK && bad > 0) {
     int64_t v = 0;
     nc_tensor *flat = NULL, *one = NULL;
@@ -71,7 +72,7 @@ nc_status nc_embedding_backward(nc_tensor *dout, nc_tensor *idx, int64_t num_emb
   nc_status s = nc_tensor_empty(dev, dout->dtype, 2, shape, 0, &r);
   if (s == NC_OK) s = nc_dense_operand(dout, &dd);
   if (s == NC_OK) s = nc_dense_operand(idx, &di);
-  if (s == NC_OK && nc_tensor_numel(r) > 0) s = dev->backend->embedding_backward(dd, di, padding_idx, r);
+  if (s == NC_OK && nc_tensor_numel(r) > 0) s = nc_bk_embedding_bwd(dd, di, padding_idx, r);
   nc_tensor_release(dd), nc_tensor_release(di);
   if (s != NC_OK) {
     nc_tensor_release(r);

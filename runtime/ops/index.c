@@ -56,7 +56,7 @@ static nc_status run_index(nc_op op, nc_tensor *dst, nc_tensor *base, nc_tensor 
   if (s == NC_OK) s = nc_input_for(idx, NC_INT64, target, &iin);
   if (s == NC_OK && nc_tensor_numel(target) > 0) {
     nc_storage_bump_version(target->storage);
-    s = dev->backend->index(op, target, xin, iin, dim);
+    s = nc_bk_index(op, target, xin, iin, dim);
   }
   if (s == NC_OK && target != dst && dst) s = nc_copy(dst, target);
   nc_tensor_release(xin);

@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"
@@ -38,7 +39,7 @@ static nc_status inner_mismatch(const nc_tensor *a, const nc_tensor *b, int64_t 
 /* Runs C = alpha A B + beta C over operands already expanded to one batch shape
  * (batch dims = ndim - 2, equal in a, b, c). Batch dims that are laid out alike in all three
  * merge into one; any that remain are looped over here, one backend call per slice. */
-static nc_status run_batched(const nc_tensor *a, const nc_tensor *b, nc_tensor *c, const nc_tensor *bias,
+static nc_status run_batched(nc_op op, const nc_tensor *a, const nc_tensor *b, nc_tensor *c, const nc_tensor *bias,
                              int64_t bias_sm, int64_t bias_sn, double alpha, double beta) {
   int nb = c->ndim - 2;
   int64_t shape[NC_MAX_DIMS] = {0}, sa[NC_MAX_DIMS] = {0}, sb[NC_MAX_DIMS] = {0}, sc[NC_MAX_DIMS] = {0};
@@ -85,7 +86,6 @@ static nc_status run_batched(const nc_tensor *a, const nc_tensor *b, nc_tensor *
   int64_t outer = 1;
   for (int d = 0; d < n - 1; d++) outer *= shape[d];
   if (outer == 0) return NC_OK;
-  nc_device *dev = nc_tensor_device(c);
   nc_storage_bump_version(c->storage);
   for (int64_t o = 0; o < outer; o++) {
     int64_t r = o, oa = a->offset, ob = b->offset, oc = c->offset;
@@ -99,13 +99,13 @@ static nc_status run_batched(const nc_tensor *a, const nc_tensor *b, nc_tensor *
     g.a_off = oa;
     g.b_off = ob;
     g.c_off = oc;
-    NC_TRY(dev->backend->gemm(&g));
+    NC_TRY(nc_bk_gemm(op, &g));
   }
   return NC_OK;
 }
 
 /* a [.., M, K] @ b [.., K, N] with batch dims broadcast into out [batch.., M, N]. */
-static nc_status batched_product(nc_tensor *a, nc_tensor *b, nc_tensor *bias, nc_tensor **out) {
+static nc_status batched_product(nc_op op, nc_tensor *a, nc_tensor *b, nc_tensor *bias, nc_tensor **out) {
   int nb_a = a->ndim - 2, nb_b = b->ndim - 2, nb = nb_a > nb_b ? nb_a : nb_b;
   int64_t batch[NC_MAX_DIMS] = {0};
   for (int i = 0; i < nb; i++) {
@@ -134,7 +134,7 @@ static nc_status batched_product(nc_tensor *a, nc_tensor *b, nc_tensor *bias, nc
   if (s == NC_OK && k == 0)
     s = bias ? nc_copy(c, bias) : nc_fill(c, 0.0);
   else if (s == NC_OK)
-    s = run_batched(ea, eb, c, bias, 0, bias ? bias->strides[0] : 0, 1.0, 0.0);
+    s = run_batched(op, ea, eb, c, bias, 0, bias ? bias->strides[0] : 0, 1.0, 0.0);
   nc_tensor_release(ea);
   nc_tensor_release(eb);
   if (s != NC_OK) {
@@ -156,7 +156,7 @@ nc_status nc_matmul(nc_tensor *a, nc_tensor *b, nc_tensor **out) {
   nc_tensor *a2 = NULL, *b2 = NULL, *r = NULL;
   nc_status s = a->ndim == 1 ? nc_tensor_unsqueeze(a, 0, &a2) : nc_tensor_alias(a, &a2);
   if (s == NC_OK) s = b->ndim == 1 ? nc_tensor_unsqueeze(b, 1, &b2) : nc_tensor_alias(b, &b2);
-  if (s == NC_OK) s = batched_product(a2, b2, NULL, &r);
+  if (s == NC_OK) s = batched_product(NC_OP_MATMUL, a2, b2, NULL, &r);
   nc_tensor_release(a2);
   nc_tensor_release(b2);
   NC_TRY(s);
@@ -182,7 +182,7 @@ nc_status nc_mm(nc_tensor *a, nc_tensor *b, nc_tensor **out) {
   if (a->ndim != 2 || b->ndim != 2)
     return nc_error(NC_ERR_SHAPE, "mm needs 2-D operands, got %d and %d dims", a->ndim, b->ndim);
   if (a->shape[1] != b->shape[0]) return inner_mismatch(a, b, a->shape[1], b->shape[0]);
-  return batched_product(a, b, NULL, out);
+  return batched_product(NC_OP_MM, a, b, NULL, out);
 }
 
 nc_status nc_bmm(nc_tensor *a, nc_tensor *b, nc_tensor **out) {
@@ -193,7 +193,7 @@ nc_status nc_bmm(nc_tensor *a, nc_tensor *b, nc_tensor **out) {
     return nc_error(NC_ERR_SHAPE, "bmm needs equal batch sizes, got %lld and %lld", (long long)a->shape[0],
                     (long long)b->shape[0]);
   if (a->shape[2] != b->shape[1]) return inner_mismatch(a, b, a->shape[2], b->shape[1]);
-  return batched_product(a, b, NULL, out);
+  return batched_product(NC_OP_BMM, a, b, NULL, out);
 }
 
 nc_status nc_linear(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor **out) {
@@ -218,7 +218,7 @@ nc_status nc_linear(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor 
   nc_tensor *wt, *x2 = NULL, *r = NULL;
   NC_TRY(nc_tensor_transpose(weight, 0, 1, &wt));
   nc_status s = x->ndim == 1 ? nc_tensor_unsqueeze(x, 0, &x2) : nc_tensor_alias(x, &x2);
-  if (s == NC_OK) s = batched_product(x2, wt, bias, &r);
+  if (s == NC_OK) s = batched_product(NC_OP_LINEAR, x2, wt, bias, &r);
   nc_tensor_release(wt);
   nc_tensor_release(x2);
   NC_TRY(s);
@@ -297,7 +297,7 @@ nc_status nc_gemm(nc_tensor *a, nc_tensor *b, nc_tensor *c, double alpha, double
   nc_status s = as_batch3(a, bt, &ea);
   if (s == NC_OK) s = as_batch3(b, bt, &eb);
   if (s == NC_OK) s = as_batch3(c, bt, &ec);
-  if (s == NC_OK) s = run_batched(ea, eb, ec, NULL, 0, 0, alpha, beta);
+  if (s == NC_OK) s = run_batched(NC_OP_MM, ea, eb, ec, NULL, 0, 0, alpha, beta);
   nc_tensor_release(ea);
   nc_tensor_release(eb);
   nc_tensor_release(ec);

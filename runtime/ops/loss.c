@@ -1,4 +1,5 @@
 /* cross_entropy: checks (targets must be int64 class indices), allocation, dispatch. */
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/loss.h"
 #include "ops/dense.h"
@@ -44,7 +45,7 @@ nc_status nc_cross_entropy(nc_tensor *logits, nc_tensor *targets, const nc_cross
   if (s == NC_OK) s = nc_dense_operand(targets, &dt);
   int64_t bad = 0;
   if (s == NC_OK)
-    s = dev->backend->cross_entropy(dl, dt, o.ignore_index, o.label_smoothing, o.reduction, l, s_, &bad);
+    s = nc_bk_cross_entropy(dl, dt, o.ignore_index, o.label_smoothing, o.reduction, l, s_, &bad);
   if (s == NC_OK && bad > 0) {
     int64_t n = nc_tensor_numel(dt), v = 0;
     nc_tensor *flat = NULL, *one = NULL;
@@ -86,7 +87,7 @@ nc_status nc_cross_entropy_backward(nc_tensor *dloss, nc_tensor *logits, nc_tens
   nc_tensor *in[4] = {dloss, logits, targets, lse};
   for (int i = 0; s == NC_OK && i < 4; i++) s = nc_dense_operand(in[i], &d[i]);
   if (s == NC_OK && nc_tensor_numel(r) > 0)
-    s = dev->backend->cross_entropy_backward(d[0], d[1], d[2], d[3], o.ignore_index, o.label_smoothing,
+    s = nc_bk_cross_entropy_bwd(d[0], d[1], d[2], d[3], o.ignore_index, o.label_smoothing,
                                              o.reduction, r);
   for (int i = 0; i < 4; i++) nc_tensor_release(d[i]);
   if (s != NC_OK) {

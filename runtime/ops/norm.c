@@ -1,4 +1,5 @@
 /* Normalization ops: shape checks, saved-statistics tensors, dispatch. */
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"
@@ -91,7 +92,7 @@ nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_ten
     nc_tensor *rs[2] = {running_mean, running_var}, *drs[2] = {NULL, NULL};
     s = dense(rs, drs, 2);
     if (s == NC_OK)
-      s = dev->backend->batch_norm(d[0], d[1], d[2], drs[0], drs[1], training, momentum, eps, r, m, is);
+      s = nc_bk_batch_norm(d[0], d[1], d[2], drs[0], drs[1], training, momentum, eps, r, m, is);
     for (int i = 0; i < 2 && s == NC_OK && training; i++)
       if (drs[i] && drs[i] != rs[i]) s = nc_copy(rs[i], drs[i]);
     release_all(drs, 2);
@@ -133,7 +134,7 @@ nc_status nc_batch_norm_backward(nc_tensor *dy, nc_tensor *x, nc_tensor *weight,
   if (s == NC_OK && dweight) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &out[1]);
   if (s == NC_OK && dbias) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &out[2]);
   if (s == NC_OK && c > 0)
-    s = dev->backend->batch_norm_backward(d[0], d[1], d[2], d[3], d[4], training, out[0], out[1], out[2]);
+    s = nc_bk_batch_norm_bwd(d[0], d[1], d[2], d[3], d[4], training, out[0], out[1], out[2]);
   release_all(d, 5);
   if (s != NC_OK) {
     release_all(out, 3);
@@ -166,7 +167,7 @@ static nc_status row_forward(bool rms, nc_tensor *x, int nd, nc_tensor *weight, 
   nc_status s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &r);
   if (s == NC_OK && !rms) s = nc_tensor_empty(dev, x->dtype, lead, x->shape, 0, &m);
   if (s == NC_OK) s = nc_tensor_empty(dev, x->dtype, lead, x->shape, 0, &rs);
-  if (s == NC_OK && nc_tensor_numel(x) > 0) s = dev->backend->row_norm(rms, d[0], d[1], d[2], eps, r, m, rs);
+  if (s == NC_OK && nc_tensor_numel(x) > 0) s = nc_bk_row_norm(rms ? NC_OP_RMS_NORM : NC_OP_LAYER_NORM, d[0], d[1], d[2], eps, r, m, rs);
   release_all(d, 3);
   if (s != NC_OK) {
     nc_tensor_release(r), nc_tensor_release(m), nc_tensor_release(rs);
@@ -205,7 +206,7 @@ static nc_status row_backward(bool rms, nc_tensor *dy, nc_tensor *x, int nd, nc_
   if (s == NC_OK && dbias) s = nc_tensor_empty(dev, x->dtype, nd, norm_shape, 0, &out[2]);
   if (s == NC_OK) {
     if (nc_tensor_numel(x) > 0)
-      s = dev->backend->row_norm_backward(rms, d[0], d[1], d[2], d[3], d[4], out[0], out[1], out[2]);
+      s = nc_bk_row_norm_bwd(rms ? NC_OP_RMS_NORM_BWD : NC_OP_LAYER_NORM_BWD, d[0], d[1], d[2], d[3], d[4], out[0], out[1], out[2]);
     for (int i = 1; s == NC_OK && i < 3; i++)
       if (out[i] && nc_tensor_numel(x) == 0) s = nc_fill(out[i], 0.0);
   }

@@ -76,10 +76,11 @@ static void bump_all(written_set *w) {
   for (int i = 0; i < w->n; i++) nc_storage_bump_version(w->t[i]->storage);
 }
 
-static nc_status backend_entry(const char *op, nc_device *dev, bool has_entry) {
-  if (!has_entry)
-    return nc_error(NC_ERR_UNSUPPORTED, "%s: the %s backend has no fused update", op, dev->backend->name);
-  return NC_OK;
+/* Fails before any state is touched when dev's backend lacks the update. */
+static nc_status backend_entry(const char *op, nc_device *dev, nc_op entry) {
+  nc_backend_fn fn;
+  nc_status s = nc_dispatch_lookup(dev, entry, &fn);
+  return s == NC_OK ? s : nc_error_prefix(s, "%s", op);
 }
 
 nc_status nc_sgd_step(nc_tensor *param, nc_tensor *grad, nc_tensor *momentum_buffer, bool first,
@@ -100,7 +101,7 @@ nc_status nc_sgd_step(nc_tensor *param, nc_tensor *grad, nc_tensor *momentum_buf
   NC_TRY(prepare(op, &w, param, grad, &g));
   nc_status s = add_written(op, &w, "momentum_buffer", momentum_buffer, use_momentum, "momentum is 0");
   nc_device *dev = nc_tensor_device(param);
-  if (s == NC_OK) s = backend_entry(op, dev, dev->backend->sgd_step != NULL);
+  if (s == NC_OK) s = backend_entry(op, dev, NC_OP_SGD_STEP);
   if (s == NC_OK && nc_tensor_numel(param) > 0) {
     const nc_sgd_kernel_args a = {
         .neg_lr = -o->lr,
@@ -113,7 +114,7 @@ nc_status nc_sgd_step(nc_tensor *param, nc_tensor *grad, nc_tensor *momentum_buf
         .nesterov = o->nesterov,
     };
     bump_all(&w);
-    s = dev->backend->sgd_step(param, g, momentum_buffer, &a);
+    s = nc_bk_sgd_step(param, g, momentum_buffer, &a);
   }
   nc_tensor_release(g);
   return s;
@@ -135,7 +136,7 @@ nc_status nc_rmsprop_step(nc_tensor *param, nc_tensor *grad, nc_tensor *square_a
   if (s == NC_OK) s = add_written(op, &w, "grad_avg", grad_avg, o->centered, "centered is false");
   if (s == NC_OK) s = add_written(op, &w, "momentum_buffer", momentum_buffer, use_momentum, "momentum is 0");
   nc_device *dev = nc_tensor_device(param);
-  if (s == NC_OK) s = backend_entry(op, dev, dev->backend->rmsprop_step != NULL);
+  if (s == NC_OK) s = backend_entry(op, dev, NC_OP_RMSPROP_STEP);
   if (s == NC_OK && nc_tensor_numel(param) > 0) {
     const nc_rmsprop_kernel_args a = {
         .neg_lr = -o->lr,
@@ -149,7 +150,7 @@ nc_status nc_rmsprop_step(nc_tensor *param, nc_tensor *grad, nc_tensor *square_a
         .use_momentum = use_momentum,
     };
     bump_all(&w);
-    s = dev->backend->rmsprop_step(param, g, square_avg, grad_avg, momentum_buffer, &a);
+    s = nc_bk_rmsprop_step(param, g, square_avg, grad_avg, momentum_buffer, &a);
   }
   nc_tensor_release(g);
   return s;
@@ -173,7 +174,7 @@ nc_status nc_adam_step(nc_tensor *param, nc_tensor *grad, nc_tensor *exp_avg, nc
   if (s == NC_OK) s = add_written(op, &w, "exp_avg_sq", exp_avg_sq, true, "");
   if (s == NC_OK) s = add_written(op, &w, "max_exp_avg_sq", max_exp_avg_sq, o->amsgrad, "amsgrad is false");
   nc_device *dev = nc_tensor_device(param);
-  if (s == NC_OK) s = backend_entry(op, dev, dev->backend->adam_step != NULL);
+  if (s == NC_OK) s = backend_entry(op, dev, NC_OP_ADAM_STEP);
   if (s == NC_OK && nc_tensor_numel(param) > 0) {
     /* As torch.optim.adam._single_tensor_adam computes them, in Python floats. */
     const double bias_correction1 = 1.0 - pow(o->beta1, (double)o->step);
@@ -192,7 +193,7 @@ nc_status nc_adam_step(nc_tensor *param, nc_tensor *grad, nc_tensor *exp_avg, nc
         .amsgrad = o->amsgrad,
     };
     bump_all(&w);
-    s = dev->backend->adam_step(param, g, exp_avg, exp_avg_sq, max_exp_avg_sq, &a);
+    s = nc_bk_adam_step(param, g, exp_avg, exp_avg_sq, max_exp_avg_sq, &a);
   }
   nc_tensor_release(g);
   return s;
@@ -217,7 +218,7 @@ nc_status nc_clip_grad_norm(int n, nc_tensor *const *grads, double max_norm, dou
   }
   *total_norm = 0;
   if (m == 0) return NC_OK;
-  NC_TRY(backend_entry(op, dev, dev->backend->sum_squares != NULL));
+  NC_TRY(backend_entry(op, dev, NC_OP_SUM_SQUARES));
 
   const nc_dtype pdt = dev->info.fp64 ? NC_FLOAT64 : NC_FLOAT32;
   const int64_t count = m * NC_SUM_SQUARES_PARTS;
@@ -227,7 +228,7 @@ nc_status nc_clip_grad_norm(int n, nc_tensor *const *grads, double max_norm, dou
   int64_t at = 0;
   for (int i = 0; i < n && s == NC_OK; i++) {
     if (!grads[i] || nc_tensor_numel(grads[i]) == 0) continue;
-    s = dev->backend->sum_squares(parts, at, grads[i]);
+    s = nc_bk_sum_squares(parts, at, grads[i]);
     at += NC_SUM_SQUARES_PARTS;
   }
   void *host = s == NC_OK ? malloc(nc_tensor_nbytes(parts)) : NULL;

@@ -1,5 +1,6 @@
 /* Pooling: output geometry (PyTorch's rules for padding, dilation and ceil mode), checks,
  * allocation and dispatch. */
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"
@@ -82,7 +83,7 @@ nc_status nc_pool2d(nc_tensor *x, const nc_pool2d_desc *params, nc_tensor **out,
   nc_status s = nc_tensor_empty(dev, x->dtype, x->ndim, shape, 0, &y);
   if (s == NC_OK && p.kind == NC_POOL_MAX) s = nc_tensor_empty(dev, NC_INT64, x->ndim, shape, 0, &idx);
   if (s == NC_OK) s = nc_dense_operand(x, &cx);
-  if (s == NC_OK && nc_tensor_numel(y) > 0) s = dev->backend->pool2d(&p, cx, y, idx);
+  if (s == NC_OK && nc_tensor_numel(y) > 0) s = nc_bk_pool2d(&p, cx, y, idx);
   nc_tensor_release(cx);
   if (s != NC_OK) {
     nc_tensor_release(y);
@@ -144,7 +145,7 @@ nc_status nc_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, 
     if (nc_tensor_numel(dy) == 0)
       s = nc_fill(r, 0.0);
     else
-      s = dev->backend->pool2d_backward(&p, cdy, cidx, r);
+      s = nc_bk_pool2d_bwd(&p, cdy, cidx, r);
   }
   nc_tensor_release(cdy);
   nc_tensor_release(cidx);

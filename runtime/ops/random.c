@@ -16,7 +16,7 @@ static nc_status draw_into(nc_tensor *t, nc_dtype dt, nc_op op, nc_tensor *p, nc
   if (t->dtype != dt || !nc_tensor_is_contiguous(t))
     NC_TRY(nc_tensor_empty(dev, dt, t->ndim, t->shape, 0, &work));
   nc_storage_bump_version(t->storage);
-  nc_status s = dev->backend->sample(op, work, p, g->seed, g->offset, lo, range);
+  nc_status s = nc_bk_sample(op, work, p, g->seed, g->offset, lo, range);
   if (s == NC_OK) g->offset += (uint64_t)n;
   if (s == NC_OK && work != t) s = nc_copy(t, work);
   if (work != t) nc_tensor_release(work);

@@ -171,7 +171,7 @@ static nc_status reduce_impl(nc_op op, nc_tensor *dst, nc_tensor *x, int ndims, 
   if (s == NC_OK && nc_tensor_numel(vals.work) > 0) {
     nc_storage_bump_version(vals.target->storage);
     if (with_pos) nc_storage_bump_version(pos.target->storage);
-    s = dev->backend->reduce(op, vals.work, with_pos ? pos.work : NULL, xp, p.nred, &a);
+    s = nc_bk_reduce(op, vals.work, with_pos ? pos.work : NULL, xp, p.nred, &a);
   }
   nc_tensor_release(xp);
   if (arg) {
@@ -251,7 +251,7 @@ static nc_status along_dim(nc_op op, nc_tensor *dst, nc_tensor *x, int dim, nc_t
   if (s == NC_OK) s = dim_last(work, dim, &wv);
   if (s == NC_OK && nc_tensor_numel(x) > 0) {
     nc_storage_bump_version(work->storage);
-    s = o->family == NC_FAMILY_SCAN ? dev->backend->scan(op, wv, xv) : dev->backend->softmax(op, wv, xv);
+    s = o->family == NC_FAMILY_SCAN ? nc_bk_scan(op, wv, xv) : nc_bk_softmax(op, wv, xv);
   }
   if (s == NC_OK && work != target) s = nc_copy(target, work);
   nc_tensor_release(wv);

@@ -22,13 +22,13 @@ static nc_status sort_impl(nc_tensor *x, int dim, bool desc, int64_t k, nc_tenso
   if (s == NC_OK) s = nc_input_for(xv, cdt, NULL, &xc);
   if (s == NC_OK) s = nc_tensor_transpose(xc, dim, last, &xt);
   if (s == NC_OK) s = nc_tensor_empty(dev, NC_INT64, xt->ndim, xt->shape, 0, &pos);
-  if (s == NC_OK && nc_tensor_numel(pos) > 0) s = dev->backend->sort(pos, xt, desc);
+  if (s == NC_OK && nc_tensor_numel(pos) > 0) s = nc_bk_sort(NC_OP_SORT, pos, xt, desc);
   if (s == NC_OK) s = nc_tensor_narrow(pos, last, 0, k < 0 ? xt->shape[last] : k, &posk);
   if (s == NC_OK) s = nc_tensor_transpose(posk, dim, last, &back);
   if (s == NC_OK) s = nc_contiguous(back, &idx);
   if (s == NC_OK && values) s = nc_tensor_empty(dev, x->dtype, idx->ndim, idx->shape, 0, &vals);
   if (s == NC_OK && values && nc_tensor_numel(vals) > 0)
-    s = dev->backend->index(NC_OP_GATHER, vals, xv, idx, dim);
+    s = nc_bk_index(NC_OP_GATHER, vals, xv, idx, dim);
   if (s == NC_OK && x->ndim == 0) { /* back to 0 dims */
     nc_tensor *a = NULL, *b = NULL;
     s = nc_tensor_view(idx, 0, NULL, &a);

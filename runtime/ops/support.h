@@ -3,6 +3,7 @@
 #ifndef NETCL_OPS_SUPPORT_H
 #define NETCL_OPS_SUPPORT_H
 
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/elementwise.h"

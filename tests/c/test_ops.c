@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 #include "netcl/netcl.h"
 
@@ -67,12 +68,34 @@ static void test_optable(void) {
   }
   EXPECT(nc_op_get(NC_OP_COUNT) == NULL && nc_op_find("no_such_op") == NULL);
   EXPECT(nc_op_accepts(NC_OP_ADD, NC_BOOL) && !nc_op_accepts(NC_OP_SUB, NC_BOOL));
-  /* every backend implements every family */
-  for (int i = 0; i < nc_device_count(); i++) {
-    const nc_backend *b = nc_device_get(i)->backend;
-    EXPECT(b->unary && b->binary && b->where && b->reduce && b->scan && b->softmax && b->index && b->sort &&
-           b->sample);
-  }
+  /* every backend implements every op of the table */
+  for (int i = 0; i < nc_device_count(); i++)
+    for (int op = 0; op < NC_OP_COUNT; op++) EXPECT(nc_device_supports_op(nc_device_get(i), (nc_op)op));
+  EXPECT(!nc_device_supports_op(nc_device_get(0), NC_OP_COUNT));
+}
+
+/* A backend that lacks an op answers NC_ERR_UNSUPPORTED naming the op and the backend, through
+ * the checked wrappers, instead of calling through a missing entry. */
+static void test_unsupported_op(void) {
+  nc_device fake = *nc_device_get(0);
+  static nc_dispatch partial = {.name = "partial"};
+  partial.fn[NC_OP_ADD] = nc_device_dispatch(nc_device_get(0))->fn[NC_OP_ADD];
+  fake.dispatch = &partial;
+  EXPECT(!nc_device_supports_op(&fake, NC_OP_RELU) && nc_device_supports_op(&fake, NC_OP_ADD));
+  EXPECT(nc_device_supports_op(&fake, NC_OP_CAT)); /* composed of other ops */
+  float host[4] = {-1, 2, -3, 4};
+  nc_storage *st;
+  EXPECT_OK(nc_storage_wrap_host_on(&fake, host, sizeof host, NULL, NULL, &st));
+  int64_t shape = 4, stride = 1;
+  nc_tensor *t;
+  EXPECT_OK(nc_tensor_from_storage(st, NC_FLOAT32, 1, &shape, &stride, 0, &t));
+  nc_storage_release(st);
+  EXPECT(nc_bk_unary(NC_OP_RELU, t, t, NULL) == NC_ERR_UNSUPPORTED);
+  EXPECT(strstr(nc_last_error(), "relu") && strstr(nc_last_error(), "partial"));
+  nc_operand a = nc_operand_tensor(t), b = nc_operand_scalar(nc_scalar_int(1));
+  EXPECT_OK(nc_bk_binary(NC_OP_ADD, t, &a, &b));
+  EXPECT(host[0] == 0 && host[3] == 5);
+  nc_tensor_release(t);
 }
 
 static void test_promotion(void) {
@@ -210,6 +233,7 @@ int main(void) {
     return 1;
   }
   test_optable();
+  test_unsupported_op();
   test_promotion();
   test_broadcast();
   for (int i = 0; i < nc_device_count(); i++) test_device(nc_device_get(i));

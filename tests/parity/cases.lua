@@ -1,7 +1,7 @@
 -- The parity table: one entry per op (tests/parity/README.md says how to add one).
 --
--- An entry is {name = <op name in nc.ops()>, trials = <builder>, ...options}; entry points outside
--- the op table (the fused optimizer updates, "optim.*") have cases under names of their own. The builders below
+-- An entry is {name = <op name in nc.ops()>, trials = <builder>, ...options}; further variants of an
+-- op (other options of the fused optimizer updates, "optim.*") have cases under names of their own. The builders below
 -- (K.unary, K.binary, K.reduce, K.along, ...) turn an entry into trials for one size and dtype;
 -- an op with its own calling convention writes its builder inline, returning trials:
 --   {label = "...", layout = "contiguous"|"transposed"|"narrowed"|"broadcast",
@@ -445,19 +445,38 @@ return {
    draw = function(t, shape, dtype) return nc.randint(-50, 1000, shape, {dtype = dtype, device = t.device}) end},
   {name = "randperm", trials = K.random, dtypes = {"int64"},
    draw = function(t, shape, dtype) return nc.randperm(t:numel(), {dtype = dtype, device = t.device}) end},
-  -- fused optimizer updates and clip_grad_norm (netcl/optim.h)
-  {name = "optim.sgd", trials = K.optim, dtypes = F, state = {{-1, 1}}, update = function(p, g, s)
+  -- fill, copy, arange: the foundation every other op builds on
+  {name = "fill", dtypes = ALL, trials = function(case, size, dtype, H)
+     local v = H.FLOATS[dtype] and 2.5 or (dtype == "bool" and 1 or 3)
+     return one_input_trials(case, size, dtype, H, function(ins) return ins[1]:clone():fill_(v) end,
+                             function(_, dst) return dst:fill_(v) end)
+   end},
+  {name = "copy", dtypes = ALL, trials = function(case, size, dtype, H)
+     return one_input_trials(case, size, dtype, H, function(ins) return ins[1]:clone() end,
+                             function(ins, dst) return dst:copy_(ins[1]) end)
+   end},
+  {name = "arange", dtypes = NUM, trials = function(case, size, dtype, H)
+     local n = H.SHAPES[size]
+     local count = 1
+     for _, d in ipairs(n) do count = count * d end
+     count = math.min(count, 250) -- uint8 holds up to 255
+     return {{label = "contiguous", layout = "contiguous", inputs = {H.values({1}, dtype, {0, 1}, "arange")},
+              call = function(ins) return nc.arange(1, count + 1, 1, {dtype = dtype, device = ins[1].device}) end}}
+   end},
+  -- fused optimizer updates (sgd_step, rmsprop_step, adam_step) and clip_grad_norm's partial sums
+  -- (sum_squares), netcl/optim.h
+  {name = "sgd_step", trials = K.optim, dtypes = F, state = {{-1, 1}}, update = function(p, g, s)
      nc._optim.sgd_step(p, g, s[1], false, {lr = 0.1, momentum = 0.9, dampening = 0, weight_decay = 0.01, nesterov = true})
    end},
   {name = "optim.sgd_first", trials = K.optim, dtypes = F, state = {{-1, 1}}, update = function(p, g, s)
      nc._optim.sgd_step(p, g, s[1], true, {lr = 0.1, momentum = 0.9, dampening = 0.2, weight_decay = 0, nesterov = false})
    end},
-  {name = "optim.rmsprop", trials = K.optim, dtypes = F, tol = 10, state = {{1, 2}, {-0.5, 0.5}, {-1, 1}},
+  {name = "rmsprop_step", trials = K.optim, dtypes = F, tol = 10, state = {{1, 2}, {-0.5, 0.5}, {-1, 1}},
    update = function(p, g, s)
      nc._optim.rmsprop_step(p, g, s[1], s[2], s[3], {lr = 0.01, alpha = 0.9, eps = 1e-8, weight_decay = 0.1,
                                                      momentum = 0.5, centered = true})
    end},
-  {name = "optim.adam", trials = K.optim, dtypes = F, tol = 10, state = {{-1, 1}, {0.01, 2}, {0.01, 2}},
+  {name = "adam_step", trials = K.optim, dtypes = F, tol = 10, state = {{-1, 1}, {0.01, 2}, {0.01, 2}},
    update = function(p, g, s)
      nc._optim.adam_step(p, g, s[1], s[2], s[3], 3, false, {lr = 0.01, betas = {0.9, 0.999}, eps = 1e-8,
                                                              weight_decay = 0.1, amsgrad = true})
@@ -466,5 +485,5 @@ return {
      nc._optim.adam_step(p, g, s[1], s[2], nil, 7, true, {lr = 0.01, betas = {0.5, 0.99}, eps = 1e-8,
                                                           weight_decay = 0.1, amsgrad = false})
    end},
-  {name = "optim.clip_grad_norm", trials = K.clip, dtypes = F, tol = 10},
+  {name = "sum_squares", trials = K.clip, dtypes = F, tol = 10},
 }

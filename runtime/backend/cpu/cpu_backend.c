@@ -1,5 +1,6 @@
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,7 +37,7 @@ static inline void *base_of(const nc_tensor *t) { return nc_storage_host_ptr(t->
 #define NC_CONVERT(DT, T, x) ((DT) == NC_BOOL ? (T)((x) != 0) : (T)(x))
 
 /* ---- fill ----------------------------------------------------------------------------------- */
-static nc_status cpu_fill(nc_tensor *t, double v) {
+nc_status nc_cpu_fill(nc_tensor *t, double v) {
   nc_cpu_iter it;
   const nc_tensor *ops[1] = {t};
   nc_cpu_iter_init(&it, 1, ops);
@@ -169,7 +170,7 @@ static nc_status cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offs
   return NC_OK;
 }
 
-static const nc_backend cpu_backend = {
+static const nc_device_iface cpu_iface = {
     .name = "cpu",
     .alloc = cpu_alloc,
     .release = cpu_release,
@@ -177,38 +178,50 @@ static const nc_backend cpu_backend = {
     .write = cpu_write,
     .read = cpu_read,
     .sync = cpu_sync,
-    .fill = cpu_fill,
-    .copy = cpu_copy,
-    .arange = cpu_arange,
-    .random = cpu_random,
-    .unary = nc_cpu_unary,
-    .binary = nc_cpu_binary,
-    .where = nc_cpu_where,
-    .reduce = nc_cpu_reduce,
-    .scan = nc_cpu_scan,
-    .softmax = nc_cpu_softmax,
-    .index = nc_cpu_index,
-    .sort = nc_cpu_sort,
-    .sample = nc_cpu_sample,
-    .gemm = nc_cpu_gemm,
-    .conv2d = nc_cpu_conv2d,
-    .conv2d_backward_input = nc_cpu_conv2d_backward_input,
-    .conv2d_backward_weight = nc_cpu_conv2d_backward_weight,
-    .pool2d = nc_cpu_pool2d,
-    .pool2d_backward = nc_cpu_pool2d_backward,
-    .batch_norm = nc_cpu_batch_norm,
-    .batch_norm_backward = nc_cpu_batch_norm_backward,
-    .row_norm = nc_cpu_row_norm,
-    .row_norm_backward = nc_cpu_row_norm_backward,
-    .embedding = nc_cpu_embedding,
-    .embedding_backward = nc_cpu_embedding_backward,
-    .cross_entropy = nc_cpu_cross_entropy,
-    .cross_entropy_backward = nc_cpu_cross_entropy_backward,
-    .sgd_step = nc_cpu_sgd_step,
-    .rmsprop_step = nc_cpu_rmsprop_step,
-    .adam_step = nc_cpu_adam_step,
-    .sum_squares = nc_cpu_sum_squares,
 };
+
+static nc_dispatch cpu_dispatch = {.name = "cpu"};
+
+static void fill_dispatch(void) {
+  static const struct {
+    nc_entry e;
+    nc_backend_fn fn;
+  } entries[] = {
+      {NC_ENTRY_FILL, NC_BACKEND_FN(nc_cpu_fill)},
+      {NC_ENTRY_COPY, NC_BACKEND_FN(cpu_copy)},
+      {NC_ENTRY_ARANGE, NC_BACKEND_FN(cpu_arange)},
+      {NC_ENTRY_RANDOM, NC_BACKEND_FN(cpu_random)},
+      {NC_ENTRY_UNARY, NC_BACKEND_FN(nc_cpu_unary)},
+      {NC_ENTRY_BINARY, NC_BACKEND_FN(nc_cpu_binary)},
+      {NC_ENTRY_WHERE, NC_BACKEND_FN(nc_cpu_where)},
+      {NC_ENTRY_REDUCE, NC_BACKEND_FN(nc_cpu_reduce)},
+      {NC_ENTRY_SCAN, NC_BACKEND_FN(nc_cpu_scan)},
+      {NC_ENTRY_SOFTMAX, NC_BACKEND_FN(nc_cpu_softmax)},
+      {NC_ENTRY_INDEX, NC_BACKEND_FN(nc_cpu_index)},
+      {NC_ENTRY_SORT, NC_BACKEND_FN(nc_cpu_sort)},
+      {NC_ENTRY_SAMPLE, NC_BACKEND_FN(nc_cpu_sample)},
+      {NC_ENTRY_GEMM, NC_BACKEND_FN(nc_cpu_gemm)},
+      {NC_ENTRY_CONV2D, NC_BACKEND_FN(nc_cpu_conv2d)},
+      {NC_ENTRY_CONV2D_BWD_INPUT, NC_BACKEND_FN(nc_cpu_conv2d_backward_input)},
+      {NC_ENTRY_CONV2D_BWD_WEIGHT, NC_BACKEND_FN(nc_cpu_conv2d_backward_weight)},
+      {NC_ENTRY_POOL2D, NC_BACKEND_FN(nc_cpu_pool2d)},
+      {NC_ENTRY_POOL2D_BWD, NC_BACKEND_FN(nc_cpu_pool2d_backward)},
+      {NC_ENTRY_BATCH_NORM, NC_BACKEND_FN(nc_cpu_batch_norm)},
+      {NC_ENTRY_BATCH_NORM_BWD, NC_BACKEND_FN(nc_cpu_batch_norm_backward)},
+      {NC_ENTRY_ROW_NORM, NC_BACKEND_FN(nc_cpu_row_norm)},
+      {NC_ENTRY_ROW_NORM_BWD, NC_BACKEND_FN(nc_cpu_row_norm_backward)},
+      {NC_ENTRY_EMBEDDING, NC_BACKEND_FN(nc_cpu_embedding)},
+      {NC_ENTRY_EMBEDDING_BWD, NC_BACKEND_FN(nc_cpu_embedding_backward)},
+      {NC_ENTRY_CROSS_ENTROPY, NC_BACKEND_FN(nc_cpu_cross_entropy)},
+      {NC_ENTRY_CROSS_ENTROPY_BWD, NC_BACKEND_FN(nc_cpu_cross_entropy_backward)},
+      {NC_ENTRY_SGD_STEP, NC_BACKEND_FN(nc_cpu_sgd_step)},
+      {NC_ENTRY_RMSPROP_STEP, NC_BACKEND_FN(nc_cpu_rmsprop_step)},
+      {NC_ENTRY_ADAM_STEP, NC_BACKEND_FN(nc_cpu_adam_step)},
+      {NC_ENTRY_SUM_SQUARES, NC_BACKEND_FN(nc_cpu_sum_squares)},
+  };
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+    nc_dispatch_entry(&cpu_dispatch, entries[i].e, entries[i].fn);
+}
 
 static void cpu_model_name(char *buf, size_t n) {
   snprintf(buf, n, "CPU");
@@ -233,7 +246,10 @@ static void cpu_model_name(char *buf, size_t n) {
 nc_status nc_cpu_device_create(nc_device **out) {
   nc_device *d = calloc(1, sizeof *d);
   if (!d) return nc_error(NC_ERR_OOM, "out of host memory");
-  d->backend = &cpu_backend;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, fill_dispatch);
+  d->iface = &cpu_iface;
+  d->dispatch = &cpu_dispatch;
   nc_device_info *info = &d->info;
   cpu_model_name(info->name, sizeof info->name);
   snprintf(info->vendor, sizeof info->vendor, "netcl CPU backend");

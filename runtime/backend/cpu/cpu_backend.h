@@ -2,11 +2,13 @@
 #ifndef NETCL_CPU_BACKEND_H
 #define NETCL_CPU_BACKEND_H
 
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 
 nc_status nc_cpu_device_create(nc_device **out);
 
-/* Op families (vtable entries; see core/device_impl.h), one file each. */
+/* Op entries (backend/dispatch.h), one file per family. */
+nc_status nc_cpu_fill(nc_tensor *t, double v);
 nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
 nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
 nc_status nc_cpu_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);

@@ -3,9 +3,8 @@
 #ifndef NETCL_CPU_LINALG_H
 #define NETCL_CPU_LINALG_H
 
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
-#include "netcl/conv.h"
-#include "netcl/pool.h"
 
 /* C = alpha * A @ B + beta * C on host memory with any element strides (A: sam, sak; B: sbk,
  * sbn; C: csm, csn, non-overlapping). OpenBLAS when the build has it (unless NETCL_BLAS=0 in

@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdint.h>
 #include "cpu_linalg.h"
-#include "netcl/loss.h"
 
 static inline double ld(const void *p, int64_t i, bool f32) {
   return f32 ? ((const float *)p)[i] : ((const double *)p)[i];

@@ -216,7 +216,7 @@ nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sc
   bool ok = true;
   if (op == NC_OP_ISNAN || op == NC_OP_ISINF) {
     if (!nc_dtype_is_float(x->dtype))
-      return nc_tensor_device(out)->backend->fill(out, 0); /* never nan or inf */
+      return nc_cpu_fill(out, 0); /* never nan or inf */
     if (x->dtype == NC_FLOAT32)
       DRIVE1(pred_float32, uint8_t, float);
     else

@@ -1,6 +1,7 @@
-/* The OpenCL backend's vtable: buffers, transfers, and the foundation ops (fill, copy,
- * arange, random) on kernels/core.cl. */
+/* The OpenCL backend's device interface (buffers, transfers), its dispatch table, and the
+ * foundation ops (fill, copy, arange, random) on kernels/core.cl. */
 #include <string.h>
+#include <pthread.h>
 #include "cl_backend.h"
 #include "cl_linalg.h"
 
@@ -98,7 +99,7 @@ static nc_status cl_fill(nc_tensor *t, double v) {
   return nc_cl_launch(dev, k, 4, args, nc_cl_global_size(dev, n), 0);
 }
 
-static nc_status cl_copy(nc_tensor *dst, const nc_tensor *src) {
+nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
   nc_device *dev = nc_tensor_device(dst);
   NC_TRY(dtype_supported(dev, dst->dtype));
   NC_TRY(dtype_supported(dev, src->dtype));
@@ -141,7 +142,7 @@ static nc_status cl_arange(nc_tensor *t, double start, double step) {
   return nc_cl_launch(dev, k, 5, args, nc_cl_global_size(dev, n), 0);
 }
 
-static nc_status cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b) {
+nc_status nc_cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b) {
   nc_device *dev = nc_tensor_device(t);
   NC_TRY(dtype_supported(dev, t->dtype));
   cl_kernel k;
@@ -155,7 +156,7 @@ static nc_status cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offse
   return nc_cl_launch(dev, k, 7, args, nc_cl_global_size(dev, n), 0);
 }
 
-const nc_backend nc_opencl_backend = {
+const nc_device_iface nc_opencl_iface = {
     .name = "opencl",
     .alloc = cl_alloc,
     .release = cl_release,
@@ -164,36 +165,54 @@ const nc_backend nc_opencl_backend = {
     .read = cl_read,
     .sync = cl_sync,
     .stats = cl_stats,
-    .fill = cl_fill,
-    .copy = cl_copy,
-    .arange = cl_arange,
-    .random = cl_random,
     .warmup = nc_cl_build_all,
-    .unary = nc_cl_unary,
-    .binary = nc_cl_binary,
-    .where = nc_cl_where,
-    .reduce = nc_cl_reduce,
-    .scan = nc_cl_scan,
-    .softmax = nc_cl_softmax,
-    .index = nc_cl_index,
-    .sort = nc_cl_sort,
-    .sample = nc_cl_sample,
-    .gemm = nc_cl_gemm,
-    .conv2d = nc_cl_conv2d,
-    .conv2d_backward_input = nc_cl_conv2d_backward_input,
-    .conv2d_backward_weight = nc_cl_conv2d_backward_weight,
-    .pool2d = nc_cl_pool2d,
-    .pool2d_backward = nc_cl_pool2d_backward,
-    .batch_norm = nc_cl_batch_norm,
-    .batch_norm_backward = nc_cl_batch_norm_backward,
-    .row_norm = nc_cl_row_norm,
-    .row_norm_backward = nc_cl_row_norm_backward,
-    .embedding = nc_cl_embedding,
-    .embedding_backward = nc_cl_embedding_backward,
-    .cross_entropy = nc_cl_cross_entropy,
-    .cross_entropy_backward = nc_cl_cross_entropy_backward,
-    .sgd_step = nc_cl_sgd_step,
-    .rmsprop_step = nc_cl_rmsprop_step,
-    .adam_step = nc_cl_adam_step,
-    .sum_squares = nc_cl_sum_squares,
 };
+
+static nc_dispatch cl_dispatch = {.name = "opencl"};
+
+static void fill_dispatch(void) {
+  static const struct {
+    nc_entry e;
+    nc_backend_fn fn;
+  } entries[] = {
+      {NC_ENTRY_FILL, NC_BACKEND_FN(cl_fill)},
+      {NC_ENTRY_COPY, NC_BACKEND_FN(nc_cl_copy)},
+      {NC_ENTRY_ARANGE, NC_BACKEND_FN(cl_arange)},
+      {NC_ENTRY_RANDOM, NC_BACKEND_FN(nc_cl_random)},
+      {NC_ENTRY_UNARY, NC_BACKEND_FN(nc_cl_unary)},
+      {NC_ENTRY_BINARY, NC_BACKEND_FN(nc_cl_binary)},
+      {NC_ENTRY_WHERE, NC_BACKEND_FN(nc_cl_where)},
+      {NC_ENTRY_REDUCE, NC_BACKEND_FN(nc_cl_reduce)},
+      {NC_ENTRY_SCAN, NC_BACKEND_FN(nc_cl_scan)},
+      {NC_ENTRY_SOFTMAX, NC_BACKEND_FN(nc_cl_softmax)},
+      {NC_ENTRY_INDEX, NC_BACKEND_FN(nc_cl_index)},
+      {NC_ENTRY_SORT, NC_BACKEND_FN(nc_cl_sort)},
+      {NC_ENTRY_SAMPLE, NC_BACKEND_FN(nc_cl_sample)},
+      {NC_ENTRY_GEMM, NC_BACKEND_FN(nc_cl_gemm)},
+      {NC_ENTRY_CONV2D, NC_BACKEND_FN(nc_cl_conv2d)},
+      {NC_ENTRY_CONV2D_BWD_INPUT, NC_BACKEND_FN(nc_cl_conv2d_backward_input)},
+      {NC_ENTRY_CONV2D_BWD_WEIGHT, NC_BACKEND_FN(nc_cl_conv2d_backward_weight)},
+      {NC_ENTRY_POOL2D, NC_BACKEND_FN(nc_cl_pool2d)},
+      {NC_ENTRY_POOL2D_BWD, NC_BACKEND_FN(nc_cl_pool2d_backward)},
+      {NC_ENTRY_BATCH_NORM, NC_BACKEND_FN(nc_cl_batch_norm)},
+      {NC_ENTRY_BATCH_NORM_BWD, NC_BACKEND_FN(nc_cl_batch_norm_backward)},
+      {NC_ENTRY_ROW_NORM, NC_BACKEND_FN(nc_cl_row_norm)},
+      {NC_ENTRY_ROW_NORM_BWD, NC_BACKEND_FN(nc_cl_row_norm_backward)},
+      {NC_ENTRY_EMBEDDING, NC_BACKEND_FN(nc_cl_embedding)},
+      {NC_ENTRY_EMBEDDING_BWD, NC_BACKEND_FN(nc_cl_embedding_backward)},
+      {NC_ENTRY_CROSS_ENTROPY, NC_BACKEND_FN(nc_cl_cross_entropy)},
+      {NC_ENTRY_CROSS_ENTROPY_BWD, NC_BACKEND_FN(nc_cl_cross_entropy_backward)},
+      {NC_ENTRY_SGD_STEP, NC_BACKEND_FN(nc_cl_sgd_step)},
+      {NC_ENTRY_RMSPROP_STEP, NC_BACKEND_FN(nc_cl_rmsprop_step)},
+      {NC_ENTRY_ADAM_STEP, NC_BACKEND_FN(nc_cl_adam_step)},
+      {NC_ENTRY_SUM_SQUARES, NC_BACKEND_FN(nc_cl_sum_squares)},
+  };
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+    nc_dispatch_entry(&cl_dispatch, entries[i].e, entries[i].fn);
+}
+
+const nc_dispatch *nc_opencl_dispatch(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, fill_dispatch);
+  return &cl_dispatch;
+}

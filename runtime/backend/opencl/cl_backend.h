@@ -4,6 +4,7 @@
 #define NETCL_CL_BACKEND_H
 
 #include "cl_api.h"
+#include "backend/dispatch.h"
 #include "core/device_impl.h"
 
 typedef struct nc_cl_kernel_entry {
@@ -132,7 +133,15 @@ uint64_t nc_cl_staging_bytes(nc_cl_device *cd);
 
 nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev);
 
-/* Op families (vtable entries; see core/device_impl.h), one file each. */
+/* The device interface and the op dispatch table (cl_backend.c). */
+extern const nc_device_iface nc_opencl_iface;
+const nc_dispatch *nc_opencl_dispatch(void);
+
+/* Backend-internal entries other files reuse. */
+nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src);
+nc_status nc_cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
+
+/* Op entries (backend/dispatch.h), one file per family. */
 nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
 nc_status nc_cl_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
 nc_status nc_cl_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);

@@ -3,7 +3,6 @@
 #include <string.h>
 #include "cl_backend.h"
 
-extern const nc_backend nc_opencl_backend;
 
 nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev) {
   return nc_error(err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ? NC_ERR_OOM : NC_ERR_DEVICE,
@@ -73,7 +72,8 @@ void nc_opencl_discover(nc_status (*add)(nc_device *dev)) {
       cd->platform_name[sizeof cd->platform_name - 1] = 0;
       pthread_mutex_init(&cd->init_lock, NULL);
       pthread_mutex_init(&cd->programs_lock, NULL);
-      dev->backend = &nc_opencl_backend;
+      dev->iface = &nc_opencl_iface;
+      dev->dispatch = nc_opencl_dispatch();
       dev->impl = cd;
       describe(dev, cd, (int)p, (int)d);
       if (add(dev) != NC_OK) {

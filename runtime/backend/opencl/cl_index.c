@@ -59,7 +59,7 @@ nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending) {
   if (s == NC_OK) s = nc_tensor_from_storage(pos->storage, NC_INT64, 2, shape, strides, 0, &src);
   if (s == NC_OK)
     s = nc_tensor_from_storage(indices->storage, NC_INT64, 2, shape, cstrides, indices->offset, &dst);
-  if (s == NC_OK) s = dev->backend->copy(dst, src);
+  if (s == NC_OK) s = nc_cl_copy(dst, src);
   nc_tensor_release(dst);
   nc_tensor_release(src);
   nc_tensor_release(pos);

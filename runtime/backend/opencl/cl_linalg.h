@@ -3,8 +3,6 @@
 #define NETCL_CL_LINALG_H
 
 #include "cl_backend.h"
-#include "netcl/conv.h"
-#include "netcl/pool.h"
 
 /* One GEMM tile variant (see kernels/gemm.cl): work-group tile MWG x NWG, K step KWG; each
  * work-item computes TM rows by TNV vectors of VW columns. */

@@ -1,6 +1,5 @@
 /* OpenCL cross entropy: kernels/loss.cl. */
 #include "cl_linalg.h"
-#include "netcl/loss.h"
 
 typedef union {
   cl_float f;

@@ -11,8 +11,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "cl_linalg.h"
-#include "netcl/creation.h"
-#include "netcl/random.h"
 
 const nc_gemm_config nc_gemm_candidates[] = {
     /* mwg nwg kwg tm tnv vw */
@@ -126,10 +124,10 @@ nc_status nc_cl_gemm_tune(nc_device *dev, int max_candidates, int64_t n, nc_gemm
   nc_status s = nc_tensor_empty(dev, NC_FLOAT32, 2, shape, 0, &a);
   if (s == NC_OK) s = nc_tensor_empty(dev, NC_FLOAT32, 2, shape, 0, &b);
   if (s == NC_OK) s = nc_tensor_empty(dev, NC_FLOAT32, 2, shape, 0, &c);
-  nc_rng g;
-  nc_rng_seed(&g, 1);
-  if (s == NC_OK) s = nc_uniform(a, &g, -1, 1);
-  if (s == NC_OK) s = nc_uniform(b, &g, -1, 1);
+  /* Random operands (the kernels' speed does not depend on the values, but zeros or
+   * denormals could flatter a device). */
+  if (s == NC_OK) s = nc_cl_random(a, NC_RANDOM_UNIFORM, 1, 0, -1, 1);
+  if (s == NC_OK) s = nc_cl_random(b, NC_RANDOM_UNIFORM, 1, (uint64_t)(n * n), -1, 1);
   double best_rate = 0;
   nc_gemm_config winner = dev->info.is_gpu ? default_gpu : default_cpu;
   int tried = 0;

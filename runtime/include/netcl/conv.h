@@ -3,17 +3,9 @@
 #ifndef NETCL_CONV_H
 #define NETCL_CONV_H
 
+#include "op_desc.h"
 #include "tensor.h"
 
-/* Geometry of one convolution; nc_conv2d_plan fills the derived fields. */
-typedef struct nc_conv2d_desc {
-  int64_t stride[2], padding[2], dilation[2]; /* (h, w); stride, dilation >= 1, padding >= 0 */
-  int64_t groups;                             /* >= 1, divides C_in and C_out */
-  /* derived */
-  int64_t n, c_in, h, w; /* input */
-  int64_t c_out, kh, kw; /* weight [c_out, c_in / groups, kh, kw] */
-  int64_t oh, ow;        /* output */
-} nc_conv2d_desc;
 
 /* Checks x [N,C,H,W] and weight [O, C/groups, KH, KW] against the parameters and fills the
  * derived fields of p. Errors (NC_ERR_SHAPE/ARG) name the problem: "groups 3 does not divide

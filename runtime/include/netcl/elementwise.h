@@ -16,27 +16,9 @@
 #ifndef NETCL_ELEMENTWISE_H
 #define NETCL_ELEMENTWISE_H
 
-#include "optable.h"
+#include "op_desc.h"
 #include "tensor.h"
 
-/* A number given with a tensor: an integer (exact to 64 bits) or a real. */
-typedef struct {
-  bool is_int;
-  int64_t i;
-  double f;
-} nc_scalar;
-
-static inline nc_scalar nc_scalar_int(int64_t v) { return (nc_scalar){true, v, (double)v}; }
-static inline nc_scalar nc_scalar_float(double v) { return (nc_scalar){false, (int64_t)0, v}; }
-
-/* A tensor, or (t == NULL) the scalar s. */
-typedef struct {
-  nc_tensor *t;
-  nc_scalar s;
-} nc_operand;
-
-static inline nc_operand nc_operand_tensor(nc_tensor *t) { return (nc_operand){t, {false, 0, 0.0}}; }
-static inline nc_operand nc_operand_scalar(nc_scalar s) { return (nc_operand){NULL, s}; }
 
 /* The dtype holding a tensor of dtype d combined with scalar s (rules above). */
 nc_dtype nc_dtype_with_scalar(nc_dtype d, nc_scalar s);

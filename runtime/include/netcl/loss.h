@@ -2,9 +2,9 @@
 #ifndef NETCL_LOSS_H
 #define NETCL_LOSS_H
 
+#include "op_desc.h"
 #include "tensor.h"
 
-typedef enum { NC_REDUCTION_NONE = 0, NC_REDUCTION_MEAN = 1, NC_REDUCTION_SUM = 2 } nc_reduction;
 
 typedef struct {
   int64_t ignore_index;   /* targets equal to it add nothing (PyTorch default -100) */

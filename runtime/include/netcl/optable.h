@@ -7,6 +7,7 @@
 #define NETCL_OPTABLE_H
 
 #include <stdbool.h>
+#include "device.h"
 #include "dtype.h"
 
 /* Accepted input dtypes, as bit masks over nc_dtype. */
@@ -33,6 +34,8 @@ typedef enum {
   NC_FAMILY_POOL,    /* pooling and its gradients (pool.h) */
   NC_FAMILY_NORM,    /* normalization layers and their fused backward ops (norm.h) */
   NC_FAMILY_LOSS,    /* losses with their backward ops (loss.h) */
+  NC_FAMILY_DATA,    /* fill, copy with dtype conversion, arange (creation.h, copy.h) */
+  NC_FAMILY_OPTIM,   /* fused optimizer updates and the gradient-norm partial sums (optim.h) */
   NC_FAMILY_COUNT
 } nc_op_family;
 
@@ -53,112 +56,121 @@ typedef enum {
 #define NC_K_COMPARE "elementwise.cl:compare_<T>"
 #define NC_K_REDUCE "reduce.cl:reduce_rows_<T>|reduce_groups_<T>+reduce_partials_<T>"
 
-/* X(ID, name, family, arity, accepted dtypes, result rule, OpenCL kernel, CPU function) */
+/* X(ID, name, family, arity, accepted dtypes, result rule, backend entry, OpenCL kernel, CPU function)
+ * The backend entry names the dispatch signature a backend implements the op with
+ * (runtime/backend/dispatch.h; NONE: composed of other ops, no entry of its own). */
 #define NC_OPS(X)                                                                                          \
-  X(ABS, "abs", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                                 \
-  X(NEG, "neg", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                                 \
-  X(EXP, "exp", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                                \
-  X(LOG, "log", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                                \
-  X(LOG1P, "log1p", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                            \
-  X(SQRT, "sqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                              \
-  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                            \
-  X(SIN, "sin", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                                \
-  X(COS, "cos", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                                \
-  X(TANH, "tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                              \
-  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                        \
-  X(RELU, "relu", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                               \
-  X(GELU, "gelu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                              \
-  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                    \
-  X(SILU, "silu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_UNARY, "cpu_unary")                              \
-  X(FLOOR, "floor", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                             \
-  X(CEIL, "ceil", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                               \
-  X(ROUND, "round", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                             \
-  X(SIGN, "sign", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                               \
-  X(CLAMP, "clamp", UNARY, 1, NC_DT_NUM, NC_RES_SAME, NC_K_UNARY, "cpu_unary")                             \
-  X(ISNAN, "isnan", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_unary")                           \
-  X(ISINF, "isinf", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_unary")                           \
-  X(ADD, "add", BINARY, 2, NC_DT_ALL, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                              \
-  X(SUB, "sub", BINARY, 2, NC_DT_NUM, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                              \
-  X(MUL, "mul", BINARY, 2, NC_DT_ALL, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                              \
-  X(DIV, "div", BINARY, 2, NC_DT_ALL, NC_RES_FLOAT, NC_K_BINARY, "cpu_binary")                             \
-  X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                              \
-  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                      \
-  X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, NC_K_BINARY, "cpu_binary")                      \
-  X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
-  X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
-  X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
-  X(LE, "le", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
-  X(GT, "gt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
-  X(GE, "ge", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, NC_K_COMPARE, "cpu_binary")                               \
-  X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:where_<T>", "cpu_where")             \
-  X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, "elementwise.cl:where_<T>", "cpu_where") \
-  X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM,                                                          \
+  X(ABS, "abs", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                                 \
+  X(NEG, "neg", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                                 \
+  X(EXP, "exp", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                                \
+  X(LOG, "log", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                                \
+  X(LOG1P, "log1p", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                            \
+  X(SQRT, "sqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                              \
+  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                            \
+  X(SIN, "sin", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                                \
+  X(COS, "cos", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                                \
+  X(TANH, "tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                              \
+  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                        \
+  X(RELU, "relu", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                               \
+  X(GELU, "gelu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                              \
+  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                    \
+  X(SILU, "silu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                              \
+  X(FLOOR, "floor", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                             \
+  X(CEIL, "ceil", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                               \
+  X(ROUND, "round", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                             \
+  X(SIGN, "sign", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                               \
+  X(CLAMP, "clamp", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                             \
+  X(ISNAN, "isnan", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, UNARY, NC_K_COMPARE, "cpu_unary")                           \
+  X(ISINF, "isinf", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, UNARY, NC_K_COMPARE, "cpu_unary")                           \
+  X(ADD, "add", BINARY, 2, NC_DT_ALL, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                              \
+  X(SUB, "sub", BINARY, 2, NC_DT_NUM, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                              \
+  X(MUL, "mul", BINARY, 2, NC_DT_ALL, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                              \
+  X(DIV, "div", BINARY, 2, NC_DT_ALL, NC_RES_FLOAT, BINARY, NC_K_BINARY, "cpu_binary")                             \
+  X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                              \
+  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                      \
+  X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                      \
+  X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
+  X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
+  X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
+  X(LE, "le", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
+  X(GT, "gt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
+  X(GE, "ge", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
+  X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, WHERE, "elementwise.cl:where_<T>", "cpu_where")             \
+  X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, WHERE, "elementwise.cl:where_<T>", "cpu_where") \
+  X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, REDUCE,                                                          \
     "reduce.cl:reduce_rows_<T>|reduce_sum_<T>+reduce_partials_<T>", "cpu_reduce")                          \
-  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT,                                                      \
+  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE,                                                      \
     "reduce.cl:reduce_rows_<T>|reduce_sum_<T>+reduce_partials_<T>", "cpu_reduce")                          \
-  X(PROD, "prod", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, NC_K_REDUCE, "cpu_reduce")                             \
-  X(MAX, "max", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, NC_K_REDUCE, "cpu_reduce")                              \
-  X(MIN, "min", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, NC_K_REDUCE, "cpu_reduce")                              \
-  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, NC_K_REDUCE, "cpu_reduce")                       \
-  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, NC_K_REDUCE, "cpu_reduce")                       \
-  X(VAR, "var", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_REDUCE, "cpu_reduce")                             \
-  X(STD, "std", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_REDUCE, "cpu_reduce")                             \
-  X(NORM, "norm", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_REDUCE, "cpu_reduce")                           \
-  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, NC_K_REDUCE, "cpu_reduce")                 \
-  X(ANY, "any", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, NC_K_REDUCE, "cpu_reduce")                              \
-  X(ALL, "all", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, NC_K_REDUCE, "cpu_reduce")                              \
-  X(CUMSUM, "cumsum", SCAN, 1, NC_DT_ALL, NC_RES_SUM, "reduce.cl:cumsum_rows_<T>|cumsum_groups_<T>",       \
+  X(PROD, "prod", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, REDUCE, NC_K_REDUCE, "cpu_reduce")                             \
+  X(MAX, "max", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, REDUCE, NC_K_REDUCE, "cpu_reduce")                              \
+  X(MIN, "min", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, REDUCE, NC_K_REDUCE, "cpu_reduce")                              \
+  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, REDUCE, NC_K_REDUCE, "cpu_reduce")                       \
+  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, REDUCE, NC_K_REDUCE, "cpu_reduce")                       \
+  X(VAR, "var", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE, NC_K_REDUCE, "cpu_reduce")                             \
+  X(STD, "std", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE, NC_K_REDUCE, "cpu_reduce")                             \
+  X(NORM, "norm", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE, NC_K_REDUCE, "cpu_reduce")                           \
+  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE, NC_K_REDUCE, "cpu_reduce")                 \
+  X(ANY, "any", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, REDUCE, NC_K_REDUCE, "cpu_reduce")                              \
+  X(ALL, "all", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, REDUCE, NC_K_REDUCE, "cpu_reduce")                              \
+  X(CUMSUM, "cumsum", SCAN, 1, NC_DT_ALL, NC_RES_SUM, SCAN, "reduce.cl:cumsum_rows_<T>|cumsum_groups_<T>",       \
     "cpu_scan")                                                                                            \
-  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT,                                               \
+  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, SOFTMAX,                                               \
     "reduce.cl:softmax_rows_<T>|softmax_groups_<T>", "cpu_softmax")                                        \
-  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT,                                       \
+  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, SOFTMAX,                                       \
     "reduce.cl:softmax_rows_<T>|softmax_groups_<T>", "cpu_softmax")                                        \
-  X(INDEX_SELECT, "index_select", INDEX, 2, NC_DT_ALL, NC_RES_SAME, "index.cl:take_<element bytes>",       \
+  X(INDEX_SELECT, "index_select", INDEX, 2, NC_DT_ALL, NC_RES_SAME, INDEX, "index.cl:take_<element bytes>",       \
     "cpu_index")                                                                                           \
-  X(GATHER, "gather", INDEX, 2, NC_DT_ALL, NC_RES_SAME, "index.cl:take_<element bytes>", "cpu_index")      \
-  X(SCATTER_ADD, "scatter_add", INDEX, 3, NC_DT_ALL, NC_RES_SAME, "index.cl:scatter_add_<T>", "cpu_index") \
-  X(ONE_HOT, "one_hot", INDEX, 1, NC_DT_INT, NC_RES_INDEX, "elementwise.cl:compare_int64",                 \
+  X(GATHER, "gather", INDEX, 2, NC_DT_ALL, NC_RES_SAME, INDEX, "index.cl:take_<element bytes>", "cpu_index")      \
+  X(SCATTER_ADD, "scatter_add", INDEX, 3, NC_DT_ALL, NC_RES_SAME, INDEX, "index.cl:scatter_add_<T>", "cpu_index") \
+  X(ONE_HOT, "one_hot", INDEX, 1, NC_DT_INT, NC_RES_INDEX, NONE, "elementwise.cl:compare_int64",                 \
     "cpu_binary (eq with arange)")                                                                         \
-  X(CAT, "cat", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")       \
-  X(STACK, "stack", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")   \
-  X(SPLIT, "split", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, "(views)", "(views)")                                \
-  X(CHUNK, "chunk", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, "(views)", "(views)")                                \
-  X(SORT, "sort", SORT, 1, NC_DT_ALL, NC_RES_SAME, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
+  X(CAT, "cat", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, NONE, "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")       \
+  X(STACK, "stack", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, NONE, "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")   \
+  X(SPLIT, "split", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, NONE, "(views)", "(views)")                                \
+  X(CHUNK, "chunk", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, NONE, "(views)", "(views)")                                \
+  X(SORT, "sort", SORT, 1, NC_DT_ALL, NC_RES_SAME, SORT, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
     "cpu_sort")                                                                                            \
-  X(TOPK, "topk", SORT, 1, NC_DT_ALL, NC_RES_SAME, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
+  X(TOPK, "topk", SORT, 1, NC_DT_ALL, NC_RES_SAME, SORT, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
     "cpu_sort")                                                                                            \
-  X(UNIFORM, "uniform", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, "core.cl:uniform_<T>", "cpu_random")           \
-  X(NORMAL, "normal", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, "core.cl:normal_<T>", "cpu_random")              \
-  X(BERNOULLI, "bernoulli", RANDOM, 1, NC_DT_FLOAT, NC_RES_ARG, "random.cl:bernoulli_<T>", "cpu_sample")   \
-  X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, "random.cl:randint_<T>", "cpu_sample")           \
-  X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG,                                                \
+  X(UNIFORM, "uniform", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, RANDOM, "core.cl:uniform_<T>", "cpu_random")           \
+  X(NORMAL, "normal", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, RANDOM, "core.cl:normal_<T>", "cpu_random")              \
+  X(BERNOULLI, "bernoulli", RANDOM, 1, NC_DT_FLOAT, NC_RES_ARG, SAMPLE, "random.cl:bernoulli_<T>", "cpu_sample")   \
+  X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, SAMPLE, "random.cl:randint_<T>", "cpu_sample")           \
+  X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG, NONE,                                                \
     "random.cl:randint_int64, sort.cl (sorts random keys)", "cpu_sample, cpu_sort") \
-  X(MATMUL, "matmul", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, "gemm.cl:gemm", "cpu_gemm")                         \
-  X(MM, "mm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, "gemm.cl:gemm", "cpu_gemm")                                 \
-  X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, "gemm.cl:gemm", "cpu_gemm")                               \
-  X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT, NC_RES_SAME, "gemm.cl:gemm", "cpu_gemm")                         \
-  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT, NC_RES_SAME, "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
-  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
-  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
-  X(MAX_POOL2D, "max_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:max_pool_fwd", "cpu_pool2d")         \
-  X(MAX_POOL2D_BWD, "max_pool2d_backward", POOL, 2, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:max_pool_bwd", "cpu_pool2d_bwd") \
-  X(AVG_POOL2D, "avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:avg_pool_fwd", "cpu_pool2d")         \
-  X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
-  X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:avg_pool_fwd", "cpu_pool2d") \
-  X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
-  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:batch_norm_fwd", "cpu_batch_norm")   \
-  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:batch_norm_bwd", "cpu_batch_norm_bwd") \
-  X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:row_norm_fwd", "cpu_row_norm")       \
-  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
-  X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:row_norm_fwd", "cpu_row_norm")           \
-  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT, NC_RES_SAME, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
-  X(EMBEDDING, "embedding", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, "embedding.cl:embedding_fwd_<I>", "cpu_embedding") \
-  X(EMBEDDING_BWD, "embedding_backward", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, "embedding.cl:embedding_bwd_<I>", "cpu_embedding_bwd") \
-  X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, "loss.cl:ce_fwd", "cpu_cross_entropy")  \
-  X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT, NC_RES_SAME, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd")
+  X(MATMUL, "matmul", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, GEMM, "gemm.cl:gemm", "cpu_gemm")                         \
+  X(MM, "mm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, GEMM, "gemm.cl:gemm", "cpu_gemm")                                 \
+  X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, GEMM, "gemm.cl:gemm", "cpu_gemm")                               \
+  X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT, NC_RES_SAME, GEMM, "gemm.cl:gemm", "cpu_gemm")                         \
+  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT, NC_RES_SAME, CONV2D, "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
+  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, CONV2D_BWD_INPUT, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
+  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, CONV2D_BWD_WEIGHT, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
+  X(MAX_POOL2D, "max_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D, "pool.cl:max_pool_fwd", "cpu_pool2d")         \
+  X(MAX_POOL2D_BWD, "max_pool2d_backward", POOL, 2, NC_DT_FLOAT, NC_RES_SAME, POOL2D_BWD, "pool.cl:max_pool_bwd", "cpu_pool2d_bwd") \
+  X(AVG_POOL2D, "avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D, "pool.cl:avg_pool_fwd", "cpu_pool2d")         \
+  X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D_BWD, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
+  X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D, "pool.cl:avg_pool_fwd", "cpu_pool2d") \
+  X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D_BWD, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
+  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, BATCH_NORM, "norm.cl:batch_norm_fwd", "cpu_batch_norm")   \
+  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, BATCH_NORM_BWD, "norm.cl:batch_norm_bwd", "cpu_batch_norm_bwd") \
+  X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME, ROW_NORM, "norm.cl:row_norm_fwd", "cpu_row_norm")       \
+  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ROW_NORM_BWD, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
+  X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT, NC_RES_SAME, ROW_NORM, "norm.cl:row_norm_fwd", "cpu_row_norm")           \
+  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT, NC_RES_SAME, ROW_NORM_BWD, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
+  X(EMBEDDING, "embedding", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, EMBEDDING, "embedding.cl:embedding_fwd_<I>", "cpu_embedding") \
+  X(EMBEDDING_BWD, "embedding_backward", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, EMBEDDING_BWD, "embedding.cl:embedding_bwd_<I>", "cpu_embedding_bwd") \
+  X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, CROSS_ENTROPY, "loss.cl:ce_fwd", "cpu_cross_entropy")  \
+  X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT, NC_RES_SAME, CROSS_ENTROPY_BWD, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd") \
+  X(FILL, "fill", DATA, 1, NC_DT_ALL, NC_RES_SAME, FILL, "core.cl:fill_<T>", "cpu_fill")                       \
+  X(COPY, "copy", DATA, 1, NC_DT_ALL, NC_RES_ARG, COPY, "core.cl:copy_<T>_<S>", "cpu_copy")                    \
+  X(ARANGE, "arange", DATA, 0, NC_DT_NUM, NC_RES_ARG, ARANGE, "core.cl:arange_<T>", "cpu_arange")             \
+  X(SGD_STEP, "sgd_step", OPTIM, 3, NC_DT_FLOAT, NC_RES_SAME, SGD_STEP, "optim.cl:sgd_<T>", "cpu_sgd_step")     \
+  X(RMSPROP_STEP, "rmsprop_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, RMSPROP_STEP, "optim.cl:rmsprop_<T>", "cpu_rmsprop_step") \
+  X(ADAM_STEP, "adam_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, ADAM_STEP, "optim.cl:adam_<T>", "cpu_adam_step") \
+  X(SUM_SQUARES, "sum_squares", OPTIM, 1, NC_DT_FLOAT, NC_RES_ARG, SUM_SQUARES, "optim.cl:sum_squares_<T>", "cpu_sum_squares")
 
 typedef enum {
-#define NC_OP_ENUM_(id, name, family, arity, dtypes, result, kernel, cpu) NC_OP_##id,
+#define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, kernel, cpu) NC_OP_##id,
   NC_OPS(NC_OP_ENUM_)
 #undef NC_OP_ENUM_
       NC_OP_COUNT
@@ -186,5 +198,10 @@ const char *nc_op_family_name(nc_op_family f); /* "unary", ... */
 
 /* Whether op takes inputs of dtype d. */
 bool nc_op_accepts(nc_op op, nc_dtype d);
+
+/* Whether dev's backend implements op (an op composed of others counts as implemented; its
+ * parts report their own errors). Calling an op the backend lacks fails with
+ * NC_ERR_UNSUPPORTED, naming the op and the backend. */
+bool nc_device_supports_op(const nc_device *dev, nc_op op);
 
 #endif

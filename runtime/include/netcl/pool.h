@@ -4,19 +4,9 @@
 #define NETCL_POOL_H
 
 #include <stdbool.h>
+#include "op_desc.h"
 #include "tensor.h"
 
-enum { NC_POOL_MAX = 0, NC_POOL_AVG = 1, NC_POOL_ADAPTIVE_AVG = 2 };
-
-typedef struct nc_pool2d_desc {
-  int kind;                                              /* NC_POOL_* */
-  int64_t kernel[2], stride[2], padding[2], dilation[2]; /* (h, w); max and avg */
-  bool ceil_mode;                                        /* max and avg: output size rounds up */
-  bool count_include_pad;                                /* avg: padded positions count in the divisor */
-  int64_t out_size[2];                                   /* adaptive: the output size; max/avg: derived */
-  /* derived by nc_pool2d_plan */
-  int64_t planes, h, w, oh, ow; /* planes = N*C */
-} nc_pool2d_desc;
 
 /* Defaults for max/avg pooling with kernel (kh, kw): stride = kernel, padding 0, dilation 1,
  * floor mode, count_include_pad true. */

@@ -15,13 +15,9 @@
 #ifndef NETCL_REDUCE_H
 #define NETCL_REDUCE_H
 
-#include "optable.h"
+#include "op_desc.h"
 #include "tensor.h"
 
-typedef struct {
-  double p; /* norm: the order; 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY, 0 (count of nonzeros), any */
-  double correction; /* var, std: the divisor is n - correction (1: unbiased, 0: population) */
-} nc_reduce_args;
 
 /* p = 2, correction = 1. */
 nc_reduce_args nc_reduce_defaults(void);

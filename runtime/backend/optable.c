@@ -1,10 +1,10 @@
-/* The op table's rows. It lives in core because backends read it too (their kernels take op
- * codes from it). */
+/* The op table's rows. It belongs to the backend dispatch layer: backends read it (their kernels
+ * take op codes from it, their dispatch tables are indexed by it) and the ops above use it. */
 #include <string.h>
 #include "netcl/optable.h"
 
 static const nc_op_info table[NC_OP_COUNT] = {
-#define NC_OP_ROW_(id, name, family, arity, dtypes, result, kernel, cpu) \
+#define NC_OP_ROW_(id, name, family, arity, dtypes, result, entry, kernel, cpu) \
   {NC_OP_##id, #id, name, NC_FAMILY_##family, arity, dtypes, result, kernel, cpu},
     NC_OPS(NC_OP_ROW_)
 #undef NC_OP_ROW_
@@ -21,7 +21,8 @@ const nc_op_info *nc_op_find(const char *name) {
 const char *nc_op_family_name(nc_op_family f) {
   static const char *const names[NC_FAMILY_COUNT] = {"unary", "binary", "where", "reduce", "scan",
                                                      "softmax", "index", "shape", "sort", "random",
-                                                     "linalg", "conv", "pool", "norm", "loss"};
+                                                     "linalg", "conv", "pool", "norm", "loss",
+                                                     "data", "optim"};
   return (unsigned)f < NC_FAMILY_COUNT ? names[f] : "unknown";
 }
 
