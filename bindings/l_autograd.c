@@ -269,7 +269,15 @@ static int node_tostring(lua_State *L) {
 }
 
 static int node_index(lua_State *L) {
-  if (lua_type(L, 2) == LUA_TNUMBER) return nc_lua_node_index_number(L);
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    /* n[i]: the handler l_autograd_ops.c registers (a selection along dim 1) */
+    lua_getmetatable(L, 1);
+    lua_getfield(L, -1, "__index_number");
+    lua_replace(L, -2);
+    lua_insert(L, 1);
+    lua_call(L, 2, 1);
+    return 1;
+  }
   const char *k = lua_tostring(L, 2);
   if (!k) return 0;
   lua_getmetatable(L, 1);
@@ -279,10 +287,10 @@ static int node_index(lua_State *L) {
   nc_node *n = nc_lua_checknode(L, 1, "netcl.autograd.index");
   nc_tensor *v = nc_node_value(n);
   if (!strcmp(k, "value"))
-    netcl_lua_pushtensor(L, v);
+    nc_lua_pushtensor_owned(L, nc_tensor_retain(v));
   else if (!strcmp(k, "grad")) {
     if (nc_node_grad(n))
-      netcl_lua_pushtensor(L, nc_node_grad(n));
+      nc_lua_pushtensor_owned(L, nc_tensor_retain(nc_node_grad(n)));
     else
       lua_pushnil(L);
   } else if (!strcmp(k, "requires_grad"))
@@ -365,7 +373,7 @@ static nc_status lua_rule_backward(nc_ag_ctx *ctx, nc_tensor *grad_out, nc_tenso
   lua_rawgeti(L, LUA_REGISTRYINDEX, r->fn_ref);
   lua_getfield(L, -1, "backward");
   lua_rawgeti(L, LUA_REGISTRYINDEX, r->ctx_ref);
-  netcl_lua_pushtensor(L, grad_out);
+  nc_lua_pushtensor_owned(L, nc_tensor_retain(grad_out));
   if (lua_pcall(L, 2, r->nargs, 0) != LUA_OK) {
     nc_status s = nc_error(NC_ERR_STATE, "custom Function backward failed: %s", lua_tostring(L, -1));
     lua_settop(L, top);
@@ -409,7 +417,7 @@ static int function_call(lua_State *L) {
     nc_node *n = nc_lua_tonode(L, idx);
     inputs[i] = n;
     if (n)
-      netcl_lua_pushtensor(L, nc_node_value(n));
+      nc_lua_pushtensor_owned(L, nc_tensor_retain(nc_node_value(n)));
     else
       lua_pushvalue(L, idx);
   }
@@ -501,7 +509,6 @@ void nc_lua_add_autograd(lua_State *L) {
   luaL_setfuncs(L, node_meta, 0);
   luaL_newlib(L, node_methods);
   int methods = lua_gettop(L);
-  nc_lua_add_autograd_ops(L, module, meta, methods);
   /* autograd.lua adds the Lua-defined methods (in-place guards, gradcheck helpers) */
   lua_pushvalue(L, methods);
   lua_setfield(L, module, "node_methods");

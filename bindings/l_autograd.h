@@ -50,10 +50,9 @@ typedef struct {
 } nc_lua_ag_binding;
 extern const nc_lua_ag_binding nc_lua_ag_nn_bindings[];
 
-/* Registers the differentiable ops (l_autograd_ops.c): module functions into the table at
- * module, methods into node_methods, operators into node_meta (all absolute indices). */
-void nc_lua_add_autograd_ops(lua_State *L, int module, int node_meta, int node_methods);
-/* n[i] with a number key: select along dim 1. */
-int nc_lua_node_index_number(lua_State *L);
+/* Registers the differentiable ops (l_autograd_ops.c) into the module table on the stack top,
+ * after nc_lua_add_autograd: functions into its autograd table, methods and operators into the
+ * Node metatable, and the Node's n[i] handler (__index_number). */
+void nc_lua_add_autograd_ops(lua_State *L);
 
 #endif

@@ -491,8 +491,8 @@ static int l_clone(lua_State *L) {
   return nc_lua_ag_result(L, nc_ag_clone(nc_lua_active_tape(L), x, &out), &out, "netcl.autograd.clone");
 }
 
-/* n[i]: select along dim 1 (as Tensors); other keys are fields and methods. */
-int nc_lua_node_index_number(lua_State *L) { return select_at(L, 0, 2, "netcl.autograd.index"); }
+/* n[i]: select along dim 1 (as Tensors); l_autograd.c's __index calls it for number keys. */
+static int node_index_number(lua_State *L) { return select_at(L, 0, 2, "netcl.autograd.index"); }
 
 /* ---- registration ---------------------------------------------------------------------------------- */
 /* Unary and binary rows take their op code from the op table by name. */
@@ -602,7 +602,16 @@ static int tensor_arith(lua_State *L) {
   return 1;
 }
 
-void nc_lua_add_autograd_ops(lua_State *L, int module, int node_meta, int node_methods) {
+void nc_lua_add_autograd_ops(lua_State *L) {
+  int top = lua_gettop(L);
+  lua_getfield(L, top, "autograd");
+  int module = lua_gettop(L);
+  luaL_getmetatable(L, NC_NODE_MT);
+  int node_meta = lua_gettop(L);
+  lua_getfield(L, node_meta, "methods");
+  int node_methods = lua_gettop(L);
+  lua_pushcfunction(L, node_index_number);
+  lua_setfield(L, node_meta, "__index_number");
   for (int i = 0; i < nc_ag_op_count; i++)
     if (!find_binding(nc_ag_op_names[i]))
       luaL_error(L, "netcl.autograd: differentiable op %s has no binding", nc_ag_op_names[i]);
@@ -646,4 +655,5 @@ void nc_lua_add_autograd_ops(lua_State *L, int module, int node_meta, int node_m
   lua_pop(L, 1);
   lua_pushcfunction(L, l_unm);
   lua_setfield(L, node_meta, "__unm");
+  lua_settop(L, top);
 }

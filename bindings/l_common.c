@@ -242,16 +242,6 @@ nc_dtype nc_lua_opt_dtype(lua_State *L, int idx, nc_dtype def, const char *fname
   return d;
 }
 
-nc_device *nc_lua_opt_device(lua_State *L, int idx, const char *fname) {
-  if (lua_isnoneornil(L, idx)) return nc_lua_default_device(L);
-  luaL_checktype(L, idx, LUA_TTABLE);
-  nc_device *d;
-  if (lua_getfield(L, idx, "device") != LUA_TNIL) d = nc_lua_checkdevice(L, lua_gettop(L), fname);
-  else d = nc_lua_default_device(L);
-  lua_pop(L, 1);
-  return d;
-}
-
 /* ---- GC accounting -------------------------------------------------------------------------------- */
 void nc_lua_account(lua_State *L, size_t nbytes) {
   if (nbytes < 1024) return;

@@ -28,6 +28,16 @@ void nc_lua_pushdevice(lua_State *L, nc_device *dev) {
   lua_remove(L, -2);
 }
 
+nc_device *nc_lua_opt_device(lua_State *L, int idx, const char *fname) {
+  if (lua_isnoneornil(L, idx)) return nc_lua_default_device(L);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  nc_device *d;
+  if (lua_getfield(L, idx, "device") != LUA_TNIL) d = nc_lua_checkdevice(L, lua_gettop(L), fname);
+  else d = nc_lua_default_device(L);
+  lua_pop(L, 1);
+  return d;
+}
+
 nc_device *nc_lua_checkdevice(lua_State *L, int idx, const char *fname) {
   device_box *b = luaL_testudata(L, idx, NC_DEVICE_MT);
   if (b) return b->dev;

@@ -1,5 +1,5 @@
 /* The C module table (netcl.core): every binding file adds its part. */
-#include "l_common.h"
+#include "l_autograd.h"
 
 int nc_lua_open_core(lua_State *L) {
   if (nc_init() != NC_OK) return nc_lua_errorf(L, "netcl: %s", nc_last_error());
@@ -9,6 +9,7 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_ops(L);
   nc_lua_add_creation(L);
   nc_lua_add_autograd(L);
+  nc_lua_add_autograd_ops(L);
   nc_lua_add_text(L);
   nc_lua_add_linalg(L);
   nc_lua_add_io(L);

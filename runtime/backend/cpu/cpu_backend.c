@@ -1,3 +1,5 @@
+/* The CPU backend's host memory (its device interface) and the foundation ops: fill, copy with
+ * dtype conversion, arange and Philox random fills. */
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -9,23 +11,23 @@
 #include "netcl/random.h"
 #include "strided.h"
 
-static nc_status cpu_alloc(nc_device *d, size_t n, void **h) {
+nc_status nc_cpu_alloc(nc_device *d, size_t n, void **h) {
   size_t rounded = (n + 63) & ~(size_t)63;
   *h = aligned_alloc(64, rounded);
   if (!*h) return nc_error(NC_ERR_OOM, "host allocation of %zu bytes failed", n);
   return NC_OK;
 }
-static void cpu_release(nc_device *d, void *h) { free(h); }
-static void *cpu_host_ptr(nc_device *d, void *h) { return h; }
-static nc_status cpu_write(nc_device *d, void *h, size_t off, const void *src, size_t n) {
+void nc_cpu_release(nc_device *d, void *h) { free(h); }
+void *nc_cpu_host_ptr(nc_device *d, void *h) { return h; }
+nc_status nc_cpu_write(nc_device *d, void *h, size_t off, const void *src, size_t n) {
   memcpy((char *)h + off, src, n);
   return NC_OK;
 }
-static nc_status cpu_read(nc_device *d, void *h, size_t off, void *dst, size_t n) {
+nc_status nc_cpu_read(nc_device *d, void *h, size_t off, void *dst, size_t n) {
   memcpy(dst, (const char *)h + off, n);
   return NC_OK;
 }
-static nc_status cpu_sync(nc_device *d) { return NC_OK; }
+nc_status nc_cpu_sync(nc_device *d) { return NC_OK; }
 
 static inline void *base_of(const nc_tensor *t) { return nc_storage_host_ptr(t->storage); }
 
@@ -82,7 +84,7 @@ nc_status nc_cpu_fill(nc_tensor *t, double v) {
     }                                                                                 \
   }
 
-static nc_status cpu_copy(nc_tensor *dst, const nc_tensor *src) {
+nc_status nc_cpu_copy(nc_tensor *dst, const nc_tensor *src) {
   nc_cpu_iter it;
   const nc_tensor *ops[2] = {dst, src};
   nc_cpu_iter_init(&it, 2, ops);
@@ -112,7 +114,7 @@ static nc_status cpu_copy(nc_tensor *dst, const nc_tensor *src) {
 }
 
 /* ---- arange ------------------------------------------------------------------------------------ */
-static nc_status cpu_arange(nc_tensor *t, double start, double step) {
+nc_status nc_cpu_arange(nc_tensor *t, double start, double step) {
   int64_t numel = nc_tensor_numel(t); /* contiguous output (ops layer guarantees) */
   switch (t->dtype) {
 #define X(DT, T)                                                                          \
@@ -135,7 +137,7 @@ static inline double u53(uint32_t a, uint32_t b) {
   return (double)(((uint64_t)(a >> 5) << 26) | (b >> 6)) * 0x1p-53;
 }
 
-static nc_status cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b) {
+nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b) {
   int64_t numel = nc_tensor_numel(t); /* contiguous output (ops layer guarantees) */
   if (t->dtype == NC_FLOAT32) {
     float *p = (float *)base_of(t) + t->offset;
@@ -167,101 +169,5 @@ static nc_status cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offs
   } else {
     return nc_error(NC_ERR_DTYPE, "random fill needs a floating dtype, got %s", nc_dtype_name(t->dtype));
   }
-  return NC_OK;
-}
-
-static const nc_device_iface cpu_iface = {
-    .name = "cpu",
-    .alloc = cpu_alloc,
-    .release = cpu_release,
-    .host_ptr = cpu_host_ptr,
-    .write = cpu_write,
-    .read = cpu_read,
-    .sync = cpu_sync,
-};
-
-static nc_dispatch cpu_dispatch = {.name = "cpu"};
-
-static void fill_dispatch(void) {
-  static const struct {
-    nc_entry e;
-    nc_backend_fn fn;
-  } entries[] = {
-      {NC_ENTRY_FILL, NC_BACKEND_FN(nc_cpu_fill)},
-      {NC_ENTRY_COPY, NC_BACKEND_FN(cpu_copy)},
-      {NC_ENTRY_ARANGE, NC_BACKEND_FN(cpu_arange)},
-      {NC_ENTRY_RANDOM, NC_BACKEND_FN(cpu_random)},
-      {NC_ENTRY_UNARY, NC_BACKEND_FN(nc_cpu_unary)},
-      {NC_ENTRY_BINARY, NC_BACKEND_FN(nc_cpu_binary)},
-      {NC_ENTRY_WHERE, NC_BACKEND_FN(nc_cpu_where)},
-      {NC_ENTRY_REDUCE, NC_BACKEND_FN(nc_cpu_reduce)},
-      {NC_ENTRY_SCAN, NC_BACKEND_FN(nc_cpu_scan)},
-      {NC_ENTRY_SOFTMAX, NC_BACKEND_FN(nc_cpu_softmax)},
-      {NC_ENTRY_INDEX, NC_BACKEND_FN(nc_cpu_index)},
-      {NC_ENTRY_SORT, NC_BACKEND_FN(nc_cpu_sort)},
-      {NC_ENTRY_SAMPLE, NC_BACKEND_FN(nc_cpu_sample)},
-      {NC_ENTRY_GEMM, NC_BACKEND_FN(nc_cpu_gemm)},
-      {NC_ENTRY_CONV2D, NC_BACKEND_FN(nc_cpu_conv2d)},
-      {NC_ENTRY_CONV2D_BWD_INPUT, NC_BACKEND_FN(nc_cpu_conv2d_backward_input)},
-      {NC_ENTRY_CONV2D_BWD_WEIGHT, NC_BACKEND_FN(nc_cpu_conv2d_backward_weight)},
-      {NC_ENTRY_POOL2D, NC_BACKEND_FN(nc_cpu_pool2d)},
-      {NC_ENTRY_POOL2D_BWD, NC_BACKEND_FN(nc_cpu_pool2d_backward)},
-      {NC_ENTRY_BATCH_NORM, NC_BACKEND_FN(nc_cpu_batch_norm)},
-      {NC_ENTRY_BATCH_NORM_BWD, NC_BACKEND_FN(nc_cpu_batch_norm_backward)},
-      {NC_ENTRY_ROW_NORM, NC_BACKEND_FN(nc_cpu_row_norm)},
-      {NC_ENTRY_ROW_NORM_BWD, NC_BACKEND_FN(nc_cpu_row_norm_backward)},
-      {NC_ENTRY_EMBEDDING, NC_BACKEND_FN(nc_cpu_embedding)},
-      {NC_ENTRY_EMBEDDING_BWD, NC_BACKEND_FN(nc_cpu_embedding_backward)},
-      {NC_ENTRY_CROSS_ENTROPY, NC_BACKEND_FN(nc_cpu_cross_entropy)},
-      {NC_ENTRY_CROSS_ENTROPY_BWD, NC_BACKEND_FN(nc_cpu_cross_entropy_backward)},
-      {NC_ENTRY_SGD_STEP, NC_BACKEND_FN(nc_cpu_sgd_step)},
-      {NC_ENTRY_RMSPROP_STEP, NC_BACKEND_FN(nc_cpu_rmsprop_step)},
-      {NC_ENTRY_ADAM_STEP, NC_BACKEND_FN(nc_cpu_adam_step)},
-      {NC_ENTRY_SUM_SQUARES, NC_BACKEND_FN(nc_cpu_sum_squares)},
-  };
-  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-    nc_dispatch_entry(&cpu_dispatch, entries[i].e, entries[i].fn);
-}
-
-static void cpu_model_name(char *buf, size_t n) {
-  snprintf(buf, n, "CPU");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    if (strncmp(line, "model name", 10) == 0) {
-      char *colon = strchr(line, ':');
-      if (colon) {
-        colon++;
-        while (*colon == ' ') colon++;
-        colon[strcspn(colon, "\n")] = 0;
-        snprintf(buf, n, "%s", colon);
-      }
-      break;
-    }
-  }
-  fclose(f);
-}
-
-nc_status nc_cpu_device_create(nc_device **out) {
-  nc_device *d = calloc(1, sizeof *d);
-  if (!d) return nc_error(NC_ERR_OOM, "out of host memory");
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, fill_dispatch);
-  d->iface = &cpu_iface;
-  d->dispatch = &cpu_dispatch;
-  nc_device_info *info = &d->info;
-  cpu_model_name(info->name, sizeof info->name);
-  snprintf(info->vendor, sizeof info->vendor, "netcl CPU backend");
-  snprintf(info->driver_version, sizeof info->driver_version, "%s", NC_VERSION_STRING);
-  snprintf(info->spec, sizeof info->spec, "cpu");
-  info->kind = NC_DEVICE_CPU;
-  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-  info->memory = (pages > 0 && psize > 0) ? (uint64_t)pages * (uint64_t)psize : 0;
-  info->max_alloc = 0;
-  info->compute_units = omp_get_max_threads();
-  info->max_work_group_size = 1;
-  info->fp64 = true;
-  *out = d;
   return NC_OK;
 }

@@ -7,8 +7,21 @@
 
 nc_status nc_cpu_device_create(nc_device **out);
 
-/* Op entries (backend/dispatch.h), one file per family. */
+/* The device interface: host memory (cpu_backend.c). */
+nc_status nc_cpu_alloc(nc_device *d, size_t n, void **h);
+void nc_cpu_release(nc_device *d, void *h);
+void *nc_cpu_host_ptr(nc_device *d, void *h);
+nc_status nc_cpu_write(nc_device *d, void *h, size_t off, const void *src, size_t n);
+nc_status nc_cpu_read(nc_device *d, void *h, size_t off, void *dst, size_t n);
+nc_status nc_cpu_sync(nc_device *d);
+
+/* The foundation ops (cpu_backend.c). */
 nc_status nc_cpu_fill(nc_tensor *t, double v);
+nc_status nc_cpu_copy(nc_tensor *dst, const nc_tensor *src);
+nc_status nc_cpu_arange(nc_tensor *t, double start, double step);
+nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
+
+/* Op entries (backend/dispatch.h), one file per family. */
 nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
 nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
 nc_status nc_cpu_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);

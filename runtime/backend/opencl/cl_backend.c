@@ -1,11 +1,10 @@
-/* The OpenCL backend's device interface (buffers, transfers), its dispatch table, and the
- * foundation ops (fill, copy, arange, random) on kernels/core.cl. */
+/* The OpenCL backend's buffers and transfers (its device interface) and the foundation ops
+ * (fill, copy, arange, random) on kernels/core.cl. */
 #include <string.h>
-#include <pthread.h>
 #include "cl_backend.h"
 #include "cl_linalg.h"
 
-static nc_status cl_alloc(nc_device *dev, size_t n, void **h) {
+nc_status nc_cl_alloc(nc_device *dev, size_t n, void **h) {
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
   cl_int err;
@@ -15,16 +14,16 @@ static nc_status cl_alloc(nc_device *dev, size_t n, void **h) {
   return NC_OK;
 }
 
-static void cl_release(nc_device *dev, void *h) { nc_cl.clReleaseMemObject((cl_mem)h); }
-static void *cl_host_ptr(nc_device *dev, void *h) { return NULL; }
+void nc_cl_release(nc_device *dev, void *h) { nc_cl.clReleaseMemObject((cl_mem)h); }
+void *nc_cl_host_ptr(nc_device *dev, void *h) { return NULL; }
 
-static nc_status cl_write(nc_device *dev, void *h, size_t off, const void *src, size_t n) {
+nc_status nc_cl_write(nc_device *dev, void *h, size_t off, const void *src, size_t n) {
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
   return nc_cl_staging_write(dev, cd, (cl_mem)h, off, src, n);
 }
 
-static nc_status cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t n) {
+nc_status nc_cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t n) {
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
   pthread_mutex_lock(&dev->lock);
@@ -34,7 +33,7 @@ static nc_status cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t 
   return NC_OK;
 }
 
-static nc_status cl_sync(nc_device *dev) {
+nc_status nc_cl_sync(nc_device *dev) {
   nc_cl_device *cd = dev->impl;
   if (!cd->ready) return NC_OK;
   cl_int err = nc_cl.clFinish(cd->queue);
@@ -42,7 +41,7 @@ static nc_status cl_sync(nc_device *dev) {
   return NC_OK;
 }
 
-static void cl_stats(nc_device *dev, nc_memory_stats *st) {
+void nc_cl_stats(nc_device *dev, nc_memory_stats *st) {
   nc_cl_device *cd = dev->impl;
   pthread_mutex_lock(&cd->programs_lock);
   st->programs_built = cd->programs_built;
@@ -85,7 +84,7 @@ static nc_cl_arg scalar_arg(nc_dtype dt, double v, scalar *s) {
   }
 }
 
-static nc_status cl_fill(nc_tensor *t, double v) {
+nc_status nc_cl_fill(nc_tensor *t, double v) {
   nc_device *dev = nc_tensor_device(t);
   NC_TRY(dtype_supported(dev, t->dtype));
   cl_kernel k;
@@ -130,7 +129,7 @@ static nc_cl_arg acc_arg(nc_device *dev, double v, scalar *s) {
   return scalar_arg(dev->info.fp64 ? NC_FLOAT64 : NC_FLOAT32, v, s);
 }
 
-static nc_status cl_arange(nc_tensor *t, double start, double step) {
+nc_status nc_cl_arange(nc_tensor *t, double start, double step) {
   nc_device *dev = nc_tensor_device(t);
   NC_TRY(dtype_supported(dev, t->dtype));
   cl_kernel k;
@@ -156,63 +155,3 @@ nc_status nc_cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, d
   return nc_cl_launch(dev, k, 7, args, nc_cl_global_size(dev, n), 0);
 }
 
-const nc_device_iface nc_opencl_iface = {
-    .name = "opencl",
-    .alloc = cl_alloc,
-    .release = cl_release,
-    .host_ptr = cl_host_ptr,
-    .write = cl_write,
-    .read = cl_read,
-    .sync = cl_sync,
-    .stats = cl_stats,
-    .warmup = nc_cl_build_all,
-};
-
-static nc_dispatch cl_dispatch = {.name = "opencl"};
-
-static void fill_dispatch(void) {
-  static const struct {
-    nc_entry e;
-    nc_backend_fn fn;
-  } entries[] = {
-      {NC_ENTRY_FILL, NC_BACKEND_FN(cl_fill)},
-      {NC_ENTRY_COPY, NC_BACKEND_FN(nc_cl_copy)},
-      {NC_ENTRY_ARANGE, NC_BACKEND_FN(cl_arange)},
-      {NC_ENTRY_RANDOM, NC_BACKEND_FN(nc_cl_random)},
-      {NC_ENTRY_UNARY, NC_BACKEND_FN(nc_cl_unary)},
-      {NC_ENTRY_BINARY, NC_BACKEND_FN(nc_cl_binary)},
-      {NC_ENTRY_WHERE, NC_BACKEND_FN(nc_cl_where)},
-      {NC_ENTRY_REDUCE, NC_BACKEND_FN(nc_cl_reduce)},
-      {NC_ENTRY_SCAN, NC_BACKEND_FN(nc_cl_scan)},
-      {NC_ENTRY_SOFTMAX, NC_BACKEND_FN(nc_cl_softmax)},
-      {NC_ENTRY_INDEX, NC_BACKEND_FN(nc_cl_index)},
-      {NC_ENTRY_SORT, NC_BACKEND_FN(nc_cl_sort)},
-      {NC_ENTRY_SAMPLE, NC_BACKEND_FN(nc_cl_sample)},
-      {NC_ENTRY_GEMM, NC_BACKEND_FN(nc_cl_gemm)},
-      {NC_ENTRY_CONV2D, NC_BACKEND_FN(nc_cl_conv2d)},
-      {NC_ENTRY_CONV2D_BWD_INPUT, NC_BACKEND_FN(nc_cl_conv2d_backward_input)},
-      {NC_ENTRY_CONV2D_BWD_WEIGHT, NC_BACKEND_FN(nc_cl_conv2d_backward_weight)},
-      {NC_ENTRY_POOL2D, NC_BACKEND_FN(nc_cl_pool2d)},
-      {NC_ENTRY_POOL2D_BWD, NC_BACKEND_FN(nc_cl_pool2d_backward)},
-      {NC_ENTRY_BATCH_NORM, NC_BACKEND_FN(nc_cl_batch_norm)},
-      {NC_ENTRY_BATCH_NORM_BWD, NC_BACKEND_FN(nc_cl_batch_norm_backward)},
-      {NC_ENTRY_ROW_NORM, NC_BACKEND_FN(nc_cl_row_norm)},
-      {NC_ENTRY_ROW_NORM_BWD, NC_BACKEND_FN(nc_cl_row_norm_backward)},
-      {NC_ENTRY_EMBEDDING, NC_BACKEND_FN(nc_cl_embedding)},
-      {NC_ENTRY_EMBEDDING_BWD, NC_BACKEND_FN(nc_cl_embedding_backward)},
-      {NC_ENTRY_CROSS_ENTROPY, NC_BACKEND_FN(nc_cl_cross_entropy)},
-      {NC_ENTRY_CROSS_ENTROPY_BWD, NC_BACKEND_FN(nc_cl_cross_entropy_backward)},
-      {NC_ENTRY_SGD_STEP, NC_BACKEND_FN(nc_cl_sgd_step)},
-      {NC_ENTRY_RMSPROP_STEP, NC_BACKEND_FN(nc_cl_rmsprop_step)},
-      {NC_ENTRY_ADAM_STEP, NC_BACKEND_FN(nc_cl_adam_step)},
-      {NC_ENTRY_SUM_SQUARES, NC_BACKEND_FN(nc_cl_sum_squares)},
-  };
-  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-    nc_dispatch_entry(&cl_dispatch, entries[i].e, entries[i].fn);
-}
-
-const nc_dispatch *nc_opencl_dispatch(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, fill_dispatch);
-  return &cl_dispatch;
-}

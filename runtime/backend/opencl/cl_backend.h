@@ -133,12 +133,19 @@ uint64_t nc_cl_staging_bytes(nc_cl_device *cd);
 
 nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev);
 
-/* The device interface and the op dispatch table (cl_backend.c). */
-extern const nc_device_iface nc_opencl_iface;
-const nc_dispatch *nc_opencl_dispatch(void);
+/* The device interface (cl_backend.c): buffers, transfers, counters. */
+nc_status nc_cl_alloc(nc_device *dev, size_t n, void **h);
+void nc_cl_release(nc_device *dev, void *h);
+void *nc_cl_host_ptr(nc_device *dev, void *h);
+nc_status nc_cl_write(nc_device *dev, void *h, size_t off, const void *src, size_t n);
+nc_status nc_cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t n);
+nc_status nc_cl_sync(nc_device *dev);
+void nc_cl_stats(nc_device *dev, nc_memory_stats *st);
 
-/* Backend-internal entries other files reuse. */
+/* The foundation ops (cl_backend.c). */
+nc_status nc_cl_fill(nc_tensor *t, double v);
 nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src);
+nc_status nc_cl_arange(nc_tensor *t, double start, double step);
 nc_status nc_cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
 
 /* Op entries (backend/dispatch.h), one file per family. */

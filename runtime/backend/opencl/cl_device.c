@@ -1,4 +1,5 @@
-/* OpenCL device discovery and the lazily created context and in-order queue. */
+/* OpenCL devices at work: the lazily created context and in-order queue, tensor layouts as
+ * kernels take them, work sizes and launches. Discovery is cl_discover.c. */
 #include <stdlib.h>
 #include <string.h>
 #include "cl_backend.h"
@@ -7,83 +8,6 @@
 nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev) {
   return nc_error(err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ? NC_ERR_OOM : NC_ERR_DEVICE,
                   "%s failed on %s: %s (%d)", what, dev ? dev->info.name : "OpenCL", nc_cl_strerror(err), err);
-}
-
-static void info_str(cl_device_id d, cl_device_info what, char *buf, size_t n) {
-  buf[0] = 0;
-  if (nc_cl.clGetDeviceInfo(d, what, n, buf, NULL) != CL_SUCCESS) buf[0] = 0;
-  buf[n - 1] = 0;
-}
-
-static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
-  nc_device_info *info = &dev->info;
-  cl_device_type type = 0;
-  cl_ulong mem = 0, max_alloc = 0;
-  cl_uint cus = 0;
-  size_t wg = 0;
-  cl_device_fp_config fp64 = 0;
-  info_str(cd->id, CL_DEVICE_NAME, info->name, sizeof info->name);
-  info_str(cd->id, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
-  info_str(cd->id, CL_DRIVER_VERSION, info->driver_version, sizeof info->driver_version);
-  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
-  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
-  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
-  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
-  nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL);
-  snprintf(info->spec, sizeof info->spec, "opencl:%d:%d", p, d);
-  info->kind = NC_DEVICE_OPENCL;
-  info->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
-  info->memory = mem;
-  info->max_alloc = max_alloc;
-  info->compute_units = (int)cus;
-  info->max_work_group_size = wg;
-  info->fp64 = fp64 != 0;
-}
-
-void nc_opencl_discover(nc_status (*add)(nc_device *dev)) {
-  if (!nc_cl_load()) return;
-  cl_uint np = 0;
-  if (nc_cl.clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return;
-  cl_platform_id *plats = calloc(np, sizeof *plats);
-  if (!plats || nc_cl.clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
-    free(plats);
-    return;
-  }
-  for (cl_uint p = 0; p < np; p++) {
-    cl_uint nd = 0;
-    if (nc_cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0) continue;
-    cl_device_id *ids = calloc(nd, sizeof *ids);
-    if (!ids || nc_cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL) != CL_SUCCESS) {
-      free(ids);
-      continue;
-    }
-    for (cl_uint d = 0; d < nd; d++) {
-      nc_device *dev = calloc(1, sizeof *dev);
-      nc_cl_device *cd = calloc(1, sizeof *cd);
-      if (!dev || !cd) {
-        free(dev);
-        free(cd);
-        break;
-      }
-      cd->platform = plats[p];
-      cd->id = ids[d];
-      nc_cl.clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof cd->platform_name, cd->platform_name, NULL);
-      cd->platform_name[sizeof cd->platform_name - 1] = 0;
-      pthread_mutex_init(&cd->init_lock, NULL);
-      pthread_mutex_init(&cd->programs_lock, NULL);
-      dev->iface = &nc_opencl_iface;
-      dev->dispatch = nc_opencl_dispatch();
-      dev->impl = cd;
-      describe(dev, cd, (int)p, (int)d);
-      if (add(dev) != NC_OK) {
-        free(cd);
-        free(dev);
-      }
-    }
-    free(ids);
-  }
-  free(plats);
 }
 
 nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
@@ -194,12 +118,6 @@ nc_cl_arg nc_cl_scalar_arg(nc_dtype dt, const nc_scalar *s, nc_cl_scalar *v) {
     case NC_BOOL: v->u = s->is_int ? s->i != 0 : s->f != 0; return (nc_cl_arg){sizeof v->u, &v->u};
     default: v->u = (cl_uchar)(s->is_int ? s->i : (int64_t)s->f); return (nc_cl_arg){sizeof v->u, &v->u};
   }
-}
-
-nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt, cl_kernel *out) {
-  char name[96];
-  snprintf(name, sizeof name, "%s_%s", prefix, nc_dtype_name(dt));
-  return nc_cl_kernel(dev, program, "", name, out);
 }
 
 size_t nc_cl_global_size(nc_device *dev, int64_t n) {

@@ -101,9 +101,3 @@ nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg) {
                       (size_t)((g->m + cfg->mwg - 1) / cfg->mwg) * local[1], (size_t)g->batch};
   return nc_cl_launch_nd(dev, k, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
 }
-
-nc_status nc_cl_gemm(const nc_gemm_desc *g) {
-  nc_gemm_config cfg;
-  NC_TRY(nc_cl_gemm_config(nc_tensor_device(g->c), g->c->dtype, &cfg));
-  return nc_cl_gemm_with(g, &cfg);
-}

@@ -268,3 +268,9 @@ nc_status nc_cl_build_all(nc_device *dev) {
   }
   return NC_OK;
 }
+
+nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt, cl_kernel *out) {
+  char name[96];
+  snprintf(name, sizeof name, "%s_%s", prefix, nc_dtype_name(dt));
+  return nc_cl_kernel(dev, program, "", name, out);
+}

@@ -197,3 +197,10 @@ nc_status nc_cl_gemm_config(nc_device *dev, nc_dtype dt, nc_gemm_config *out) {
   *out = c;
   return NC_OK;
 }
+
+/* The dispatch entry: the tuned (or default) configuration for the device, then the kernel. */
+nc_status nc_cl_gemm(const nc_gemm_desc *g) {
+  nc_gemm_config cfg;
+  NC_TRY(nc_cl_gemm_config(nc_tensor_device(g->c), g->c->dtype, &cfg));
+  return nc_cl_gemm_with(g, &cfg);
+}

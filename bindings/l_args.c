@@ -1,0 +1,70 @@
+/* Argument helpers of the op bindings (l_ops.h): operands, scalars, options tables and results. */
+#include "l_ops.h"
+
+nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname) {
+  nc_tensor *t = nc_lua_totensor(L, idx);
+  if (t) return nc_operand_tensor(t);
+  if (luaL_testudata(L, idx, NC_TENSOR_MT)) nc_lua_checktensor_f(L, idx, fname); /* freed: raises */
+  if (lua_isinteger(L, idx)) return nc_operand_scalar(nc_scalar_int(lua_tointeger(L, idx)));
+  if (lua_type(L, idx) == LUA_TNUMBER) return nc_operand_scalar(nc_scalar_float(lua_tonumber(L, idx)));
+  nc_lua_argerror(L, fname, idx, "expected a Tensor or a number, got %s", luaL_typename(L, idx));
+  return nc_operand_scalar(nc_scalar_int(0));
+}
+
+nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname) {
+  if (lua_isboolean(L, idx)) return nc_scalar_int(lua_toboolean(L, idx));
+  if (lua_isinteger(L, idx)) return nc_scalar_int(lua_tointeger(L, idx));
+  if (lua_type(L, idx) == LUA_TNUMBER) return nc_scalar_float(lua_tonumber(L, idx));
+  nc_lua_argerror(L, fname, idx, "expected a number, got %s", luaL_typename(L, idx));
+  return nc_scalar_int(0);
+}
+
+int nc_lua_opts(lua_State *L, int idx) { return lua_type(L, idx) == LUA_TTABLE ? lua_absindex(L, idx) : 0; }
+
+nc_tensor *nc_lua_opt_out(lua_State *L, int opts, const char *fname) {
+  if (!opts) return NULL;
+  nc_tensor *t = NULL;
+  if (lua_getfield(L, opts, "out") != LUA_TNIL) {
+    t = nc_lua_totensor(L, -1);
+    if (!t) luaL_error(L, "%s: opts.out must be a live Tensor, got %s", fname, luaL_typename(L, -1));
+  }
+  lua_pop(L, 1);
+  return t;
+}
+
+bool nc_lua_opt_bool(lua_State *L, int opts, const char *field, bool def) {
+  if (!opts) return def;
+  bool v = def;
+  if (lua_getfield(L, opts, field) != LUA_TNIL) v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+int nc_lua_result(lua_State *L, nc_status s, int opts, nc_tensor *r, const char *fname) {
+  if (s != NC_OK) nc_lua_raise(L, fname);
+  if (r) {
+    nc_lua_pushtensor_new(L, r);
+  } else {
+    lua_getfield(L, opts, "out");
+  }
+  return 1;
+}
+
+void nc_lua_register_op(lua_State *L, int module, int methods, const char *name, lua_CFunction fn, int op) {
+  if (module) {
+    lua_pushinteger(L, op);
+    lua_pushcclosure(L, fn, 1);
+    lua_setfield(L, module, name);
+  }
+  if (methods) {
+    lua_pushinteger(L, op);
+    lua_pushcclosure(L, fn, 1);
+    lua_setfield(L, methods, name);
+  }
+}
+
+nc_op nc_lua_opname(lua_State *L, char *fname, size_t n) {
+  nc_op op = (nc_op)lua_tointeger(L, lua_upvalueindex(1));
+  snprintf(fname, n, "netcl.%s", nc_op_get(op)->name);
+  return op;
+}
