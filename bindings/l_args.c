@@ -1,9 +1,12 @@
 /* Argument helpers of the op bindings (l_ops.h): operands, scalars, options tables and results. */
+#include "l_autograd.h"
 #include "l_ops.h"
 
 nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname) {
   nc_tensor *t = nc_lua_totensor(L, idx);
   if (t) return nc_operand_tensor(t);
+  nc_node *n = nc_lua_tonode(L, idx);
+  if (n) return nc_operand_tensor(nc_node_value(n));
   if (luaL_testudata(L, idx, NC_TENSOR_MT)) nc_lua_checktensor_f(L, idx, fname); /* freed: raises */
   if (lua_isinteger(L, idx)) return nc_operand_scalar(nc_scalar_int(lua_tointeger(L, idx)));
   if (lua_type(L, idx) == LUA_TNUMBER) return nc_operand_scalar(nc_scalar_float(lua_tonumber(L, idx)));
@@ -50,6 +53,38 @@ int nc_lua_result(lua_State *L, nc_status s, int opts, nc_tensor *r, const char 
   return 1;
 }
 
+void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn, int op, int where) {
+  int top = lua_gettop(L);
+  module = lua_absindex(L, module);
+  int tables[4], n = 0;
+  if (where & NC_LUA_FUNCTION) {
+    tables[n++] = module;
+    lua_getfield(L, module, "autograd");
+    tables[n++] = lua_gettop(L);
+  }
+  if (where & NC_LUA_METHOD) {
+    luaL_getmetatable(L, NC_TENSOR_MT);
+    lua_getfield(L, -1, "methods");
+    tables[n++] = lua_gettop(L);
+    luaL_getmetatable(L, NC_NODE_MT);
+    lua_getfield(L, -1, "methods");
+    tables[n++] = lua_gettop(L);
+  }
+  if (where & NC_LUA_OPERATOR) {
+    luaL_getmetatable(L, NC_TENSOR_MT);
+    tables[n++] = lua_gettop(L);
+    luaL_getmetatable(L, NC_NODE_MT);
+    tables[n++] = lua_gettop(L);
+  }
+  for (int i = 0; i < n; i++) {
+    lua_pushinteger(L, op);
+    lua_pushcclosure(L, fn, 1);
+    lua_setfield(L, tables[i], name);
+  }
+  lua_settop(L, top);
+}
+
+/* Tensor-only methods (in-place variants); op as upvalue 1. */
 void nc_lua_register_op(lua_State *L, int module, int methods, const char *name, lua_CFunction fn, int op) {
   if (module) {
     lua_pushinteger(L, op);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "l_autograd.h"
+#include "l_ops.h"
 
 static const char STATE_KEY = 'A'; /* registry: {tape = Tape|nil, enabled = bool} */
 
@@ -40,6 +41,27 @@ nc_node *nc_lua_checknodelike(lua_State *L, int idx, const char *fname) {
   }
   nc_lua_argerror(L, fname, idx, "expected Node or Tensor, got %s", luaL_typename(L, idx));
   return NULL;
+}
+
+bool nc_lua_isnode(lua_State *L, int idx) { return luaL_testudata(L, idx, NC_NODE_MT) != NULL; }
+
+bool nc_lua_has_node(lua_State *L, int from, int to) {
+  for (int i = from; i <= to; i++)
+    if (nc_lua_isnode(L, i)) return true;
+  return false;
+}
+
+void nc_lua_no_out(lua_State *L, int opts, const char *fname) {
+  if (nc_lua_opt_field(L, opts, "out") != LUA_TNIL)
+    nc_lua_errorf(L, "%s: out= is for Tensors; an op on Nodes always makes a new Node", fname);
+  lua_pop(L, 1);
+}
+
+nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname) {
+  if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
+  if (!nc_lua_tonode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
+    nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
+  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
 }
 
 void nc_lua_ag_push(lua_State *L, nc_node *n) {

@@ -3,7 +3,7 @@
 #define NETCL_L_AUTOGRAD_H
 
 #include "l_common.h"
-#include "netcl/autograd.h"
+#include "netcl/autograd_ops.h"
 #include "netcl_lua.h"
 
 #define NC_NODE_MT "netcl.Node"
@@ -23,7 +23,15 @@ nc_node *nc_lua_checknode(lua_State *L, int idx, const char *fname);
 /* A Node, or a Tensor wrapped in a constant node (the wrapper replaces the argument slot). */
 nc_node *nc_lua_checknodelike(lua_State *L, int idx, const char *fname);
 
-/* Helpers of the op bindings (l_autograd_ops.c, l_autograd_nn.c). */
+/* Helpers of the op bindings, which serve Tensors and Nodes alike: an op whose operands include
+ * a Node is the differentiable op (recorded on the active tape), otherwise the pure op. */
+bool nc_lua_isnode(lua_State *L, int idx);
+/* Whether any of the arguments from..to (inclusive) is a Node. */
+bool nc_lua_has_node(lua_State *L, int from, int to);
+/* Raises when opts has out= (ops on Nodes make new Nodes). */
+void nc_lua_no_out(lua_State *L, int opts, const char *fname);
+/* A Node, a Tensor (as a constant node) or a number. */
+nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname);
 /* Pushes the node an op made (taking the reference; its new bytes are reported to the
  * collector) when s is NC_OK, else raises fname's error; returns 1. *out is read only after s
  * is known (argument evaluation order is unspecified). */
@@ -54,5 +62,8 @@ extern const nc_lua_ag_binding nc_lua_ag_nn_bindings[];
  * after nc_lua_add_autograd: functions into its autograd table, methods and operators into the
  * Node metatable, and the Node's n[i] handler (__index_number). */
 void nc_lua_add_autograd_ops(lua_State *L);
+/* Raises unless every differentiable op (NC_AG_OPS) has a binding in the autograd table of the
+ * module on the stack top: runs once every family has registered its ops. */
+void nc_lua_check_autograd(lua_State *L);
 
 #endif

@@ -13,14 +13,6 @@
 #include "netcl/join.h"
 
 /* ---- shared helpers ---------------------------------------------------------------------------- */
-/* A Node, a Tensor (as a constant node) or a number. */
-static nc_ag_operand operand_arg(lua_State *L, int idx, const char *fname) {
-  if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
-  if (!nc_lua_tonode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
-    nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
-  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
-}
-
 /* "netcl.autograd.<op name>" from upvalue 2 (the name). */
 static const char *upname(lua_State *L, char *buf, size_t n) {
   snprintf(buf, n, "netcl.autograd.%s", lua_tostring(L, lua_upvalueindex(2)));
@@ -62,87 +54,6 @@ static int64_t pos_arg(lua_State *L, int idx, int64_t n, const char *fname) {
     return nc_lua_argerror(L, fname, idx, "index %lld out of range for a dim of size %lld", (long long)i,
                            (long long)n);
   return z;
-}
-
-/* ---- elementwise --------------------------------------------------------------------------------- */
-/* x:name(opts); upvalue 1: the op code. gelu takes {approximate = "none" | "tanh"}. */
-static int l_unary(lua_State *L) {
-  char fname[64];
-  nc_op op = (nc_op)lua_tointeger(L, lua_upvalueindex(1));
-  upname(L, fname, sizeof fname);
-  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
-  int opts = nc_lua_opts(L, 2);
-  if (op == NC_OP_GELU && opts) {
-    lua_getfield(L, opts, "approximate");
-    const char *a = lua_tostring(L, -1);
-    if (a && !strcmp(a, "tanh"))
-      op = NC_OP_GELU_TANH;
-    else if (a && strcmp(a, "none"))
-      return luaL_error(L, "%s: approximate must be \"none\" or \"tanh\", got %s", fname, a);
-    lua_pop(L, 1);
-  }
-  return nc_lua_ag_result(L, nc_ag_unary(nc_lua_active_tape(L), op, x, &out), &out, fname);
-}
-
-static const nc_scalar *bound_arg(lua_State *L, int idx, nc_scalar *store, const char *fname) {
-  if (lua_isnoneornil(L, idx)) return NULL;
-  *store = nc_lua_checkscalar(L, idx, fname);
-  return store;
-}
-
-static int l_clamp(lua_State *L) {
-  const char *fname = "netcl.autograd.clamp";
-  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
-  nc_scalar a, b;
-  const nc_scalar *lo = bound_arg(L, 2, &a, fname), *hi = bound_arg(L, 3, &b, fname);
-  if (!lo && !hi) return luaL_error(L, "%s: needs at least one of lo and hi", fname);
-  return nc_lua_ag_result(L, nc_ag_clamp(nc_lua_active_tape(L), x, lo, hi, &out), &out, fname);
-}
-
-static int binary(lua_State *L, nc_op op, const char *fname) {
-  nc_ag_operand a = operand_arg(L, 1, fname), b = operand_arg(L, 2, fname);
-  if (!a.n && !b.n) return luaL_error(L, "%s: needs at least one Node or Tensor operand", fname);
-  nc_node *out;
-  return nc_lua_ag_result(L, nc_ag_binary(nc_lua_active_tape(L), op, a, b, &out), &out, fname);
-}
-
-/* a:name(b), ag.name(a, b) and the metamethods; upvalue 1: the op code. */
-static int l_binary(lua_State *L) {
-  char fname[64];
-  return binary(L, (nc_op)lua_tointeger(L, lua_upvalueindex(1)), upname(L, fname, sizeof fname));
-}
-
-static int l_unm(lua_State *L) {
-  nc_node *x = nc_lua_checknodelike(L, 1, "netcl.autograd.neg"), *out;
-  return nc_lua_ag_result(L, nc_ag_unary(nc_lua_active_tape(L), NC_OP_NEG, x, &out), &out,
-                          "netcl.autograd.neg");
-}
-
-static nc_ag_operand where_operand(lua_State *L, int idx, const char *fname) {
-  if (lua_isboolean(L, idx)) return nc_ag_scalar(nc_scalar_int(lua_toboolean(L, idx)));
-  return operand_arg(L, idx, fname);
-}
-
-static int where(lua_State *L, int ci, int ai, int bi) {
-  const char *fname = "netcl.autograd.where";
-  nc_tensor *cond = nc_lua_ag_checktensor(L, ci, fname);
-  nc_ag_operand a = where_operand(L, ai, fname), b = where_operand(L, bi, fname);
-  nc_node *out;
-  return nc_lua_ag_result(L, nc_ag_where(nc_lua_active_tape(L), cond, a, b, &out), &out, fname);
-}
-
-/* ag.where(cond, a, b) */
-static int l_where(lua_State *L) { return where(L, 1, 2, 3); }
-
-/* x:where(cond, other) = cond ? x : other (as Tensor.where) */
-static int l_where_method(lua_State *L) { return where(L, 2, 1, 3); }
-
-static int l_masked_fill(lua_State *L) {
-  const char *fname = "netcl.autograd.masked_fill";
-  nc_node *x = nc_lua_checknodelike(L, 1, fname), *out;
-  nc_tensor *mask = nc_lua_ag_checktensor(L, 2, fname);
-  nc_scalar v = nc_lua_checkscalar(L, 3, fname);
-  return nc_lua_ag_result(L, nc_ag_masked_fill(nc_lua_active_tape(L), x, mask, v, &out), &out, fname);
 }
 
 /* ---- reductions ----------------------------------------------------------------------------------- */
@@ -495,38 +406,9 @@ static int l_clone(lua_State *L) {
 static int node_index_number(lua_State *L) { return select_at(L, 0, 2, "netcl.autograd.index"); }
 
 /* ---- registration ---------------------------------------------------------------------------------- */
-/* Unary and binary rows take their op code from the op table by name. */
+/* Rows take their op code from the op table by name (-1 for ops outside it). The elementwise
+ * ops are bound in l_ops.c, for Tensors and Nodes alike. */
 static const nc_lua_ag_binding op_bindings[] = {
-    {"abs", l_unary, NC_LUA_AG_BOTH},
-    {"neg", l_unary, NC_LUA_AG_BOTH},
-    {"exp", l_unary, NC_LUA_AG_BOTH},
-    {"log", l_unary, NC_LUA_AG_BOTH},
-    {"log1p", l_unary, NC_LUA_AG_BOTH},
-    {"sqrt", l_unary, NC_LUA_AG_BOTH},
-    {"rsqrt", l_unary, NC_LUA_AG_BOTH},
-    {"sin", l_unary, NC_LUA_AG_BOTH},
-    {"cos", l_unary, NC_LUA_AG_BOTH},
-    {"tanh", l_unary, NC_LUA_AG_BOTH},
-    {"sigmoid", l_unary, NC_LUA_AG_BOTH},
-    {"relu", l_unary, NC_LUA_AG_BOTH},
-    {"gelu", l_unary, NC_LUA_AG_BOTH},
-    {"gelu_tanh", l_unary, NC_LUA_AG_BOTH},
-    {"silu", l_unary, NC_LUA_AG_BOTH},
-    {"floor", l_unary, NC_LUA_AG_BOTH},
-    {"ceil", l_unary, NC_LUA_AG_BOTH},
-    {"round", l_unary, NC_LUA_AG_BOTH},
-    {"sign", l_unary, NC_LUA_AG_BOTH},
-    {"clamp", l_clamp, NC_LUA_AG_BOTH},
-    {"add", l_binary, NC_LUA_AG_BOTH},
-    {"sub", l_binary, NC_LUA_AG_BOTH},
-    {"mul", l_binary, NC_LUA_AG_BOTH},
-    {"div", l_binary, NC_LUA_AG_BOTH},
-    {"pow", l_binary, NC_LUA_AG_BOTH},
-    {"maximum", l_binary, NC_LUA_AG_BOTH},
-    {"minimum", l_binary, NC_LUA_AG_BOTH},
-    {"where", l_where, NC_LUA_AG_MODULE},
-    {"where", l_where_method, NC_LUA_AG_METHOD},
-    {"masked_fill", l_masked_fill, NC_LUA_AG_BOTH},
     {"sum", l_reduce, NC_LUA_AG_BOTH},
     {"mean", l_reduce, NC_LUA_AG_BOTH},
     {"prod", l_reduce, NC_LUA_AG_BOTH},
@@ -564,12 +446,6 @@ static const nc_lua_ag_binding op_bindings[] = {
 
 static const nc_lua_ag_binding *const tables[] = {op_bindings, nc_lua_ag_nn_bindings};
 
-static const nc_lua_ag_binding *find_binding(const char *name) {
-  for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-    for (const nc_lua_ag_binding *b = tables[t]; b->name; b++)
-      if (!strcmp(b->name, name)) return b;
-  return NULL;
-}
 
 /* ag.ops(): the names of NC_AG_OPS, in order. */
 static int l_ops(lua_State *L) {
@@ -588,20 +464,6 @@ static void push_binding(lua_State *L, const nc_lua_ag_binding *b) {
   lua_pushcclosure(L, b->fn, 2);
 }
 
-/* Tensor arithmetic with a Node on either side becomes the Node op (Lua calls the left
- * operand's metamethod, which is the Tensor's for tensor + node). Upvalues: the op code and
- * name, then the Tensor's own metamethod. */
-static int tensor_arith(lua_State *L) {
-  if (nc_lua_tonode(L, 1) || nc_lua_tonode(L, 2)) {
-    char fname[64];
-    return binary(L, (nc_op)lua_tointeger(L, lua_upvalueindex(1)), upname(L, fname, sizeof fname));
-  }
-  lua_pushvalue(L, lua_upvalueindex(3));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, 1);
-  return 1;
-}
-
 void nc_lua_add_autograd_ops(lua_State *L) {
   int top = lua_gettop(L);
   lua_getfield(L, top, "autograd");
@@ -612,9 +474,6 @@ void nc_lua_add_autograd_ops(lua_State *L) {
   int node_methods = lua_gettop(L);
   lua_pushcfunction(L, node_index_number);
   lua_setfield(L, node_meta, "__index_number");
-  for (int i = 0; i < nc_ag_op_count; i++)
-    if (!find_binding(nc_ag_op_names[i]))
-      luaL_error(L, "netcl.autograd: differentiable op %s has no binding", nc_ag_op_names[i]);
   for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
     for (const nc_lua_ag_binding *b = tables[t]; b->name; b++) {
       if (!nc_ag_op_known(b->name))
@@ -630,30 +489,15 @@ void nc_lua_add_autograd_ops(lua_State *L) {
     }
   lua_pushcfunction(L, l_ops);
   lua_setfield(L, module, "ops");
+  lua_settop(L, top);
+}
 
-  static const struct {
-    const char *meta, *name;
-    nc_op op;
-  } arith[] = {{"__add", "add", NC_OP_ADD},
-               {"__sub", "sub", NC_OP_SUB},
-               {"__mul", "mul", NC_OP_MUL},
-               {"__div", "div", NC_OP_DIV},
-               {"__pow", "pow", NC_OP_POW}};
-  luaL_getmetatable(L, NC_TENSOR_MT);
-  int tensor_meta = lua_gettop(L);
-  for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++) {
-    lua_pushinteger(L, arith[i].op);
-    lua_pushstring(L, arith[i].name);
-    lua_pushcclosure(L, l_binary, 2);
-    lua_setfield(L, node_meta, arith[i].meta);
-    lua_pushinteger(L, arith[i].op);
-    lua_pushstring(L, arith[i].name);
-    lua_getfield(L, tensor_meta, arith[i].meta);
-    lua_pushcclosure(L, tensor_arith, 3);
-    lua_setfield(L, tensor_meta, arith[i].meta);
+void nc_lua_check_autograd(lua_State *L) {
+  lua_getfield(L, -1, "autograd");
+  for (int i = 0; i < nc_ag_op_count; i++) {
+    if (lua_getfield(L, -1, nc_ag_op_names[i]) != LUA_TFUNCTION)
+      luaL_error(L, "netcl.autograd: differentiable op %s has no binding", nc_ag_op_names[i]);
+    lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  lua_pushcfunction(L, l_unm);
-  lua_setfield(L, node_meta, "__unm");
-  lua_settop(L, top);
 }

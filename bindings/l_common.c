@@ -202,6 +202,49 @@ int nc_lua_split_sizes(lua_State *L, int idx, int64_t dim_size, int64_t **sizes,
   return nc_split_sizes(dim_size, size, s, (int)count);
 }
 
+/* "{a=, b=}" from "a b": the accepted keys as messages show them. */
+static void keys_str(const char *keys, char *buf, size_t n) {
+  size_t o = 0;
+  o += (size_t)snprintf(buf + o, n - o, "{");
+  for (const char *p = keys; *p && o < n;) {
+    size_t len = strcspn(p, " ");
+    o += (size_t)snprintf(buf + o, n - o, "%s%.*s=", p == keys ? "" : ", ", (int)len, p);
+    p += len;
+    while (*p == ' ') p++;
+  }
+  if (o < n) snprintf(buf + o, n - o, "}");
+}
+
+static bool key_accepted(const char *keys, const char *k) {
+  size_t kl = strlen(k);
+  for (const char *p = keys; *p;) {
+    size_t len = strcspn(p, " ");
+    if (len == kl && !strncmp(p, k, len)) return true;
+    p += len;
+    while (*p == ' ') p++;
+  }
+  return false;
+}
+
+int nc_lua_checkopts(lua_State *L, int idx, const char *fname, const char *keys) {
+  if (lua_isnoneornil(L, idx)) return 0;
+  idx = lua_absindex(L, idx);
+  char accepted[256];
+  keys_str(keys, accepted, sizeof accepted);
+  if (!lua_istable(L, idx))
+    return nc_lua_argerror(L, fname, idx, "options must be a table %s, got %s", accepted, luaL_typename(L, idx));
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      return nc_lua_argerror(L, fname, idx, "options have a %s key; accepted: %s", luaL_typename(L, -1), accepted);
+    const char *k = lua_tostring(L, -1);
+    if (!key_accepted(keys, k))
+      return nc_lua_argerror(L, fname, idx, "unknown option '%s' (accepted: %s)", k, accepted);
+  }
+  return idx;
+}
+
 int nc_lua_opt_field(lua_State *L, int opts, const char *key) {
   if (opts == 0 || lua_isnoneornil(L, opts)) {
     lua_pushnil(L);

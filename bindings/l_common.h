@@ -57,6 +57,12 @@ int nc_lua_checkdim(lua_State *L, int idx, int ndim, const char *fname);
 #define NC_LUA_MAX_PARTS 65536
 int nc_lua_split_sizes(lua_State *L, int idx, int64_t dim_size, int64_t **sizes, const char *fname);
 
+/* Options tables. Every binding that takes one checks it with nc_lua_checkopts: absent or nil
+ * gives 0; anything else must be a table whose keys are all among keys (space-separated names,
+ * e.g. "dtype device"), else the error names the offending key and lists the accepted ones.
+ * Returns the absolute index of the table. */
+int nc_lua_checkopts(lua_State *L, int idx, const char *fname, const char *keys);
+
 /* Options table helpers (idx may be absent or nil). */
 /* Pushes opts[key], or nil when opts is 0, absent or nil; raises when opts is not a table. */
 int nc_lua_opt_field(lua_State *L, int opts, const char *key);

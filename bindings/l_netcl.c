@@ -6,9 +6,9 @@ int nc_lua_open_core(lua_State *L) {
   lua_newtable(L);
   nc_lua_add_device(L);
   nc_lua_add_tensor(L);
+  nc_lua_add_autograd(L); /* the Node type and nc.autograd, which the op families extend */
   nc_lua_add_ops(L);
   nc_lua_add_creation(L);
-  nc_lua_add_autograd(L);
   nc_lua_add_autograd_ops(L);
   nc_lua_add_text(L);
   nc_lua_add_linalg(L);
@@ -17,6 +17,7 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_json(L);
   nc_lua_add_term(L);
   nc_lua_add_optim(L);
+  nc_lua_check_autograd(L);
   lua_pushstring(L, nc_version());
   lua_setfield(L, -2, "version");
   return 1;

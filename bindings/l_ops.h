@@ -27,6 +27,13 @@ int nc_lua_result(lua_State *L, nc_status s, int opts, nc_tensor *r, const char 
  * module and methods are absolute stack indices (0 = skip). */
 void nc_lua_register_op(lua_State *L, int module, int methods, const char *name, lua_CFunction fn, int op);
 
+/* Registers fn (with op as upvalue 1) as `name` on the surfaces where asks for, for Tensors and
+ * Nodes alike: NC_LUA_FUNCTION: nc.<name> (module, an absolute index or negative) and
+ * nc.autograd.<name>; NC_LUA_METHOD: Tensor and Node methods; NC_LUA_OPERATOR: the Tensor and
+ * Node metatables (name is a metamethod). The Node metatable and nc.autograd must exist. */
+enum { NC_LUA_FUNCTION = 1, NC_LUA_METHOD = 2, NC_LUA_BOTH = 3, NC_LUA_OPERATOR = 4 };
+void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn, int op, int where);
+
 /* The op code given as upvalue 1; its Lua name "netcl.<name>" goes to fname. */
 nc_op nc_lua_opname(lua_State *L, char *fname, size_t n);
 
