@@ -37,8 +37,9 @@ function M.bar(opts)
   if tty == nil then tty = out == io.stdout and stdout_is_terminal() end
   local clock = opts.clock or nc.clock
   local self = Bar()
-  self.total, self.desc, self.out, self.tty, self.clock, self.n, self.info = opts.total, opts.desc, out, tty, clock, 0, {}
-  self.interval, self.closed = opts.interval or (tty and 0.1 or 10), false
+  self.total, self.desc, self.out, self.tty, self.clock = opts.total, opts.desc, out, tty, clock
+  self.n, self.info, self.closed = 0, {}, false
+  self.interval = opts.interval or (tty and 0.1 or 10)
   self.width = opts.width or (tty and out == io.stdout and nc._term.columns(1)) or tonumber(os.getenv("COLUMNS")) or 80
   -- Block characters only where the locale says the terminal takes UTF-8.
   local locale = os.getenv("LC_ALL") or os.getenv("LC_CTYPE") or os.getenv("LANG") or ""
