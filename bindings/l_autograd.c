@@ -499,6 +499,13 @@ static int ag_function(lua_State *L) {
   return 1;
 }
 
+/* ag.is_node(v) (also nc.is_node): whether v is a Node userdata (a freed one too), by its
+ * metatable. */
+static int ag_is_node(lua_State *L) {
+  lua_pushboolean(L, luaL_testudata(L, 1, NC_NODE_MT) != NULL);
+  return 1;
+}
+
 void nc_lua_add_autograd(lua_State *L) {
   static const luaL_Reg tape_methods[] = {{"record", tape_record},
                                           {"scope", tape_scope},
@@ -518,7 +525,7 @@ void nc_lua_add_autograd(lua_State *L) {
                                        {NULL, NULL}};
   static const luaL_Reg funcs[] = {
       {"Tape", tape_new},        {"tensor", ag_tensor},       {"param", ag_param}, {"no_grad", no_grad},
-      {"Function", ag_function}, {"recording", ag_recording}, {NULL, NULL}};
+      {"Function", ag_function}, {"recording", ag_recording}, {"is_node", ag_is_node}, {NULL, NULL}};
   luaL_newmetatable(L, NC_TAPE_MT);
   luaL_setfuncs(L, tape_meta, 0);
   luaL_newlib(L, tape_methods);
@@ -536,5 +543,7 @@ void nc_lua_add_autograd(lua_State *L) {
   lua_setfield(L, module, "node_methods");
   lua_setfield(L, meta, "methods");
   lua_settop(L, module);
+  lua_pushcfunction(L, ag_is_node);
+  lua_setfield(L, module - 1, "is_node");
   lua_setfield(L, -2, "autograd");
 }

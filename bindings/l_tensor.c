@@ -425,6 +425,12 @@ static int t_newindex(lua_State *L) {
   return 0;
 }
 
+/* nc.is_tensor(v): whether v is a Tensor userdata (a freed one too), by its metatable. */
+static int l_is_tensor(lua_State *L) {
+  lua_pushboolean(L, luaL_testudata(L, 1, NC_TENSOR_MT) != NULL);
+  return 1;
+}
+
 void nc_lua_add_tensor(lua_State *L) {
   static const luaL_Reg methods[] = {
       {"numel", t_numel}, {"size", t_size}, {"is_contiguous", t_is_contiguous}, {"item", t_item},
@@ -444,4 +450,6 @@ void nc_lua_add_tensor(lua_State *L) {
   lua_pop(L, 1);
   /* Methods are also module functions: nc.view(t, shape) == t:view(shape). */
   luaL_setfuncs(L, methods, 0);
+  lua_pushcfunction(L, l_is_tensor);
+  lua_setfield(L, -2, "is_tensor");
 }

@@ -9,13 +9,9 @@ for k, v in pairs(core.autograd) do
   if k ~= "node_methods" then ag[k] = v end
 end
 local node_methods = core.autograd.node_methods
-local tensor_mt = getmetatable(nc.zeros({0}))
-local node_mt = getmetatable(ag.tensor(nc.zeros({0})))
-local tensor_methods = tensor_mt.methods
+local tensor_methods = getmetatable(nc.zeros({0})).methods
 
-local function is_node(x) return getmetatable(x) == node_mt end
-local function is_tensor(x) return getmetatable(x) == tensor_mt end
-ag.is_node = is_node
+local is_node, is_tensor = ag.is_node, nc.is_tensor
 
 local function unwrap(...)
   local args = table.pack(...)

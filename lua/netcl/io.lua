@@ -1,6 +1,7 @@
 -- netcl.io: checkpoints (safetensors files), npy arrays, and saving and restoring models and
 -- optimizers. docs/io.md describes the formats and the checkpoint convention.
 local nc = require "netcl"
+local class = require "netcl.class"
 
 local M = {}
 
@@ -15,10 +16,7 @@ local TENSOR_REF = "$tensor"
 
 M.OPTIM_PREFIX, M.OPTIM_KEY, M.EXTRA_KEY = OPTIM_PREFIX, OPTIM_KEY, EXTRA_KEY
 
-local function is_tensor(v)
-  local mt = type(v) == "userdata" and getmetatable(v)
-  return mt and mt.__name == "netcl.Tensor" or false
-end
+local is_tensor = nc.is_tensor
 
 local function check_path(fname, path, argn)
   if type(path) ~= "string" then
@@ -54,8 +52,8 @@ local function string_metadata(fname, md)
 end
 
 local function method(fname, obj, name, argn)
-  local ok, fn = pcall(function() return obj[name] end)
-  if not ok or type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
+  local fn = class.field(obj, name)
+  if type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
     error(string.format("%s: argument %d has no %s method", fname, argn, name), 3)
   end
   return fn

@@ -34,9 +34,11 @@ local function fmt_coord(v) return string.format("%.2f", v) end
 
 -- A Lua array of numbers from a table or a 1-D tensor.
 local function numbers(fname, v, what)
-  if type(v) == "userdata" then
-    local ok, list = pcall(function() return v:tolist() end)
-    if not ok or type(list) ~= "table" then fail(fname, "%s: expected a table of numbers or a 1-D tensor", what) end
+  -- plot.lua does not load netcl; a value can only be a Tensor or a Node when netcl is loaded
+  local nc = package.loaded["netcl.core"]
+  if nc and (nc.is_tensor(v) or nc.is_node(v)) then
+    local list = v:tolist()
+    if type(list) ~= "table" then fail(fname, "%s: expected a table of numbers or a 1-D tensor", what) end
     if #list > 0 and type(list[1]) == "table" then fail(fname, "%s: expected a 1-D tensor", what) end
     v = list
   end

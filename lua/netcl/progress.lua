@@ -3,12 +3,11 @@
 -- at most one per `interval` seconds, and a last one when the bar closes. docs/data.md has the
 -- formats.
 local nc = require "netcl"
+local class = require "netcl.class"
 
 local M = {}
 
-local Bar = {}
-Bar.__index = Bar
-Bar.__name = "netcl.progress.Bar"
+local Bar = class("netcl.progress.Bar")
 
 local OPTIONS = {total = true, desc = true, out = true, tty = true, interval = true, width = true, clock = true}
 
@@ -37,10 +36,10 @@ function M.bar(opts)
   local tty = opts.tty
   if tty == nil then tty = out == io.stdout and stdout_is_terminal() end
   local clock = opts.clock or nc.clock
-  local self = setmetatable({
-    total = opts.total, desc = opts.desc, out = out, tty = tty, clock = clock, n = 0, info = {},
-    interval = opts.interval or (tty and 0.1 or 10), closed = false,
-  }, Bar)
+  local self = Bar()
+  self.total, self.desc, self.out, self.tty, self.clock = opts.total, opts.desc, out, tty, clock
+  self.n, self.info, self.closed = 0, {}, false
+  self.interval = opts.interval or (tty and 0.1 or 10)
   self.width = opts.width or (tty and out == io.stdout and nc._term.columns(1)) or tonumber(os.getenv("COLUMNS")) or 80
   -- Block characters only where the locale says the terminal takes UTF-8.
   local locale = os.getenv("LC_ALL") or os.getenv("LC_CTYPE") or os.getenv("LANG") or ""

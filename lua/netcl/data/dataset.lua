@@ -1,31 +1,31 @@
 -- TensorDataset: rows of one or more tensors that share their first dim. Any table with
 -- len(self) and get(self, i) is a dataset too; the DataLoader gathers batches of a
 -- TensorDataset in C instead of calling get for every sample.
-local TensorDataset = {}
-TensorDataset.__index = TensorDataset
-TensorDataset.__name = "netcl.data.TensorDataset"
+local nc = require "netcl"
+local class = require "netcl.class"
 
-local function is_tensor(v)
-  local mt = type(v) == "userdata" and getmetatable(v)
-  return mt and mt.__name == "netcl.Tensor" or false
-end
+local TensorDataset = class("netcl.data.TensorDataset")
 
-local function new(_, ...)
+--- data.TensorDataset(t1, t2, ...). Errors at level 3 are the caller's line (netcl.class calls
+-- init).
+function TensorDataset:init(...)
   local fname = "netcl.data.TensorDataset"
   local n = select("#", ...)
-  if n == 0 then error(fname .. ": needs at least one tensor", 2) end
+  if n == 0 then error(fname .. ": needs at least one tensor", 3) end
   local tensors = {}
   for i = 1, n do
     local t = select(i, ...)
-    if not is_tensor(t) then error(string.format("%s: argument %d is a %s, expected a Tensor", fname, i, type(t)), 2) end
-    if t.ndim == 0 then error(string.format("%s: argument %d is 0-dim; samples are rows along dim 1", fname, i), 2) end
+    if not nc.is_tensor(t) then
+      error(string.format("%s: argument %d is a %s, expected a Tensor", fname, i, type(t)), 3)
+    end
+    if t.ndim == 0 then error(string.format("%s: argument %d is 0-dim; samples are rows along dim 1", fname, i), 3) end
     if i > 1 and #t ~= #tensors[1] then
-      error(string.format("%s: argument %d has %d rows, argument 1 has %d", fname, i, #t, #tensors[1]), 2)
+      error(string.format("%s: argument %d has %d rows, argument 1 has %d", fname, i, #t, #tensors[1]), 3)
     end
     -- Contiguous once here, so every batch gather copies whole rows.
     tensors[i] = t:contiguous()
   end
-  return setmetatable({tensors = tensors, size = #tensors[1]}, TensorDataset)
+  self.tensors, self.size = tensors, #tensors[1]
 end
 
 function TensorDataset:len() return self.size end
@@ -48,4 +48,4 @@ function TensorDataset:__tostring()
   return string.format("TensorDataset(%d rows: %s)", self.size, table.concat(parts, ", "))
 end
 
-return setmetatable(TensorDataset, {__call = new})
+return TensorDataset

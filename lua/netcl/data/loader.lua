@@ -2,25 +2,20 @@
 -- per-epoch permutation. Single-process: batches are assembled when the iterator asks for
 -- them (host-to-device copies are asynchronous, so they overlap with the work queued before).
 local nc = require "netcl"
+local class = require "netcl.class"
 local TensorDataset = require "netcl.data.dataset"
 
-local DataLoader = {}
-DataLoader.__index = DataLoader
-DataLoader.__name = "netcl.data.DataLoader"
+local DataLoader = class("netcl.data.DataLoader")
 
 local FNAME = "netcl.data.DataLoader"
 local OPTIONS = {batch_size = true, shuffle = true, drop_last = true, num_workers = true, prefetch = true,
                  transform = true, device = true, seed = true}
 
-local function is_tensor(v)
-  local mt = type(v) == "userdata" and getmetatable(v)
-  return mt and mt.__name == "netcl.Tensor" or false
-end
-
 local function callable(f)
   return type(f) == "function" or (getmetatable(f) or {}).__call ~= nil
 end
 
+-- The checks below run in init (netcl.class calls it from the user's line: level 4 from here).
 local function check_int(name, v, min)
   if math.type(v) ~= "integer" or v < min then
     error(string.format("%s: %s must be an integer >= %d, got %s", FNAME, name, min, tostring(v)), 4)
@@ -35,37 +30,39 @@ local function check_bool(name, v)
   return v == true
 end
 
-local function dataset_len(ds)
+-- level: where errors are raised, as seen from here (3: the caller of a method).
+local function dataset_len(ds, level)
   local n = ds:len()
   if math.type(n) ~= "integer" or n < 0 then
-    error(string.format("%s: the dataset's len() returned %s, expected an integer >= 0", FNAME, tostring(n)), 3)
+    error(string.format("%s: the dataset's len() returned %s, expected an integer >= 0", FNAME, tostring(n)),
+      level or 3)
   end
   return n
 end
 
-local function new(_, ds, opts)
-  local ok = (type(ds) == "table" or type(ds) == "userdata") and pcall(function()
-    assert(callable(ds.len) and callable(ds.get))
-  end)
-  if not ok then error(FNAME .. ": argument 1 must be a dataset (an object with len(self) and get(self, i))", 2) end
-  if opts ~= nil and type(opts) ~= "table" then error(FNAME .. ": options must be a table, got " .. type(opts), 2) end
+--- data.DataLoader(ds, opts). Errors at level 3 are the caller's line (netcl.class calls init).
+function DataLoader:init(ds, opts)
+  if not (callable(class.field(ds, "len")) and callable(class.field(ds, "get"))) then
+    error(FNAME .. ": argument 1 must be a dataset (an object with len(self) and get(self, i))", 3)
+  end
+  if opts ~= nil and type(opts) ~= "table" then error(FNAME .. ": options must be a table, got " .. type(opts), 3) end
   opts = opts or {}
   for k in pairs(opts) do
-    if not OPTIONS[k] then error(string.format("%s: unknown option '%s'", FNAME, tostring(k)), 2) end
+    if not OPTIONS[k] then error(string.format("%s: unknown option '%s'", FNAME, tostring(k)), 3) end
   end
-  local self = setmetatable({dataset = ds, epoch = 0}, DataLoader)
+  self.dataset, self.epoch = ds, 0
   self.batch_size = check_int("batch_size", opts.batch_size or 1, 1)
   self.shuffle = check_bool("shuffle", opts.shuffle)
   self.drop_last = check_bool("drop_last", opts.drop_last)
   local workers = check_int("num_workers", opts.num_workers or 0, 0)
   if workers > 0 then
-    error(FNAME .. ": num_workers > 0 is not supported yet; batches are loaded in this process (num_workers = 0)", 2)
+    error(FNAME .. ": num_workers > 0 is not supported yet; batches are loaded in this process (num_workers = 0)", 3)
   end
   -- prefetch counts batches per worker, so with no workers it has nothing to size; it is
   -- still checked, so a script written for workers fails early on a bad value.
   check_int("prefetch", opts.prefetch or 2, 1)
   if opts.transform ~= nil and not callable(opts.transform) then
-    error(FNAME .. ": transform must be a function (or callable), got " .. type(opts.transform), 2)
+    error(FNAME .. ": transform must be a function (or callable), got " .. type(opts.transform), 3)
   end
   self.transform = opts.transform
   if opts.device == nil then
@@ -75,7 +72,7 @@ local function new(_, ds, opts)
   elseif (getmetatable(opts.device) or {}).__name == "netcl.Device" then
     self.device = opts.device
   else
-    error(FNAME .. ": device must be a Device or a device spec, got " .. type(opts.device), 2)
+    error(FNAME .. ": device must be a Device or a device spec, got " .. type(opts.device), 3)
   end
   if opts.seed ~= nil then
     self.seed = check_int("seed", opts.seed, math.mininteger)
@@ -83,8 +80,7 @@ local function new(_, ds, opts)
     -- Drawn from the netcl generator, so nc.manual_seed fixes the shuffles too.
     self.seed = nc._data.next_seed()
   end
-  dataset_len(ds)
-  return self
+  dataset_len(ds, 4)
 end
 
 --- loader:len() -> batches per epoch
@@ -132,7 +128,7 @@ local function collate(ds, indices, start, count, device)
     end
     for f = 1, n do
       local v = sample[f]
-      if is_tensor(v) then
+      if nc.is_tensor(v) then
         local acc = fields[f]
         if j == 1 then
           local shape = v.shape
@@ -209,4 +205,4 @@ function DataLoader:__tostring()
     self.shuffle and ", shuffled" or "", self.drop_last and ", drop_last" or "", self.device.spec)
 end
 
-return setmetatable(DataLoader, {__call = new})
+return DataLoader

@@ -9,20 +9,18 @@
 -- through registration.
 local nc = require "netcl"
 local ag = require "netcl.autograd"
+local class = require "netcl.class"
 
 local STATE = setmetatable({}, {__name = "nn.Module state key"})
 
-local tensor_mt = getmetatable(nc.zeros({0}))
-local function is_tensor(v) return getmetatable(v) == tensor_mt end
-local is_node = ag.is_node
+local is_tensor, is_node = nc.is_tensor, nc.is_node
 
 local FLOAT_DTYPES = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
 
-local Module = {}
-Module.__name = "Module"
+local Module = class("Module")
 
 local function is_module(v)
-  return type(v) == "table" and rawget(v, STATE) ~= nil
+  return class.is_instance(v, Module)
 end
 
 local function new_state()
@@ -55,7 +53,7 @@ local function type_name(self)
   return cls and rawget(cls, "__name") or "Module"
 end
 
--- ---- metamethods (copied into every subclass: Lua looks them up raw) --------------------------
+-- ---- metamethods (netcl.class copies them into every subclass: Lua looks them up raw) ---------
 local function index(self, k)
   local st = rawget(self, STATE)
   local v = st.params[k]
@@ -112,16 +110,14 @@ local function call(self, ...)
   return self:forward(...)
 end
 
-local METAMETHODS = {"__index", "__newindex", "__call", "__tostring", "__len", "__close"}
-
 -- ---- classes --------------------------------------------------------------------------------------
--- Class(...) makes an instance: the state is set up first, so init never has to call a parent
--- constructor for the bookkeeping; it calls one only to reuse its layers (Parent.init(self, ...)).
-local function construct(cls, ...)
-  local self = setmetatable({[STATE] = new_state()}, cls)
-  self.training = true
-  self:init(...)
-  return self
+-- Class(...) makes an instance (netcl.class): the state is set up here, before init runs, so init
+-- never has to call a parent constructor for the bookkeeping; it calls one only to reuse its
+-- layers (Parent.init(self, ...)).
+function Module.__new()
+  local st = new_state()
+  st.attrs.training = true
+  return {[STATE] = st}
 end
 
 --- Module:extend(name) -> a subclass named `name` (used by tostring and error messages).
@@ -129,10 +125,7 @@ function Module.extend(parent, name)
   if type(name) ~= "string" or name == "" then
     error("nn.Module.extend: a class needs a name (a non-empty string), got " .. tostring(name), 2)
   end
-  local cls = {__name = name}
-  for _, mm in ipairs(METAMETHODS) do cls[mm] = rawget(parent, mm) end
-  cls._indexed_children = rawget(parent, "_indexed_children")
-  return setmetatable(cls, {__index = parent, __call = construct, __name = name .. " class"})
+  return class(name, parent)
 end
 
 function Module:init() end
@@ -522,7 +515,5 @@ end
 Module.__index = index
 Module.__newindex = newindex
 Module.__call = call
-
-setmetatable(Module, {__call = construct, __name = "Module class"})
 
 return {Module = Module, is_module = is_module, type_name = type_name}

@@ -10,9 +10,11 @@ local M = {}
 
 local BatchNorm = Module:extend("BatchNorm")
 
--- opts: {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true, device=, dtype=}.
--- momentum=false gives PyTorch's momentum=None: a cumulative average over the batches seen.
-local function batch_norm_init(self, fname, num_features, opts)
+-- BatchNorm1d(num_features, opts), BatchNorm2d(num_features, opts); opts: {eps=1e-5,
+-- momentum=0.1, affine=true, track_running_stats=true, device=, dtype=}. momentum=false gives
+-- PyTorch's momentum=None: a cumulative average over the batches seen.
+function BatchNorm:init(num_features, opts)
+  local fname = "nn." .. getmetatable(self).__name
   opts = U.options(fname, opts, {eps = true, momentum = true, affine = true, track_running_stats = true,
                                  device = true, dtype = true})
   self.num_features = U.int(fname, "num_features", num_features, 1)
@@ -67,19 +69,15 @@ function BatchNorm:extra_repr()
   return s
 end
 
+--- nn.BatchNorm1d(num_features, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true})
 M.BatchNorm1d = BatchNorm:extend("BatchNorm1d")
 M.BatchNorm1d._ndims = {[2] = true, [3] = true}
 M.BatchNorm1d._ndims_text = "2-D [N, C] or 3-D [N, C, L]"
 
---- nn.BatchNorm1d(num_features, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true})
-function M.BatchNorm1d:init(num_features, opts) batch_norm_init(self, "nn.BatchNorm1d", num_features, opts) end
-
+--- nn.BatchNorm2d(num_features, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true})
 M.BatchNorm2d = BatchNorm:extend("BatchNorm2d")
 M.BatchNorm2d._ndims = {[4] = true}
 M.BatchNorm2d._ndims_text = "4-D [N, C, H, W]"
-
---- nn.BatchNorm2d(num_features, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true})
-function M.BatchNorm2d:init(num_features, opts) batch_norm_init(self, "nn.BatchNorm2d", num_features, opts) end
 
 M.LayerNorm = Module:extend("LayerNorm")
 
@@ -89,7 +87,7 @@ function M.LayerNorm:init(normalized_shape, opts)
   local fname = "nn.LayerNorm"
   opts = U.options(fname, opts, {eps = true, elementwise_affine = true, bias = true, device = true, dtype = true})
   local shape = type(normalized_shape) == "table" and normalized_shape or {normalized_shape}
-  if #shape == 0 then error(fname .. ": normalized_shape must not be empty", 2) end
+  if #shape == 0 then error(fname .. ": normalized_shape must not be empty", 3) end
   local copy = {}
   for i, d in ipairs(shape) do copy[i] = U.int(fname, "normalized_shape", d, 1) end
   self.normalized_shape = copy

@@ -34,8 +34,9 @@ local function int(fname, what, v, min, level)
   return v
 end
 
---- int(fname, what, v, min) -> v, an integer >= min.
-function M.int(fname, what, v, min) return int(fname, what, v, min, LEVEL + 1) end
+--- int(fname, what, v, min) -> v, an integer >= min. (The parentheses keep this from being a
+-- tail call, which would drop this function's level from the count.)
+function M.int(fname, what, v, min) return (int(fname, what, v, min, LEVEL + 1)) end
 
 --- pair(fname, what, v, min) -> {a, b}: an integer or a pair of integers, each >= min.
 function M.pair(fname, what, v, min)

@@ -8,7 +8,7 @@ local Optimizer = require "netcl.optim.optimizer"
 local FNAME = "netcl.optim.clip_grad_norm"
 
 return function(params, max_norm)
-  params = Optimizer.param_list(FNAME, params, 1)
+  params = Optimizer.param_list(FNAME, params, 1, 3)
   if type(max_norm) ~= "number" then
     error(string.format("%s: argument 2: max_norm must be a number, got %s", FNAME, type(max_norm)), 2)
   end

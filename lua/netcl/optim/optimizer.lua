@@ -1,36 +1,34 @@
 -- The optimizer base of netcl.optim: parameter groups, options checking, the `lr` property,
 -- step (one fused kernel launch per parameter, in C), zero_grad, and state_dict /
--- load_state_dict. Each optimizer (sgd.lua, rmsprop.lua, adam.lua) is a spec handed to
--- Optimizer.class. docs/optim.md describes the behaviour and the state_dict layout.
+-- load_state_dict. Each optimizer (sgd.lua, rmsprop.lua, adam.lua) is a subclass of
+-- M.Optimizer made from a spec by M.class. docs/optim.md describes the behaviour and the
+-- state_dict layout.
 local nc = require "netcl"
+local class = require "netcl.class"
 
 local M = {}
 
 -- Marks an option without a default (PyTorch's `required`).
 M.REQUIRED = setmetatable({}, {__tostring = function() return "<required>" end})
 
-local function is_tensor(v)
-  local mt = type(v) == "userdata" and getmetatable(v)
-  return mt and mt.__name == "netcl.Tensor" or false
-end
-M.is_tensor = is_tensor
+local is_tensor = nc.is_tensor
 
--- The value Tensor of a parameter (a Node from ag.param, or any table/userdata with `.value`),
--- or nil when v is not one.
+-- The value Tensor of a parameter (a Node from ag.param, or any table or userdata other than a
+-- Tensor with a Tensor `value`), or nil when v is not one.
 local function param_value(v)
-  local tv = type(v)
-  if tv ~= "table" and tv ~= "userdata" then return nil end
-  local ok, value = pcall(function() return v.value end)
-  if ok and is_tensor(value) then return value end
+  if is_tensor(v) then return nil end
+  local value = class.field(v, "value")
+  if is_tensor(value) then return value end
   return nil
 end
 M.param_value = param_value
 
--- The parameters of `params`: a sequence of parameters, or a single one.
-function M.param_list(fname, params, argn)
+-- The parameters of `params`: a sequence of parameters, or a single one. Errors are raised at
+-- `level` as seen from here.
+function M.param_list(fname, params, argn, level)
   if param_value(params) then return {params} end
   if type(params) ~= "table" then
-    error(string.format("%s: argument %d: expected a list of parameters, got %s", fname, argn, type(params)), 3)
+    error(string.format("%s: argument %d: expected a list of parameters, got %s", fname, argn, type(params)), level)
   end
   return params
 end
@@ -81,18 +79,19 @@ end
 
 -- ---- the class ---------------------------------------------------------------------------------------
 
-local methods = {}
+local Optimizer = class("netcl.optim.Optimizer")
+M.Optimizer = Optimizer
 
 -- Reading opt.lr gives the first group's learning rate; writing sets every group's (schedulers
 -- work per group).
-local function index(self, k)
+function Optimizer.__index(self, k)
   if k == "lr" then return rawget(self, "param_groups")[1].lr end
-  return methods[k]
+  return getmetatable(self)[k]
 end
 
-local function newindex(self, k, v)
+function Optimizer.__newindex(self, k, v)
   if k == "lr" then
-    local cls = rawget(self, "_class")
+    local cls = getmetatable(self)
     if type(v) ~= "number" or not (v >= 0) then
       error(string.format("netcl.optim.%s: invalid learning rate: %s (lr must be a number >= 0)", cls.name,
         tostring(v)), 2)
@@ -103,8 +102,8 @@ local function newindex(self, k, v)
   rawset(self, k, v)
 end
 
-local function tostring_opt(self)
-  local cls = rawget(self, "_class")
+function Optimizer.__tostring(self)
+  local cls = getmetatable(self)
   local parts = {}
   for gi, g in ipairs(self.param_groups) do
     local keys = {}
@@ -120,7 +119,7 @@ local function tostring_opt(self)
   return cls.name .. "(\n" .. table.concat(parts, "\n") .. "\n)"
 end
 
--- Builds an optimizer class from spec:
+-- Builds an optimizer class (a subclass of M.Optimizer named "netcl.optim.<name>") from spec:
 --   name      "SGD"
 --   defaults  option -> default (M.REQUIRED for none)
 --   check     function(options, fail): extra checks (fail(fmt, ...) raises)
@@ -131,73 +130,71 @@ end
 --             table ({step = 0} or {} at first), which update fills
 --   counts_steps  whether the state has a step count (all but SGD)
 function M.class(spec)
-  local cls = {
-    name = spec.name, defaults = spec.defaults, check = spec.check, state_names = spec.state,
-    update = spec.update, counts_steps = spec.counts_steps,
-  }
-  cls.mt = {__index = index, __newindex = newindex, __tostring = tostring_opt, __name = "netcl.optim." .. spec.name}
-  local fname = "netcl.optim." .. spec.name
+  local cls = class("netcl.optim." .. spec.name, Optimizer)
+  cls.name, cls.defaults, cls.check, cls.state_names = spec.name, spec.defaults, spec.check, spec.state
+  cls.update, cls.counts_steps = spec.update, spec.counts_steps
   cls.known_state = {step = cls.counts_steps or nil}
   for _, n in ipairs(spec.all_state) do cls.known_state[n] = true end
+  return cls
+end
 
-  -- cls(params, opts): params is a list of parameters or a list of groups ({params = {...},
-  -- option = value, ...}).
-  local function new(_, params, opts)
-    if opts ~= nil and type(opts) ~= "table" then
-      error(string.format("%s: argument 2: options must be a table, got %s", fname, type(opts)), 2)
-    end
-    opts = opts or {}
-    for k in pairs(opts) do
-      if cls.defaults[k] == nil then error(string.format("%s: unknown option '%s'", fname, tostring(k)), 2) end
-    end
-    params = M.param_list(fname, params, 1)
-    local groups = {}
-    if type(params[1]) == "table" and params[1].params ~= nil and not param_value(params[1]) then
-      for i, g in ipairs(params) do
-        if type(g) ~= "table" or g.params == nil then
-          error(string.format("%s: group %d: a parameter group is a table with a 'params' list", fname, i), 2)
-        end
-        groups[i] = g
-      end
-    else
-      groups[1] = {params = params}
-    end
-    local self = {param_groups = {}, state = {}, _class = cls}
-    local seen = {}
-    for gi, g in ipairs(groups) do
-      local ok, group = pcall(merge_options, cls, fname, g, opts)
-      if not ok then error(group, 2) end
-      local list = M.param_list(fname, g.params, 1)
-      if #list == 0 and next(list) ~= nil then
-        error(string.format("%s: a parameter list must be a sequence (1..n)", fname), 2)
-      end
-      group.params = {}
-      for i, p in ipairs(list) do
-        local where = #groups > 1 and string.format("group %d, parameter %d", gi, i) or "parameter " .. i
-        local value = param_value(p)
-        if not value then
-          error(string.format("%s: %s is not a parameter (a Node from autograd.param, or a table with a " ..
-            "Tensor 'value'), got %s", fname, where, type(p)), 2)
-        end
-        if value.dtype ~= "float32" and value.dtype ~= "float64" then
-          error(string.format("%s: %s is %s; parameters must be float32 or float64", fname, where, value.dtype), 2)
-        end
-        if seen[p] then error(string.format("%s: %s appears more than once", fname, where), 2) end
-        seen[p] = true
-        group.params[i] = p
-      end
-      self.param_groups[gi] = group
-    end
-    if next(seen) == nil then error(string.format("%s: got an empty parameter list", fname), 2) end
-    return setmetatable(self, cls.mt)
+-- Class(params, opts): params is a list of parameters or a list of groups ({params = {...},
+-- option = value, ...}). Errors at level 3 are the caller's line (netcl.class calls init).
+function Optimizer:init(params, opts)
+  local cls = getmetatable(self)
+  local fname = cls.__name
+  if opts ~= nil and type(opts) ~= "table" then
+    error(string.format("%s: argument 2: options must be a table, got %s", fname, type(opts)), 3)
   end
-  return setmetatable(cls, {__call = new, __name = fname .. " class"})
+  opts = opts or {}
+  for k in pairs(opts) do
+    if cls.defaults[k] == nil then error(string.format("%s: unknown option '%s'", fname, tostring(k)), 3) end
+  end
+  params = M.param_list(fname, params, 1, 4)
+  local groups = {}
+  if type(params[1]) == "table" and params[1].params ~= nil and not param_value(params[1]) then
+    for i, g in ipairs(params) do
+      if type(g) ~= "table" or g.params == nil then
+        error(string.format("%s: group %d: a parameter group is a table with a 'params' list", fname, i), 3)
+      end
+      groups[i] = g
+    end
+  else
+    groups[1] = {params = params}
+  end
+  self.param_groups, self.state = {}, {}
+  local seen = {}
+  for gi, g in ipairs(groups) do
+    local ok, group = pcall(merge_options, cls, fname, g, opts)
+    if not ok then error(group, 3) end
+    local list = M.param_list(fname, g.params, 1, 4)
+    if #list == 0 and next(list) ~= nil then
+      error(string.format("%s: a parameter list must be a sequence (1..n)", fname), 3)
+    end
+    group.params = {}
+    for i, p in ipairs(list) do
+      local where = #groups > 1 and string.format("group %d, parameter %d", gi, i) or "parameter " .. i
+      local value = param_value(p)
+      if not value then
+        error(string.format("%s: %s is not a parameter (a Node from autograd.param, or a table with a " ..
+          "Tensor 'value'), got %s", fname, where, type(p)), 3)
+      end
+      if value.dtype ~= "float32" and value.dtype ~= "float64" then
+        error(string.format("%s: %s is %s; parameters must be float32 or float64", fname, where, value.dtype), 3)
+      end
+      if seen[p] then error(string.format("%s: %s appears more than once", fname, where), 3) end
+      seen[p] = true
+      group.params[i] = p
+    end
+    self.param_groups[gi] = group
+  end
+  if next(seen) == nil then error(string.format("%s: got an empty parameter list", fname), 3) end
 end
 
 -- ---- methods ---------------------------------------------------------------------------------------
 
 local function run_updates(self, at)
-  local cls, state, n = rawget(self, "_class"), rawget(self, "state"), 0
+  local cls, state, n = getmetatable(self), rawget(self, "state"), 0
   for gi, group in ipairs(rawget(self, "param_groups")) do
     for i, p in ipairs(group.params) do
       n = n + 1
@@ -217,13 +214,13 @@ end
 
 --- opt:step(closure?) -> closure's result: updates every parameter that has a gradient
 --- (parameters whose .grad is nil are skipped, and their state is left as it is).
-function methods:step(closure)
+function Optimizer:step(closure)
   local loss
   if closure ~= nil then loss = closure() end
   local at = {0, 0}
   local ok, err = pcall(run_updates, self, at)
   if not ok then
-    local cls = rawget(self, "_class")
+    local cls = getmetatable(self)
     local where = #self.param_groups > 1 and string.format("group %d, parameter %d", at[1], at[2])
       or "parameter " .. at[2]
     err = tostring(err):gsub("^[^\n]-netcl%.optim: ", "", 1)
@@ -234,7 +231,7 @@ end
 
 --- opt:zero_grad({set_to_none = true}): drops every gradient (p.grad = nil, as PyTorch's
 --- default); with set_to_none = false, fills existing gradients with zeros instead.
-function methods:zero_grad(opts)
+function Optimizer:zero_grad(opts)
   local to_none = true
   if opts ~= nil then
     if type(opts) ~= "table" then
@@ -261,7 +258,7 @@ end
 ---                      param_groups = {{<options>, params = {n, ...}}, ...}}
 --- Parameters are numbered 1.. across groups in order; state holds only parameters updated so
 --- far. The tensors are copies, so the result is a snapshot that later steps do not change.
-function methods:state_dict()
+function Optimizer:state_dict()
   local state, groups, n = {}, {}, 0
   for gi, group in ipairs(self.param_groups) do
     local g = {}
@@ -280,14 +277,14 @@ function methods:state_dict()
     for k, v in pairs(st) do out[k] = is_tensor(v) and v:clone() or v end
     state[idx] = out
   end
-  return {optimizer = rawget(self, "_class").name, state = state, param_groups = groups}
+  return {optimizer = getmetatable(self).name, state = state, param_groups = groups}
 end
 
 --- opt:load_state_dict(sd): restores what state_dict gave (possibly through netcl.io): the
 --- options of each group and every parameter's state, copied onto the parameter's device and
 --- dtype. The groups must have the same sizes as this optimizer's.
-function methods:load_state_dict(sd)
-  local cls = rawget(self, "_class")
+function Optimizer:load_state_dict(sd)
+  local cls = getmetatable(self)
   local fname = "netcl.optim." .. cls.name .. ":load_state_dict"
   local function fail(fmt, ...) error(string.format("%s: " .. fmt, fname, ...), 3) end
   if type(sd) ~= "table" then fail("expected a state_dict table, got %s", type(sd)) end

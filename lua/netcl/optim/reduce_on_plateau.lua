@@ -5,12 +5,14 @@
 -- "abs": best -/+ threshold); once that count exceeds patience, every group's lr becomes
 -- max(lr * factor, min_lr) (a change smaller than eps is skipped), and the next `cooldown`
 -- epochs are not counted. min_lr may be one number or one per group.
+local nc = require "netcl"
+local class = require "netcl.class"
 local S = require "netcl.optim.scheduler"
 
 local NAME = "netcl.optim.ReduceLROnPlateau"
 
-local methods = {}
-local mt = {__index = methods, __name = NAME}
+-- get_last_lr comes from the base class.
+local ReduceLROnPlateau = class(NAME, S.Scheduler)
 
 local function worst(mode) return mode == "min" and math.huge or -math.huge end
 
@@ -22,13 +24,9 @@ local function is_better(o, a, best)
 end
 
 --- sched:step(metric): metric is a number, or a Tensor/Node of one element.
-function methods:step(metric)
+function ReduceLROnPlateau:step(metric)
   local current = metric
-  if type(metric) == "userdata" or type(metric) == "table" then
-    local ok, v = pcall(function() return metric:item() end)
-    if not ok then ok, v = pcall(function() return metric.value:item() end) end
-    current = ok and v or nil
-  end
+  if (nc.is_tensor(metric) or nc.is_node(metric)) and metric:numel() == 1 then current = metric:item() end
   if type(current) ~= "number" then
     error(string.format("%s:step: needs the metric (a number or a one-element Tensor), got %s", NAME, type(metric)), 2)
   end
@@ -55,20 +53,16 @@ function methods:step(metric)
   self._last_lr = S.lrs_of(self.optimizer)
 end
 
-function methods:get_last_lr()
-  return {table.unpack(self._last_lr)}
-end
-
 --- sched:state_dict() -> {last_epoch=, num_bad_epochs=, cooldown_counter=, best=} (JSON-able: best is
 --- left out while it is not finite).
-function methods:state_dict()
+function ReduceLROnPlateau:state_dict()
   local best = self.best
   if best ~= best or best == math.huge or best == -math.huge then best = nil end
   return {last_epoch = self.last_epoch, num_bad_epochs = self.num_bad_epochs, cooldown_counter = self.cooldown_counter,
           best = best}
 end
 
-function methods:load_state_dict(sd)
+function ReduceLROnPlateau:load_state_dict(sd)
   local fname = NAME .. ":load_state_dict"
   if type(sd) ~= "table" then error(fname .. ": expected a table, got " .. type(sd), 2) end
   for _, k in ipairs({"last_epoch", "num_bad_epochs", "cooldown_counter"}) do
@@ -81,15 +75,16 @@ function methods:load_state_dict(sd)
   self.best = sd.best or worst(self.options.mode)
 end
 
-mt.__tostring = function(self)
+function ReduceLROnPlateau:__tostring()
   return string.format("ReduceLROnPlateau(best=%s, num_bad_epochs=%d)", tostring(self.best), self.num_bad_epochs)
 end
 
-return function(opt, opts)
+-- Errors at level 4 from fail are the caller's line (fail -> init -> the class call).
+function ReduceLROnPlateau:init(opt, opts)
   S.check_optimizer(NAME, opt)
   local o = S.options(NAME, opts, {mode = "min", factor = 0.1, patience = 10, threshold = 1e-4,
                                    threshold_mode = "rel", cooldown = 0, min_lr = 0, eps = 1e-8}, {min_lr = true})
-  local function fail(fmt, ...) error(string.format("%s: " .. fmt, NAME, ...), 3) end
+  local function fail(fmt, ...) error(string.format("%s: " .. fmt, NAME, ...), 4) end
   if o.mode ~= "min" and o.mode ~= "max" then fail("mode must be \"min\" or \"max\", got %q", o.mode) end
   if o.threshold_mode ~= "rel" and o.threshold_mode ~= "abs" then
     fail("threshold_mode must be \"rel\" or \"abs\", got %q", o.threshold_mode)
@@ -113,6 +108,8 @@ return function(opt, opts)
   for i = 1, groups do
     if type(min_lrs[i]) ~= "number" or not (min_lrs[i] >= 0) then fail("min_lr %d must be a number >= 0", i) end
   end
-  return setmetatable({optimizer = opt, options = o, min_lrs = min_lrs, best = worst(o.mode), num_bad_epochs = 0,
-                       cooldown_counter = 0, last_epoch = 0, _last_lr = S.lrs_of(opt)}, mt)
+  self.optimizer, self.options, self.min_lrs, self.best = opt, o, min_lrs, worst(o.mode)
+  self.num_bad_epochs, self.cooldown_counter, self.last_epoch, self._last_lr = 0, 0, 0, S.lrs_of(opt)
 end
+
+return ReduceLROnPlateau

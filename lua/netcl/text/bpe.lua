@@ -1,11 +1,10 @@
 -- BPETokenizer: a Lua class over the C Tokenizer (netcl.core.text). Ids are 0-based.
 local core = require "netcl.core"
+local class = require "netcl.class"
 
 local C = core.text
 
-local BPETokenizer = {}
-BPETokenizer.__index = BPETokenizer
-BPETokenizer.__name = "netcl.text.BPETokenizer"
+local BPETokenizer = class("netcl.text.BPETokenizer")
 
 -- Calls a C function and re-raises its error at the caller of the method that called this,
 -- so that messages point at the user's line rather than at this file.
@@ -15,34 +14,39 @@ local function call(f, ...)
   return r
 end
 
-local function wrap(handle)
-  return setmetatable({_h = handle}, BPETokenizer)
+-- BPETokenizer(handle) wraps a C Tokenizer; tokenizers are made by the functions below.
+function BPETokenizer:init(handle)
+  if type(handle) ~= "userdata" then
+    error("netcl.text.BPETokenizer: make a tokenizer with BPETokenizer.train, train_file, load, from_tiktoken " ..
+          "or from_gpt2", 3)
+  end
+  self._h = handle
 end
 
 -- BPETokenizer.train(texts, {vocab_size=, pattern="cl100k", special_tokens={...}, min_frequency=1})
 -- texts: an array of strings. vocab_size counts the 256 bytes, the merges and the special tokens.
 function BPETokenizer.train(texts, opts)
-  return wrap(call(C.train, texts, opts))
+  return BPETokenizer(call(C.train, texts, opts))
 end
 
 -- BPETokenizer.train_file(path_or_paths, opts): as train, each file read as one text.
 function BPETokenizer.train_file(paths, opts)
-  return wrap(call(C.train_file, paths, opts))
+  return BPETokenizer(call(C.train_file, paths, opts))
 end
 
 -- BPETokenizer.load(path): a file written by tok:save(path).
 function BPETokenizer.load(path)
-  return wrap(call(C.load, path))
+  return BPETokenizer(call(C.load, path))
 end
 
 -- BPETokenizer.from_tiktoken(path, {pattern="cl100k", special_tokens={[name]=id}})
 function BPETokenizer.from_tiktoken(path, opts)
-  return wrap(call(C.from_tiktoken, path, opts))
+  return BPETokenizer(call(C.from_tiktoken, path, opts))
 end
 
 -- BPETokenizer.from_gpt2(encoder_json_path, vocab_bpe_path)
 function BPETokenizer.from_gpt2(encoder_json, vocab_bpe)
-  return wrap(call(C.from_gpt2, encoder_json, vocab_bpe))
+  return BPETokenizer(call(C.from_gpt2, encoder_json, vocab_bpe))
 end
 
 -- tok:encode(s, {allowed_special="none"|"all"|{names...}, strict=true, as_tensor=false})
@@ -61,8 +65,7 @@ end
 
 -- tok:decode(ids): ids is a Lua array or a 1-D integer Tensor; returns the bytes as a string.
 function BPETokenizer:decode(ids)
-  local mt = type(ids) == "userdata" and getmetatable(ids)
-  if mt and mt.__name == "netcl.Tensor" then
+  if core.is_tensor(ids) then
     if ids.ndim ~= 1 or (ids.dtype ~= "int64" and ids.dtype ~= "int32" and ids.dtype ~= "uint8") then
       error(("netcl.text.decode: expected a 1-D integer tensor, got %s with shape [%s]")
         :format(ids.dtype, table.concat(ids.shape, ",")), 2)
@@ -85,12 +88,15 @@ function BPETokenizer:special_tokens() return call(self._h.special_tokens, self.
 -- the PCRE2 pre-split pattern
 function BPETokenizer:pattern() return call(self._h.pattern, self._h) end
 -- releases the C tokenizer now (also on __close and collection); later calls raise
-function BPETokenizer:free() self._h:free() end
+function BPETokenizer:free()
+  self._h:free()
+  self._freed = true
+end
 BPETokenizer.__close = BPETokenizer.free
 
 function BPETokenizer:__tostring()
-  local ok, n = pcall(self._h.vocab_size, self._h)
-  if not ok then return "BPETokenizer(<freed>)" end
+  if self._freed then return "BPETokenizer(<freed>)" end
+  local n = self._h:vocab_size()
   local specials = 0
   for _ in pairs(self._h:special_tokens()) do specials = specials + 1 end
   return ("BPETokenizer(vocab_size=%d, special_tokens=%d)"):format(n, specials)

@@ -3,9 +3,10 @@
 -- ordinary text. Rendering concatenates the parts; encoding maps each special part to its id
 -- and encodes the runs of text between them as ordinary text, so a message whose content
 -- contains special-token text (say "<|im_end|>") cannot forge a turn boundary.
-local ChatFormat = {}
-ChatFormat.__index = ChatFormat
-ChatFormat.__name = "netcl.text.ChatFormat"
+local class = require "netcl.class"
+local BPETokenizer = require "netcl.text.bpe"
+
+local ChatFormat = class("netcl.text.ChatFormat")
 
 local function trim(s)
   return (s:gsub("^%s+", ""):gsub("%s+$", ""))
@@ -47,29 +48,29 @@ local function template_names()
   return table.concat(names, ", ")
 end
 
--- text.ChatFormat(tok, {template = "chatml" | "llama3"})
-local function new(_, tok, opts)
+-- text.ChatFormat(tok, {template = "chatml" | "llama3"}). Errors at level 3 are the caller's line
+-- (netcl.class calls init).
+function ChatFormat:init(tok, opts)
   opts = opts or {}
-  if type(tok) ~= "table" or getmetatable(tok) == nil or type(tok.token_to_id) ~= "function" then
-    error("netcl.text.ChatFormat: argument 1 must be a BPETokenizer, got " .. type(tok), 2)
+  if not class.is_instance(tok, BPETokenizer) then
+    error("netcl.text.ChatFormat: argument 1 must be a BPETokenizer, got " .. type(tok), 3)
   end
   local name = opts.template or "chatml"
   local tpl = TEMPLATES[name]
   if not tpl then
-    error(("netcl.text.ChatFormat: unknown template %q (expected one of %s)"):format(tostring(name), template_names()), 2)
+    error(("netcl.text.ChatFormat: unknown template %q (expected one of %s)"):format(tostring(name), template_names()), 3)
   end
   local ids = {}
   for _, sp in ipairs(tpl.specials) do
     local id = tok:token_to_id(sp)
     if id == nil or not tok:is_special(id) then
       error(("netcl.text.ChatFormat: template %q needs the special token %s, which the tokenizer does not have " ..
-             "(give it in special_tokens when training or loading)"):format(name, sp), 2)
+             "(give it in special_tokens when training or loading)"):format(name, sp), 3)
     end
     ids[sp] = id
   end
-  return setmetatable({tokenizer = tok, template = name, stop_id = ids[tpl.stop], _tpl = tpl, _ids = ids}, ChatFormat)
+  self.tokenizer, self.template, self.stop_id, self._tpl, self._ids = tok, name, ids[tpl.stop], tpl, ids
 end
-setmetatable(ChatFormat, {__call = new})
 
 -- The parts of a conversation, with adjacent text parts joined.
 local function parts(self, messages, opts, fname)
