@@ -14,6 +14,15 @@ nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname) {
   return nc_operand_scalar(nc_scalar_int(0));
 }
 
+nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname) {
+  if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
+  if (!nc_lua_isnode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
+    nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
+  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
+}
+
+bool nc_lua_differentiable(nc_op op) { return nc_ag_op_known(nc_op_get(op)->name); }
+
 nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname) {
   if (lua_isboolean(L, idx)) return nc_scalar_int(lua_toboolean(L, idx));
   if (lua_isinteger(L, idx)) return nc_scalar_int(lua_tointeger(L, idx));
@@ -76,9 +85,10 @@ void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn
     luaL_getmetatable(L, NC_NODE_MT);
     tables[n++] = lua_gettop(L);
   }
+  lua_pushinteger(L, op);
+  lua_pushcclosure(L, fn, 1); /* one closure on every surface: nc.sum == nc.autograd.sum == t.sum */
   for (int i = 0; i < n; i++) {
-    lua_pushinteger(L, op);
-    lua_pushcclosure(L, fn, 1);
+    lua_pushvalue(L, -1);
     lua_setfield(L, tables[i], name);
   }
   lua_settop(L, top);

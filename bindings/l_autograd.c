@@ -1,9 +1,9 @@
 /* Node and Tape userdata, the active tape of a Lua state, and ag.Function (ops defined in Lua
- * with a Lua backward). Differentiable ops on nodes are bound in l_autograd_ops.c. */
+ * with a Lua backward). Ops on nodes are bound with the Tensor ops of the same name (l_ops.c and
+ * the family files it calls). */
 #include <stdlib.h>
 #include <string.h>
 #include "l_autograd.h"
-#include "l_ops.h"
 
 static const char STATE_KEY = 'A'; /* registry: {tape = Tape|nil, enabled = bool} */
 
@@ -57,13 +57,6 @@ void nc_lua_no_out(lua_State *L, int opts, const char *fname) {
   lua_pop(L, 1);
 }
 
-nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname) {
-  if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
-  if (!nc_lua_tonode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
-    nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
-  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
-}
-
 void nc_lua_ag_push(lua_State *L, nc_node *n) {
   nc_lua_pushnode_owned(L, n);
   nc_lua_account(L, nc_tensor_nbytes(nc_node_value(n)));
@@ -76,8 +69,8 @@ int nc_lua_ag_result(lua_State *L, nc_status s, nc_node **out, const char *fname
 }
 
 nc_tensor *nc_lua_ag_checktensor(lua_State *L, int idx, const char *fname) {
-  nc_node *n = nc_lua_tonode(L, idx);
-  return n ? nc_node_value(n) : nc_lua_checktensor_f(L, idx, fname);
+  if (nc_lua_isnode(L, idx)) return nc_node_value(nc_lua_checknode(L, idx, fname)); /* freed: raises */
+  return nc_lua_checktensor_f(L, idx, fname);
 }
 
 nc_tensor *nc_lua_ag_opttensor(lua_State *L, int idx, const char *fname) {
@@ -292,7 +285,8 @@ static int node_tostring(lua_State *L) {
 
 static int node_index(lua_State *L) {
   if (lua_type(L, 2) == LUA_TNUMBER) {
-    /* n[i]: the handler l_autograd_ops.c registers (a selection along dim 1) */
+    /* n[i]: the handler l_view.c registers (x[i] of Tensors too; a lookup, so that this file
+     * does not call into the op bindings, which call into it) */
     lua_getmetatable(L, 1);
     lua_getfield(L, -1, "__index_number");
     lua_replace(L, -2);

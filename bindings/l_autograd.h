@@ -1,4 +1,4 @@
-/* Node and Tape userdata (shared by l_autograd.c and l_autograd_ops.c). */
+/* Node and Tape userdata (l_autograd.c) and the helpers of the op bindings that take Nodes. */
 #ifndef NETCL_L_AUTOGRAD_H
 #define NETCL_L_AUTOGRAD_H
 
@@ -30,7 +30,7 @@ bool nc_lua_isnode(lua_State *L, int idx);
 bool nc_lua_has_node(lua_State *L, int from, int to);
 /* Raises when opts has out= (ops on Nodes make new Nodes). */
 void nc_lua_no_out(lua_State *L, int opts, const char *fname);
-/* A Node, a Tensor (as a constant node) or a number. */
+/* A Node, a Tensor (as a constant node) or a number (l_args.c). */
 nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname);
 /* Pushes the node an op made (taking the reference; its new bytes are reported to the
  * collector) when s is NC_OK, else raises fname's error; returns 1. *out is read only after s
@@ -47,9 +47,8 @@ nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname);
  * when none is active. */
 nc_tape *nc_lua_active_tape(lua_State *L);
 
-/* A differentiable op's binding: a Node method, an autograd module function, or both. The
- * tables of l_autograd_ops.c and l_autograd_nn.c end with a NULL name; together they must list
- * exactly the rows of NC_AG_OPS. */
+/* A Node-only differentiable op's binding: a Node method, an autograd module function, or both.
+ * The table of l_autograd_nn.c ends with a NULL name; its rows must be rows of NC_AG_OPS. */
 enum { NC_LUA_AG_METHOD = 1, NC_LUA_AG_MODULE = 2, NC_LUA_AG_BOTH = 3 };
 typedef struct {
   const char *name;
@@ -58,9 +57,9 @@ typedef struct {
 } nc_lua_ag_binding;
 extern const nc_lua_ag_binding nc_lua_ag_nn_bindings[];
 
-/* Registers the differentiable ops (l_autograd_ops.c) into the module table on the stack top,
- * after nc_lua_add_autograd: functions into its autograd table, methods and operators into the
- * Node metatable, and the Node's n[i] handler (__index_number). */
+/* Registers the ops of nc_lua_ag_nn_bindings and ag.ops() (l_autograd_ops.c) into the module
+ * table on the stack top, after nc_lua_add_autograd: functions into its autograd table, methods
+ * into the Node metatable's. */
 void nc_lua_add_autograd_ops(lua_State *L);
 /* Raises unless every differentiable op (NC_AG_OPS) has a binding in the autograd table of the
  * module on the stack top: runs once every family has registered its ops. */

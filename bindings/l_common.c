@@ -168,6 +168,17 @@ int nc_lua_checkdim(lua_State *L, int idx, int ndim, const char *fname) {
   return (int)z;
 }
 
+int64_t nc_lua_checkpos(lua_State *L, int idx, int64_t n, const char *fname) {
+  int isint;
+  lua_Integer i = lua_tointegerx(L, idx, &isint);
+  if (!isint) return nc_lua_argerror(L, fname, idx, "index must be an integer, got %s", luaL_typename(L, idx));
+  int64_t z = i < 0 ? i + n : i - 1;
+  if (i == 0 || z < 0 || z >= n)
+    return nc_lua_argerror(L, fname, idx, "index %lld out of range for a dim of size %lld", (long long)i,
+                           (long long)n);
+  return z;
+}
+
 /* ---- dtypes and devices ---------------------------------------------------------------------------- */
 nc_dtype nc_lua_checkdtype(lua_State *L, int idx, const char *fname) {
   nc_dtype d;

@@ -51,6 +51,8 @@ void nc_lua_pushshape(lua_State *L, int ndim, const int64_t *v);
 
 /* Dims: 1-based, negative from the end; returns 0-based. ndim is the rank to index into. */
 int nc_lua_checkdim(lua_State *L, int idx, int ndim, const char *fname);
+/* A position into a dim of size n: 1-based, negative from the end; returns it 0-based. */
+int64_t nc_lua_checkpos(lua_State *L, int idx, int64_t n, const char *fname);
 
 /* split's size argument at idx: a table of sizes, or one size cutting a dim of dim_size into
  * ceil(dim_size / size) pieces. Sizes live in a userdata left on the stack; returns the count. */

@@ -8,9 +8,6 @@
 #include "l_autograd.h"
 #include "l_ops.h"
 
-/* Whether op has a differentiable form (a row of NC_AG_OPS). */
-static bool differentiable(nc_op op) { return nc_ag_op_known(nc_op_get(op)->name); }
-
 /* ---- unary ------------------------------------------------------------------------------------- */
 /* gelu's {approximate = "none" | "tanh"} picks the exact op or its tanh approximation. */
 static nc_op unary_variant(lua_State *L, nc_op op, int opts, const char *fname) {
@@ -33,7 +30,7 @@ static int l_unary(lua_State *L) {
   nc_op op = nc_lua_opname(L, fname, sizeof fname);
   int opts = nc_lua_checkopts(L, 2, fname, op == NC_OP_GELU ? "approximate out" : "out");
   op = unary_variant(L, op, opts, fname);
-  if (nc_lua_isnode(L, 1) && differentiable(op)) {
+  if (nc_lua_isnode(L, 1) && nc_lua_differentiable(op)) {
     nc_lua_no_out(L, opts, fname);
     nc_node *out;
     return nc_lua_ag_result(L, nc_ag_unary(nc_lua_active_tape(L), op, nc_lua_checknode(L, 1, fname), &out), &out,
@@ -96,7 +93,7 @@ static int l_binary(lua_State *L) {
   char fname[64];
   nc_op op = nc_lua_opname(L, fname, sizeof fname);
   int opts = nc_lua_checkopts(L, 3, fname, "out");
-  if (nc_lua_has_node(L, 1, 2) && differentiable(op)) {
+  if (nc_lua_has_node(L, 1, 2) && nc_lua_differentiable(op)) {
     nc_lua_no_out(L, opts, fname);
     nc_ag_operand a = nc_lua_ag_checkoperand(L, 1, fname), b = nc_lua_ag_checkoperand(L, 2, fname);
     nc_node *out;
@@ -267,8 +264,9 @@ void nc_lua_add_ops(lua_State *L) {
   lua_pushcfunction(L, l_ops);
   lua_setfield(L, module, "ops");
 
-  nc_lua_add_reduce(L, module, methods);
+  nc_lua_add_reduce(L, module);
   nc_lua_add_index(L, module, methods);
+  nc_lua_add_views(L, module);
   nc_lua_add_random(L, module, methods);
 
   lua_settop(L, module);

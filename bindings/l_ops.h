@@ -1,4 +1,4 @@
-/* Helpers shared by the op binding files (l_ops.c, l_reduce.c, l_index.c, l_random.c). */
+/* Helpers shared by the op binding files (l_ops.c, l_reduce.c, l_index.c, l_view.c, l_random.c). */
 #ifndef NETCL_L_OPS_H
 #define NETCL_L_OPS_H
 
@@ -37,9 +37,20 @@ void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn
 /* The op code given as upvalue 1; its Lua name "netcl.<name>" goes to fname. */
 nc_op nc_lua_opname(lua_State *L, char *fname, size_t n);
 
-/* The family registrations nc_lua_add_ops calls. */
-void nc_lua_add_reduce(lua_State *L, int module, int methods);
+/* Whether op has a differentiable form (a row of NC_AG_OPS): a Node operand then records it;
+ * otherwise the op applies to the Node's value. */
+bool nc_lua_differentiable(nc_op op);
+
+/* x[i] for a Tensor or a Node x at 1 and an integer at 2: the selection along dim 1 (a view;
+ * a Node records the differentiable select). The Tensor's __index and the Node's
+ * __index_number call it (l_view.c). */
+int nc_lua_index_number(lua_State *L);
+
+/* The family registrations nc_lua_add_ops calls (module: the module table's absolute index;
+ * methods: the Tensor methods table, for Tensor-only in-place methods). */
+void nc_lua_add_reduce(lua_State *L, int module);
 void nc_lua_add_index(lua_State *L, int module, int methods);
+void nc_lua_add_views(lua_State *L, int module);
 void nc_lua_add_random(lua_State *L, int module, int methods);
 
 #endif

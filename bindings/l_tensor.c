@@ -1,49 +1,12 @@
-/* Tensor userdata: fields, views, host transfers, lifetime. */
+/* Tensor userdata: fields, host transfers, lifetime, in-place fills and copies. The view and
+ * copy ops (view ... clone), which Nodes share, are in l_view.c. */
 #include <stdlib.h>
 #include <string.h>
-#include "l_common.h"
+#include "l_ops.h"
 
 #define CHECK(fname, expr) NC_LUA_CHECK(L, fname, expr)
 
 static nc_tensor *self(lua_State *L, const char *fname) { return nc_lua_checktensor_f(L, 1, fname); }
-
-/* Pushes a tensor that owns new device memory, reporting its bytes to the collector. */
-static void push_new(lua_State *L, nc_tensor *t) {
-  nc_lua_pushtensor_owned(L, t);
-  nc_lua_account(L, nc_tensor_nbytes(t));
-}
-
-/* A shape argument that may hold one -1 (view, reshape, expand). */
-static int check_shape_m1(lua_State *L, int idx, int64_t *shape, const char *fname) {
-  if (lua_type(L, idx) == LUA_TNUMBER) {
-    shape[0] = luaL_checkinteger(L, idx);
-    return 1;
-  }
-  if (!lua_istable(L, idx)) return nc_lua_argerror(L, fname, idx, "expected a shape table, got %s", luaL_typename(L, idx));
-  lua_Integer n = luaL_len(L, idx);
-  if (n > NC_MAX_DIMS) return nc_lua_argerror(L, fname, idx, "shape has %lld dims; at most %d are supported", (long long)n, NC_MAX_DIMS);
-  for (int i = 0; i < n; i++) {
-    lua_geti(L, idx, i + 1);
-    int isint;
-    lua_Integer v = lua_tointegerx(L, -1, &isint);
-    if (!isint) return nc_lua_argerror(L, fname, idx, "size at dim %d is not an integer", i + 1);
-    if (v < -1) return nc_lua_argerror(L, fname, idx, "size %lld at dim %d is negative", (long long)v, i + 1);
-    shape[i] = v;
-    lua_pop(L, 1);
-  }
-  return (int)n;
-}
-
-/* 1-based position (negative from the end) into a dim of size n; returns 0-based. */
-static int64_t check_pos(lua_State *L, int idx, int64_t n, const char *fname) {
-  int isint;
-  lua_Integer i = lua_tointegerx(L, idx, &isint);
-  if (!isint) return nc_lua_argerror(L, fname, idx, "index must be an integer, got %s", luaL_typename(L, idx));
-  int64_t z = i < 0 ? i + n : i - 1;
-  if (i == 0 || z < 0 || z >= n)
-    return nc_lua_argerror(L, fname, idx, "index %lld out of range for a dim of size %lld", (long long)i, (long long)n);
-  return z;
-}
 
 /* ---- fields and simple queries ---------------------------------------------------------------- */
 static int t_numel(lua_State *L) {
@@ -132,6 +95,7 @@ static int t_to(lua_State *L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
     if (nc_dtype_parse(lua_tostring(L, 2), &dt) != NC_OK) dev = nc_lua_checkdevice(L, 2, fname);
   } else if (lua_istable(L, 2)) {
+    nc_lua_checkopts(L, 2, fname, "device dtype");
     dt = nc_lua_opt_dtype(L, 2, dt, fname);
     lua_getfield(L, 2, "device");
     if (!lua_isnil(L, -1)) dev = nc_lua_checkdevice(L, -1, fname);
@@ -145,25 +109,7 @@ static int t_to(lua_State *L) {
   }
   nc_tensor *r;
   CHECK(fname, nc_to(t, dev, dt, &r));
-  push_new(L, r);
-  return 1;
-}
-
-static int t_clone(lua_State *L) {
-  nc_tensor *t = self(L, "netcl.clone"), *r;
-  CHECK("netcl.clone", nc_to(t, nc_tensor_device(t), t->dtype, &r));
-  push_new(L, r);
-  return 1;
-}
-
-static int t_contiguous(lua_State *L) {
-  nc_tensor *t = self(L, "netcl.contiguous"), *r;
-  if (nc_tensor_is_contiguous(t)) {
-    lua_settop(L, 1);
-    return 1;
-  }
-  CHECK("netcl.contiguous", nc_contiguous(t, &r));
-  push_new(L, r);
+  nc_lua_pushtensor_new(L, r);
   return 1;
 }
 
@@ -174,134 +120,6 @@ static int t_free(lua_State *L) {
     b->t = NULL;
   }
   return 0;
-}
-
-/* ---- views -------------------------------------------------------------------------------------- */
-static int t_view(lua_State *L) {
-  nc_tensor *t = self(L, "netcl.view"), *r;
-  int64_t shape[NC_MAX_DIMS];
-  int n = check_shape_m1(L, 2, shape, "netcl.view");
-  CHECK("netcl.view", nc_tensor_view(t, n, shape, &r));
-  nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_reshape(lua_State *L) {
-  nc_tensor *t = self(L, "netcl.reshape"), *r;
-  int64_t shape[NC_MAX_DIMS];
-  int n = check_shape_m1(L, 2, shape, "netcl.reshape");
-  bool copies = false;
-  int64_t st[NC_MAX_DIMS];
-  {
-    int64_t sh[NC_MAX_DIMS];
-    memcpy(sh, shape, sizeof shape);
-    if (nc_shape_infer(nc_tensor_numel(t), n, sh) == NC_OK) copies = !nc_view_strides(t, n, sh, st);
-  }
-  CHECK("netcl.reshape", nc_reshape(t, n, shape, &r));
-  if (copies) push_new(L, r);
-  else nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_transpose(lua_State *L) {
-  nc_tensor *t = self(L, "netcl.transpose"), *r;
-  int d1 = nc_lua_checkdim(L, 2, t->ndim, "netcl.transpose");
-  int d2 = nc_lua_checkdim(L, 3, t->ndim, "netcl.transpose");
-  CHECK("netcl.transpose", nc_tensor_transpose(t, d1, d2, &r));
-  nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_permute(lua_State *L) {
-  const char *fname = "netcl.permute";
-  nc_tensor *t = self(L, fname), *r;
-  int dims[NC_MAX_DIMS];
-  luaL_checktype(L, 2, LUA_TTABLE);
-  if (luaL_len(L, 2) != t->ndim)
-    return nc_lua_argerror(L, fname, 2, "needs %d dims, got %lld", t->ndim, (long long)luaL_len(L, 2));
-  for (int i = 0; i < t->ndim; i++) {
-    lua_geti(L, 2, i + 1);
-    dims[i] = nc_lua_checkdim(L, -1, t->ndim, fname);
-    lua_pop(L, 1);
-  }
-  CHECK(fname, nc_tensor_permute(t, dims, &r));
-  nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_narrow(lua_State *L) {
-  const char *fname = "netcl.narrow";
-  nc_tensor *t = self(L, fname), *r;
-  int d = nc_lua_checkdim(L, 2, t->ndim, fname);
-  lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
-  if (start < 0) start += t->shape[d] + 1;
-  if (start < 1) return nc_lua_argerror(L, fname, 3, "start %lld is out of range", (long long)luaL_checkinteger(L, 3));
-  CHECK(fname, nc_tensor_narrow(t, d, start - 1, len, &r));
-  nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_select(lua_State *L) {
-  const char *fname = "netcl.select";
-  nc_tensor *t = self(L, fname), *r;
-  if (t->ndim == 0) return nc_lua_errorf(L, "%s: cannot select from a 0-dim tensor", fname);
-  int d = nc_lua_checkdim(L, 2, t->ndim, fname);
-  int64_t i = check_pos(L, 3, t->shape[d], fname);
-  CHECK(fname, nc_tensor_select(t, d, i, &r));
-  nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_expand(lua_State *L) {
-  nc_tensor *t = self(L, "netcl.expand"), *r;
-  int64_t shape[NC_MAX_DIMS];
-  int n = check_shape_m1(L, 2, shape, "netcl.expand");
-  CHECK("netcl.expand", nc_tensor_expand(t, n, shape, &r));
-  nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_squeeze(lua_State *L) {
-  nc_tensor *t = self(L, "netcl.squeeze"), *r;
-  int d = lua_isnoneornil(L, 2) ? -1 : nc_lua_checkdim(L, 2, t->ndim, "netcl.squeeze");
-  CHECK("netcl.squeeze", nc_tensor_squeeze(t, d, &r));
-  nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_unsqueeze(lua_State *L) {
-  nc_tensor *t = self(L, "netcl.unsqueeze"), *r;
-  int d = nc_lua_checkdim(L, 2, t->ndim + 1, "netcl.unsqueeze");
-  CHECK("netcl.unsqueeze", nc_tensor_unsqueeze(t, d, &r));
-  nc_lua_pushtensor_owned(L, r);
-  return 1;
-}
-
-static int t_flatten(lua_State *L) {
-  const char *fname = "netcl.flatten";
-  nc_tensor *t = self(L, fname), *r;
-  if (t->ndim == 0) {
-    int64_t one = 1;
-    CHECK(fname, nc_reshape(t, 1, &one, &r));
-    nc_lua_pushtensor_owned(L, r);
-    return 1;
-  }
-  int d1 = lua_isnoneornil(L, 2) ? 0 : nc_lua_checkdim(L, 2, t->ndim, fname);
-  int d2 = lua_isnoneornil(L, 3) ? t->ndim - 1 : nc_lua_checkdim(L, 3, t->ndim, fname);
-  if (d1 > d2) return nc_lua_argerror(L, fname, 3, "end dim %d comes before start dim %d", d2 + 1, d1 + 1);
-  int64_t shape[NC_MAX_DIMS];
-  int n = 0;
-  for (int i = 0; i < d1; i++) shape[n++] = t->shape[i];
-  int64_t m = 1;
-  for (int i = d1; i <= d2; i++) m *= t->shape[i];
-  shape[n++] = m;
-  for (int i = d2 + 1; i < t->ndim; i++) shape[n++] = t->shape[i];
-  int64_t st[NC_MAX_DIMS];
-  bool copies = !nc_view_strides(t, n, shape, st);
-  CHECK(fname, nc_reshape(t, n, shape, &r));
-  if (copies) push_new(L, r);
-  else nc_lua_pushtensor_owned(L, r);
-  return 1;
 }
 
 /* ---- in place ------------------------------------------------------------------------------------- */
@@ -383,14 +201,7 @@ static int t_len(lua_State *L) {
 }
 
 static int t_index(lua_State *L) {
-  if (lua_type(L, 2) == LUA_TNUMBER) {
-    nc_tensor *t = self(L, "netcl.index"), *r;
-    if (t->ndim == 0) return nc_lua_errorf(L, "netcl.index: cannot index a 0-dim tensor");
-    int64_t i = check_pos(L, 2, t->shape[0], "netcl.index");
-    CHECK("netcl.index", nc_tensor_select(t, 0, i, &r));
-    nc_lua_pushtensor_owned(L, r);
-    return 1;
-  }
+  if (lua_type(L, 2) == LUA_TNUMBER) return nc_lua_index_number(L);
   const char *k = lua_tostring(L, 2);
   if (!k) return 0;
   lua_getmetatable(L, 1);
@@ -413,7 +224,7 @@ static int t_newindex(lua_State *L) {
   if (lua_type(L, 2) != LUA_TNUMBER)
     return nc_lua_errorf(L, "%s: tensors take integer keys (t[i] = v), not %s", fname, luaL_typename(L, 2));
   if (t->ndim == 0) return nc_lua_errorf(L, "%s: cannot index a 0-dim tensor", fname);
-  int64_t i = check_pos(L, 2, t->shape[0], fname);
+  int64_t i = nc_lua_checkpos(L, 2, t->shape[0], fname);
   CHECK(fname, nc_tensor_select(t, 0, i, &r));
   nc_status s;
   nc_tensor *src = nc_lua_totensor(L, 3);
@@ -433,12 +244,9 @@ static int l_is_tensor(lua_State *L) {
 
 void nc_lua_add_tensor(lua_State *L) {
   static const luaL_Reg methods[] = {
-      {"numel", t_numel}, {"size", t_size}, {"is_contiguous", t_is_contiguous}, {"item", t_item},
-      {"tolist", t_tolist}, {"bytes", t_bytes}, {"to", t_to}, {"clone", t_clone},
-      {"contiguous", t_contiguous}, {"free", t_free}, {"view", t_view}, {"reshape", t_reshape},
-      {"transpose", t_transpose}, {"permute", t_permute}, {"narrow", t_narrow}, {"select", t_select},
-      {"expand", t_expand}, {"squeeze", t_squeeze}, {"unsqueeze", t_unsqueeze}, {"flatten", t_flatten},
-      {"fill_", t_fill_}, {"zero_", t_zero_}, {"copy_", t_copy_}, {"uniform_", t_uniform_},
+      {"numel", t_numel},     {"size", t_size},   {"is_contiguous", t_is_contiguous}, {"item", t_item},
+      {"tolist", t_tolist},   {"bytes", t_bytes}, {"to", t_to},                       {"free", t_free},
+      {"fill_", t_fill_},     {"zero_", t_zero_}, {"copy_", t_copy_},                 {"uniform_", t_uniform_},
       {"normal_", t_normal_}, {NULL, NULL}};
   static const luaL_Reg meta[] = {{"__gc", t_gc},       {"__close", t_gc},       {"__tostring", t_tostring},
                                   {"__len", t_len},     {"__index", t_index},    {"__newindex", t_newindex},
