@@ -103,3 +103,10 @@ nc_op nc_lua_opname(lua_State *L, char *fname, size_t n) {
   snprintf(fname, n, "netcl.%s", nc_op_get(op)->name);
   return op;
 }
+
+nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname) {
+  if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
+  if (!nc_lua_tonode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
+    nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
+  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
+}

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "l_autograd.h"
-#include "l_ops.h"
 
 static const char STATE_KEY = 'A'; /* registry: {tape = Tape|nil, enabled = bool} */
 
@@ -55,13 +54,6 @@ void nc_lua_no_out(lua_State *L, int opts, const char *fname) {
   if (nc_lua_opt_field(L, opts, "out") != LUA_TNIL)
     nc_lua_errorf(L, "%s: out= is for Tensors; an op on Nodes always makes a new Node", fname);
   lua_pop(L, 1);
-}
-
-nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname) {
-  if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
-  if (!nc_lua_tonode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
-    nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
-  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
 }
 
 void nc_lua_ag_push(lua_State *L, nc_node *n) {

@@ -30,7 +30,7 @@ bool nc_lua_isnode(lua_State *L, int idx);
 bool nc_lua_has_node(lua_State *L, int from, int to);
 /* Raises when opts has out= (ops on Nodes make new Nodes). */
 void nc_lua_no_out(lua_State *L, int opts, const char *fname);
-/* A Node, a Tensor (as a constant node) or a number. */
+/* A Node, a Tensor (as a constant node) or a number (l_args.c). */
 nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname);
 /* Pushes the node an op made (taking the reference; its new bytes are reported to the
  * collector) when s is NC_OK, else raises fname's error; returns 1. *out is read only after s

@@ -3,7 +3,7 @@
 #include "core/device_impl.h"
 
 static const nc_entry entries[NC_OP_COUNT] = {
-#define NC_OP_ENTRY_(id, name, family, arity, dtypes, result, entry, kernel, cpu) NC_ENTRY_##entry,
+#define NC_OP_ENTRY_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_ENTRY_##entry,
     NC_OPS(NC_OP_ENTRY_)
 #undef NC_OP_ENTRY_
 };
