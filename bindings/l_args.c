@@ -14,6 +14,13 @@ nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname) {
   return nc_operand_scalar(nc_scalar_int(0));
 }
 
+int64_t nc_lua_checkint(lua_State *L, int idx, const char *fname) {
+  int ok;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok) nc_lua_argerror(L, fname, idx, "expected an integer, got %s", luaL_typename(L, idx));
+  return (int64_t)v;
+}
+
 nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname) {
   if (lua_isboolean(L, idx)) return nc_scalar_int(lua_toboolean(L, idx));
   if (lua_isinteger(L, idx)) return nc_scalar_int(lua_tointeger(L, idx));
@@ -76,9 +83,11 @@ void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn
     luaL_getmetatable(L, NC_NODE_MT);
     tables[n++] = lua_gettop(L);
   }
+  /* One function object on every surface: nc.f == nc.autograd.f == t.f == n.f. */
+  lua_pushinteger(L, op);
+  lua_pushcclosure(L, fn, 1);
   for (int i = 0; i < n; i++) {
-    lua_pushinteger(L, op);
-    lua_pushcclosure(L, fn, 1);
+    lua_pushvalue(L, -1);
     lua_setfield(L, tables[i], name);
   }
   lua_settop(L, top);

@@ -7,6 +7,9 @@
 /* A Tensor or a number (integers stay exact) at idx. */
 nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname);
 
+/* An integer at idx (a float with an integral value counts). */
+int64_t nc_lua_checkint(lua_State *L, int idx, const char *fname);
+
 /* A number or boolean at idx as a scalar (true = 1). */
 nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname);
 

@@ -21,6 +21,7 @@
 #include "pool.h"
 #include "random.h"
 #include "reduce.h"
+#include "table_ops.h"
 
 /* The differentiable ops: the op table's rows whose gradient column is DIFF(nc_ag_<fn>)
  * (netcl/optable.h), by name, in table order, and their count. */
@@ -155,5 +156,10 @@ nc_status nc_ag_l1_loss(nc_tape *t, nc_node *input, nc_node *target, int reducti
 nc_status nc_ag_bce_with_logits(nc_tape *t, nc_node *input, nc_node *target, int reduction, nc_node **out);
 /* sum(a b, dim) / (max(|a|, eps) max(|b|, eps)) in the broadcast shape of a and b. */
 nc_status nc_ag_cosine_similarity(nc_tape *t, nc_node *a, nc_node *b, int dim, double eps, nc_node **out);
+
+/* ---- ops defined by their op-table row ---------------------------------------------------------- */
+/* nc_ag_<name>(t, the pure op's arguments without its saved outputs, nc_node **out) for every
+ * differentiable KERNEL row (netcl/table_ops.h, netcl/op_sig.h). */
+NC_OPS(NC_SIG_DECLARE_AG_)
 
 #endif

@@ -18,8 +18,12 @@
 #ifndef NETCL_OP_SIG_H
 #define NETCL_OP_SIG_H
 
+/* Two pasting macros: NC_PP_CAT picks a row's generator by its entry or gradient column, and
+ * NC_PP_MAP counts with NC_PP_JOIN, which must differ (a macro does not expand inside itself). */
 #define NC_PP_CAT_(a, b) a##b
 #define NC_PP_CAT(a, b) NC_PP_CAT_(a, b)
+#define NC_PP_JOIN_(a, b) a##b
+#define NC_PP_JOIN(a, b) NC_PP_JOIN_(a, b)
 #define NC_PP_UNPAREN(...) __VA_ARGS__
 #define NC_PP_NARGS(...) NC_PP_NARGS_(__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define NC_PP_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, n, ...) n
@@ -27,7 +31,7 @@
 /* NC_PP_MAP(P, a, b, ...) is P##a P##b ...: each argument's kind pasted onto the prefix P (so
  * P##tensor(x) becomes, say, NC_SIG_C_tensor(x)), for up to 12 arguments. */
 #define NC_PP_MAP(P, ...) NC_PP_MAP_N(NC_PP_NARGS(__VA_ARGS__), P, __VA_ARGS__)
-#define NC_PP_MAP_N(n, P, ...) NC_PP_CAT(NC_PP_MAP_, n)(P, __VA_ARGS__)
+#define NC_PP_MAP_N(n, P, ...) NC_PP_JOIN(NC_PP_MAP_, n)(P, __VA_ARGS__)
 #define NC_PP_MAP_1(P, a) P##a
 #define NC_PP_MAP_2(P, a, ...) P##a NC_PP_MAP_1(P, __VA_ARGS__)
 #define NC_PP_MAP_3(P, a, ...) P##a NC_PP_MAP_2(P, __VA_ARGS__)
