@@ -14,11 +14,11 @@ nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname) {
   return nc_operand_scalar(nc_scalar_int(0));
 }
 
-nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname) {
-  if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
-  if (!nc_lua_isnode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
-    nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
-  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
+int64_t nc_lua_checkint(lua_State *L, int idx, const char *fname) {
+  int ok;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok) nc_lua_argerror(L, fname, idx, "expected an integer, got %s", luaL_typename(L, idx));
+  return (int64_t)v;
 }
 
 bool nc_lua_differentiable(nc_op op) { return nc_ag_op_known(nc_op_get(op)->name); }
@@ -85,8 +85,9 @@ void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn
     luaL_getmetatable(L, NC_NODE_MT);
     tables[n++] = lua_gettop(L);
   }
+  /* One function object on every surface: nc.f == nc.autograd.f == t.f == n.f. */
   lua_pushinteger(L, op);
-  lua_pushcclosure(L, fn, 1); /* one closure on every surface: nc.sum == nc.autograd.sum == t.sum */
+  lua_pushcclosure(L, fn, 1);
   for (int i = 0; i < n; i++) {
     lua_pushvalue(L, -1);
     lua_setfield(L, tables[i], name);
@@ -112,4 +113,11 @@ nc_op nc_lua_opname(lua_State *L, char *fname, size_t n) {
   nc_op op = (nc_op)lua_tointeger(L, lua_upvalueindex(1));
   snprintf(fname, n, "netcl.%s", nc_op_get(op)->name);
   return op;
+}
+
+nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname) {
+  if (lua_type(L, idx) == LUA_TNUMBER) return nc_ag_scalar(nc_lua_checkscalar(L, idx, fname));
+  if (!nc_lua_tonode(L, idx) && !luaL_testudata(L, idx, NC_TENSOR_MT))
+    nc_lua_argerror(L, fname, idx, "expected a Node, a Tensor or a number, got %s", luaL_typename(L, idx));
+  return nc_ag_node(nc_lua_checknodelike(L, idx, fname));
 }

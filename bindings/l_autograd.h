@@ -48,7 +48,7 @@ nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname);
 nc_tape *nc_lua_active_tape(lua_State *L);
 
 /* A Node-only differentiable op's binding: a Node method, an autograd module function, or both.
- * The table of l_autograd_nn.c ends with a NULL name; its rows must be rows of NC_AG_OPS. */
+ * The table of l_autograd_nn.c ends with a NULL name; its rows must be differentiable ops. */
 enum { NC_LUA_AG_METHOD = 1, NC_LUA_AG_MODULE = 2, NC_LUA_AG_BOTH = 3 };
 typedef struct {
   const char *name;
@@ -61,7 +61,7 @@ extern const nc_lua_ag_binding nc_lua_ag_nn_bindings[];
  * table on the stack top, after nc_lua_add_autograd: functions into its autograd table, methods
  * into the Node metatable's. */
 void nc_lua_add_autograd_ops(lua_State *L);
-/* Raises unless every differentiable op (NC_AG_OPS) has a binding in the autograd table of the
+/* Raises unless every differentiable op (nc_ag_op_names) has a binding in the autograd table of the
  * module on the stack top: runs once every family has registered its ops. */
 void nc_lua_check_autograd(lua_State *L);
 

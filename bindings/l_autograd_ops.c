@@ -2,13 +2,13 @@
  * of l_autograd_nn.c. Every other differentiable op is bound once for Tensors and Nodes alike
  * by its family's file (l_ops.c, l_reduce.c, l_index.c, l_view.c, l_random.c).
  *
- * nc_lua_check_autograd verifies, once every family has registered, that each row of NC_AG_OPS
- * has a binding in nc.autograd, so the gradient-check suite (which walks ag.ops()) covers every
+ * nc_lua_check_autograd verifies, once every family has registered, that each differentiable op
+ * (DIFF in the op table's gradient column) has a binding in nc.autograd, so the gradient-check suite (which walks ag.ops()) covers every
  * bound op. */
 #include "l_autograd.h"
 #include "netcl/autograd_ops.h"
 
-/* ag.ops(): the names of NC_AG_OPS, in order. */
+/* ag.ops(): the names of the differentiable ops, in op-table order. */
 static int l_ops(lua_State *L) {
   lua_createtable(L, nc_ag_op_count, 0);
   for (int i = 0; i < nc_ag_op_count; i++) {
@@ -34,7 +34,7 @@ void nc_lua_add_autograd_ops(lua_State *L) {
   int node_methods = lua_gettop(L);
   for (const nc_lua_ag_binding *b = nc_lua_ag_nn_bindings; b->name; b++) {
     if (!nc_ag_op_known(b->name))
-      luaL_error(L, "netcl.autograd: binding %s is not a row of NC_AG_OPS", b->name);
+      luaL_error(L, "netcl.autograd: binding %s is not a differentiable op", b->name);
     if (b->where & NC_LUA_AG_METHOD) {
       push_binding(L, b);
       lua_setfield(L, node_methods, b->name);

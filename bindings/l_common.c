@@ -217,22 +217,23 @@ int nc_lua_split_sizes(lua_State *L, int idx, int64_t dim_size, int64_t **sizes,
 static void keys_str(const char *keys, char *buf, size_t n) {
   size_t o = 0;
   o += (size_t)snprintf(buf + o, n - o, "{");
-  for (const char *p = keys; *p && o < n;) {
+  bool first = true;
+  for (const char *p = keys + strspn(keys, " "); *p && o < n; first = false) {
     size_t len = strcspn(p, " ");
-    o += (size_t)snprintf(buf + o, n - o, "%s%.*s=", p == keys ? "" : ", ", (int)len, p);
+    o += (size_t)snprintf(buf + o, n - o, "%s%.*s=", first ? "" : ", ", (int)len, p);
     p += len;
-    while (*p == ' ') p++;
+    p += strspn(p, " ");
   }
   if (o < n) snprintf(buf + o, n - o, "}");
 }
 
 static bool key_accepted(const char *keys, const char *k) {
   size_t kl = strlen(k);
-  for (const char *p = keys; *p;) {
+  for (const char *p = keys + strspn(keys, " "); *p;) {
     size_t len = strcspn(p, " ");
     if (len == kl && !strncmp(p, k, len)) return true;
     p += len;
-    while (*p == ' ') p++;
+    p += strspn(p, " ");
   }
   return false;
 }

@@ -92,6 +92,9 @@ void nc_lua_add_io(lua_State *L);
 void nc_lua_add_data(lua_State *L);
 void nc_lua_add_json(lua_State *L);
 void nc_lua_add_term(lua_State *L);
+/* The ops defined by their op-table row (l_table_ops.c): nc.<name> and nc.autograd.<name>, or
+ * nc.nn_ops.<name> for ops that are not differentiable. */
+void nc_lua_add_table_ops(lua_State *L);
 /* netcl.core._optim: the fused optimizer updates behind netcl.optim (l_optim.c). */
 void nc_lua_add_optim(lua_State *L);
 

@@ -12,6 +12,7 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_autograd_ops(L);
   nc_lua_add_text(L);
   nc_lua_add_linalg(L);
+  nc_lua_add_table_ops(L);
   nc_lua_add_io(L);
   nc_lua_add_data(L);
   nc_lua_add_json(L);

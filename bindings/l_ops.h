@@ -7,6 +7,9 @@
 /* A Tensor or a number (integers stay exact) at idx. */
 nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname);
 
+/* An integer at idx (a float with an integral value counts). */
+int64_t nc_lua_checkint(lua_State *L, int idx, const char *fname);
+
 /* A number or boolean at idx as a scalar (true = 1). */
 nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname);
 
@@ -37,8 +40,8 @@ void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn
 /* The op code given as upvalue 1; its Lua name "netcl.<name>" goes to fname. */
 nc_op nc_lua_opname(lua_State *L, char *fname, size_t n);
 
-/* Whether op has a differentiable form (a row of NC_AG_OPS): a Node operand then records it;
- * otherwise the op applies to the Node's value. */
+/* Whether op has a differentiable form (DIFF in the op table's gradient column): a Node operand
+ * then records it; otherwise the op applies to the Node's value. */
 bool nc_lua_differentiable(nc_op op);
 
 /* x[i] for a Tensor or a Node x at 1 and an integer at 2: the selection along dim 1 (a view;

@@ -120,7 +120,7 @@ static int l_dropout(lua_State *L) {
 }
 
 void nc_lua_add_random(lua_State *L, int module, int methods) {
-  nc_lua_bind_op(L, module, "dropout", l_dropout, -1, NC_LUA_BOTH);
+  nc_lua_bind_op(L, module, "dropout", l_dropout, NC_OP_DROPOUT, NC_LUA_BOTH);
   static const luaL_Reg funcs[] = {
       {"randint", l_randint}, {"randperm", l_randperm}, {"bernoulli", l_bernoulli}, {NULL, NULL}};
   lua_pushvalue(L, module);

@@ -222,7 +222,11 @@ void nc_lua_add_views(lua_State *L, int module) {
                                    {"contiguous", l_contiguous},
                                    {"clone", l_clone},
                                    {NULL, NULL}};
-  for (const luaL_Reg *v = views; v->name; v++) nc_lua_bind_op(L, module, v->name, v->func, -1, NC_LUA_BOTH);
+  for (const luaL_Reg *v = views; v->name; v++) {
+    const nc_op_info *o = nc_op_find(v->name); /* the op table's view family */
+    if (!o) luaL_error(L, "netcl: %s has no row in the op table", v->name);
+    nc_lua_bind_op(L, module, v->name, v->func, (int)o->op, NC_LUA_BOTH);
+  }
   luaL_getmetatable(L, NC_NODE_MT);
   lua_pushcfunction(L, nc_lua_index_number);
   lua_setfield(L, -2, "__index_number");

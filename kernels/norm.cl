@@ -162,3 +162,56 @@ __kernel void row_norm_bwd_dw(const int rms, __global const REAL *dy, __global c
     if (want_db) db[j] = sb;
   }
 }
+
+/* Group norm over contiguous [n, c, s] in groups of c / groups channels: one work-group per
+ * (sample, group) row of m = (c / groups) * s elements. Each tensor comes with its element
+ * offset; an absent weight or bias has offset -1 (the generic launcher's convention). */
+__kernel void group_norm_fwd(__global const REAL *x, const long xo, __global const REAL *w, const long wo,
+                             __global const REAL *b, const long bo, __global REAL *y, const long yo,
+                             __global REAL *mean, const long mo, __global REAL *rstd, const long ro, const long c,
+                             const long s, const long groups, const REAL eps) {
+  __local REAL scratch[NC_NORM_WG];
+  const long row = get_group_id(0), cpg = c / groups, m = cpg * s, g = row % groups;
+  const long base = row * m; /* (sample * c + g * cpg) * s */
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  REAL acc = 0;
+  for (long e = lid; e < m; e += ls) acc += x[xo + base + e];
+  const REAL mu = wg_sum(acc, scratch) / (REAL)m;
+  acc = 0;
+  for (long e = lid; e < m; e += ls) {
+    const REAL d = x[xo + base + e] - mu;
+    acc += d * d;
+  }
+  const REAL rs = 1 / sqrt(wg_sum(acc, scratch) / (REAL)m + eps);
+  if (lid == 0) {
+    mean[mo + row] = mu;
+    rstd[ro + row] = rs;
+  }
+  for (long e = lid; e < m; e += ls) {
+    const long ch = g * cpg + e / s;
+    const REAL wv = wo >= 0 ? w[wo + ch] : (REAL)1, bv = bo >= 0 ? b[bo + ch] : (REAL)0;
+    y[yo + base + e] = (x[xo + base + e] - mu) * rs * wv + bv;
+  }
+}
+
+/* dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) with gw = dy * weight, per row. */
+__kernel void group_norm_bwd(__global const REAL *dy, const long dyo, __global const REAL *x, const long xo,
+                             __global const REAL *w, const long wo, __global const REAL *mean, const long mo,
+                             __global const REAL *rstd, const long ro, __global REAL *dx, const long dxo,
+                             const long c, const long s, const long groups) {
+  __local REAL scratch[NC_NORM_WG];
+  const long row = get_group_id(0), cpg = c / groups, m = cpg * s, g = row % groups, base = row * m;
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  const REAL mu = mean[mo + row], rs = rstd[ro + row];
+  REAL a1 = 0, a2 = 0;
+  for (long e = lid; e < m; e += ls) {
+    const REAL gw = dy[dyo + base + e] * (wo >= 0 ? w[wo + g * cpg + e / s] : (REAL)1);
+    a1 += gw;
+    a2 += gw * (x[xo + base + e] - mu) * rs;
+  }
+  const REAL mg = wg_sum(a1, scratch) / (REAL)m, mgx = wg_sum(a2, scratch) / (REAL)m;
+  for (long e = lid; e < m; e += ls) {
+    const REAL gw = dy[dyo + base + e] * (wo >= 0 ? w[wo + g * cpg + e / s] : (REAL)1);
+    dx[dxo + base + e] = rs * (gw - mg - (x[xo + base + e] - mu) * rs * mgx);
+  }
+}

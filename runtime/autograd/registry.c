@@ -1,13 +1,29 @@
-/* The list of differentiable ops (NC_AG_OPS) as data, for the binding and the test suite. */
+/* The differentiable ops as data, generated from the op table's gradient column: the names the
+ * Lua binding registers and the gradient-check suite walks. Each DIFF row also names its
+ * differentiable op here, so a row whose function does not exist fails the build. */
 #include <string.h>
 #include "netcl/autograd_ops.h"
 
-#define NC_AG_NAME_(name) #name,
-const char *const nc_ag_op_names[] = {NC_AG_OPS(NC_AG_NAME_)};
+/* NC_AG_DIFF(fn)(x) keeps x, NC_AG_NODIFF(x) drops it. */
+#define NC_AG_KEEP_(x) x,
+#define NC_AG_DROP_(x)
+#define NC_AG_DIFF(fn) NC_AG_KEEP_
+#define NC_AG_NODIFF NC_AG_DROP_
+
+#define NC_AG_NAME_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_AG_##grad(name)
+const char *const nc_ag_op_names[] = {NC_OPS(NC_AG_NAME_)};
 #undef NC_AG_NAME_
 const int nc_ag_op_count = (int)(sizeof nc_ag_op_names / sizeof nc_ag_op_names[0]);
 
+/* Every DIFF row's function, referenced so that a missing one is a compile or link error. */
+#define NC_AG_FN_DIFF(fn) (void (*)(void))(fn),
+#define NC_AG_FN_NODIFF
+#define NC_AG_FN_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_AG_FN_##grad
+static void (*const differentiable_ops[])(void) = {NC_OPS(NC_AG_FN_)};
+#undef NC_AG_FN_
+
 bool nc_ag_op_known(const char *name) {
+  (void)differentiable_ops;
   for (int i = 0; i < nc_ag_op_count; i++)
     if (!strcmp(nc_ag_op_names[i], name)) return true;
   return false;

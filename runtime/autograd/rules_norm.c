@@ -150,3 +150,58 @@ nc_status nc_ag_rms_norm(nc_tape *t, nc_node *x, int normalized_ndim, nc_node *w
       nc_rms_norm(nc_node_value(x), normalized_ndim, weight ? nc_node_value(weight) : NULL, eps, &y, &rstd));
   return record_row_norm(t, "rms_norm", x, normalized_ndim, weight, NULL, y, NULL, rstd, out);
 }
+
+/* ---- group norm ------------------------------------------------------------------------------------ */
+/* iparams: [0] groups, [1] weight position, [2] bias position; saved: x, mean, rstd, weight?. The
+ * input gradient is the fused backward op's; the affine ones are sums over samples and positions
+ * of g * xhat and of g, with xhat recomputed from the saved statistics. */
+static nc_status group_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
+  ag_scope S = AG_SCOPE;
+  const int64_t *ip = nc_ag_iparams(c);
+  const int64_t groups = ip[0];
+  nc_tensor *x = ag_saved(&S, c, 0), *mean = ag_saved(&S, c, 1), *rstd = ag_saved(&S, c, 2);
+  nc_tensor *w = ip[1] >= 0 ? ag_saved(&S, c, 3) : NULL, *dx = NULL, *dw = NULL, *db = NULL;
+  if (ag_ok(&S) && nc_ag_needs_grad(c, 0)) {
+    nc_tensor *r;
+    dx = ag_take(&S, nc_group_norm_backward(g, x, groups, w, mean, rstd, &r), &r);
+  }
+  const bool want_w = ip[1] >= 0 && nc_ag_needs_grad(c, (int)ip[1]), want_b = ip[2] >= 0 && nc_ag_needs_grad(c, (int)ip[2]);
+  if (ag_ok(&S) && (want_w || want_b)) {
+    const int64_t n = x->shape[0], ch = x->shape[1], sp = n * ch > 0 ? nc_tensor_numel(x) / (n * ch) : 0;
+    const int64_t grouped[3] = {n, groups, groups > 0 ? ch / groups * sp : 0}, stat[3] = {n, groups, 1},
+                  channels[3] = {n, ch, sp};
+    const int over[2] = {0, 2};
+    nc_tensor *g3 = ag_reshape(&S, g, 3, channels);
+    if (want_w) {
+      nc_tensor *centered = ag_bin(&S, NC_OP_SUB, AG_T(ag_reshape(&S, x, 3, grouped)), AG_T(ag_reshape(&S, mean, 3, stat)));
+      nc_tensor *xhat = ag_mul(&S, centered, ag_reshape(&S, rstd, 3, stat));
+      dw = ag_reduce(&S, NC_OP_SUM, ag_mul(&S, g3, ag_reshape(&S, xhat, 3, channels)), 2, over, false, NULL);
+    }
+    if (want_b) db = ag_reduce(&S, NC_OP_SUM, g3, 2, over, false, NULL);
+  }
+  if (nc_ag_needs_grad(c, 0)) gi[0] = ag_keep(&S, dx);
+  if (want_w) gi[ip[1]] = ag_keep(&S, dw);
+  if (want_b) gi[ip[2]] = ag_keep(&S, db);
+  return ag_end(&S);
+}
+
+nc_status nc_ag_group_norm(nc_tape *t, nc_node *x, int64_t num_groups, nc_node *weight, nc_node *bias, double eps,
+                           nc_node **out) {
+  nc_tensor *y, *mean, *rstd;
+  NC_TRY(nc_group_norm(nc_node_value(x), num_groups, weight ? nc_node_value(weight) : NULL,
+                       bias ? nc_node_value(bias) : NULL, eps, &mean, &rstd, &y));
+  affine_inputs a = affine(x, weight, bias);
+  nc_ag_ctx *c;
+  nc_status s = ag_output(t, "group_norm", group_norm_rule, a.n, a.in, y, out, &c);
+  if (s == NC_OK && c) {
+    nc_ag_iparams(c)[0] = num_groups;
+    record_positions(c, &a);
+    nc_ag_save(c, nc_node_value(x));
+    nc_ag_save(c, mean);
+    nc_ag_save(c, rstd);
+    if (weight) nc_ag_save(c, nc_node_value(weight));
+  }
+  nc_tensor_release(mean);
+  nc_tensor_release(rstd);
+  return s;
+}

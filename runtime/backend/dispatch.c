@@ -2,17 +2,24 @@
 #include "dispatch.h"
 #include "core/device_impl.h"
 
-static const nc_entry entries[NC_OP_COUNT] = {
-#define NC_OP_ENTRY_(id, name, family, arity, dtypes, result, entry, kernel, cpu) NC_ENTRY_##entry,
-    NC_OPS(NC_OP_ENTRY_)
+#define NC_ENTRY_OF_ENTRY(e) NC_ENTRY_##e,
+#define NC_ENTRY_OF_KERNEL(n, sig) NC_ENTRY_KERNEL,
+#define NC_OP_ENTRY_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) \
+  NC_PP_CAT(NC_ENTRY_OF_, entry)
+static const nc_entry entries[NC_OP_COUNT] = {NC_OPS(NC_OP_ENTRY_)};
 #undef NC_OP_ENTRY_
-};
 
 nc_entry nc_op_entry(nc_op op) { return (unsigned)op < NC_OP_COUNT ? entries[op] : NC_ENTRY_NONE; }
 
 void nc_dispatch_entry(nc_dispatch *d, nc_entry e, nc_backend_fn fn) {
   for (int i = 0; i < NC_OP_COUNT; i++)
     if (entries[i] == e) d->fn[i] = fn;
+}
+
+void nc_dispatch_kernel(nc_dispatch *d, const char *name, nc_backend_fn fn) {
+  const nc_op_info *o = nc_op_find(name);
+  NC_ASSERT(o && entries[o->op] == NC_ENTRY_KERNEL);
+  if (o) d->fn[o->op] = fn;
 }
 
 const nc_dispatch *nc_device_dispatch(const nc_device *dev) { return dev->dispatch; }
@@ -149,6 +156,13 @@ nc_status nc_bk_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *ex
                           nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a) {
   CALL(param, NC_OP_ADAM_STEP, ADAM_STEP, nc_adam_step_fn, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, a);
 }
+nc_status nc_bk_kernel(const nc_kernel_call *c) {
+  const nc_tensor *first = NULL;
+  for (int i = 0; i < c->nt && !first; i++) first = c->t[i];
+  NC_ASSERT(first);
+  CALL(first, c->op, KERNEL, nc_kernel_fn, c);
+}
+
 nc_status nc_bk_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x) {
   CALL(parts, NC_OP_SUM_SQUARES, SUM_SQUARES, nc_sum_squares_fn, parts, at, x);
 }

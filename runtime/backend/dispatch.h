@@ -172,6 +172,23 @@ typedef nc_status (*nc_adam_step_fn)(nc_tensor *param, const nc_tensor *grad, nc
  * a device without float64); deterministic. */
 typedef nc_status (*nc_sum_squares_fn)(nc_tensor *parts, int64_t at, const nc_tensor *x);
 
+/* The entry of ops defined by their row (KERNEL(name, sig) in the op table). The ops layer
+ * hands over contiguous tensors: the inputs first, then the outputs it allocated, in the order
+ * of the op's kernels; an absent optional input is NULL. Integers and reals follow, and rows:
+ * the number of independent rows of work (OpenCL launches one work-group per row, and a kernel
+ * loops over its row with the group's work-items; the CPU backend may ignore it). */
+#define NC_KERNEL_MAX_TENSORS 8
+#define NC_KERNEL_MAX_SCALARS 8
+typedef struct {
+  nc_op op;
+  int nt, ni, nf;
+  nc_tensor *t[NC_KERNEL_MAX_TENSORS];
+  int64_t i[NC_KERNEL_MAX_SCALARS];
+  double f[NC_KERNEL_MAX_SCALARS];
+  int64_t rows;
+} nc_kernel_call;
+typedef nc_status (*nc_kernel_fn)(const nc_kernel_call *c);
+
 /* The entries, as the op table's "backend entry" column names them. */
 typedef enum {
   NC_ENTRY_NONE, /* composed of other ops: no entry of its own */
@@ -206,6 +223,7 @@ typedef enum {
   NC_ENTRY_RMSPROP_STEP,
   NC_ENTRY_ADAM_STEP,
   NC_ENTRY_SUM_SQUARES,
+  NC_ENTRY_KERNEL, /* an op defined by its row: KERNEL(name, (signature)) */
   NC_ENTRY_COUNT
 } nc_entry;
 
@@ -281,5 +299,10 @@ nc_status nc_bk_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor 
 nc_status nc_bk_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
                           nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
 nc_status nc_bk_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x);
+/* An op defined by its row; the device is the first tensor's. */
+nc_status nc_bk_kernel(const nc_kernel_call *c);
+
+/* Sets the implementation of the op named name (a KERNEL row) to fn. */
+void nc_dispatch_kernel(nc_dispatch *d, const char *name, nc_backend_fn fn);
 
 #endif

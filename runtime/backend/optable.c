@@ -4,7 +4,7 @@
 #include "netcl/optable.h"
 
 static const nc_op_info table[NC_OP_COUNT] = {
-#define NC_OP_ROW_(id, name, family, arity, dtypes, result, entry, kernel, cpu) \
+#define NC_OP_ROW_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) \
   {NC_OP_##id, #id, name, NC_FAMILY_##family, arity, dtypes, result, kernel, cpu},
     NC_OPS(NC_OP_ROW_)
 #undef NC_OP_ROW_
@@ -22,7 +22,7 @@ const char *nc_op_family_name(nc_op_family f) {
   static const char *const names[NC_FAMILY_COUNT] = {"unary", "binary", "where", "reduce", "scan",
                                                      "softmax", "index", "shape", "sort", "random",
                                                      "linalg", "conv", "pool", "norm", "loss",
-                                                     "data", "optim"};
+                                                     "data", "optim", "view"};
   return (unsigned)f < NC_FAMILY_COUNT ? names[f] : "unknown";
 }
 

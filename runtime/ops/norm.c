@@ -4,6 +4,7 @@
 #include "netcl/copy.h"
 #include "netcl/creation.h"
 #include "netcl/norm.h"
+#include "netcl/table_ops.h"
 #include "ops/dense.h"
 
 static nc_status check_param(const nc_tensor *p, const nc_tensor *x, int ndim, const int64_t *shape,
@@ -240,4 +241,77 @@ nc_status nc_rms_norm(nc_tensor *x, int normalized_ndim, nc_tensor *weight, doub
 nc_status nc_rms_norm_backward(nc_tensor *dy, nc_tensor *x, int normalized_ndim, nc_tensor *weight,
                                nc_tensor *rstd, nc_tensor **dx, nc_tensor **dweight) {
   return row_backward(true, dy, x, normalized_ndim, weight, NULL, rstd, dx, dweight, NULL);
+}
+
+/* ---- group norm (an op defined by its op-table row: netcl/table_ops.h) ---------------------------- */
+/* x [N, C, ...] with groups dividing C; sets the kernel call's geometry: i = {C, S, groups}. */
+static nc_status group_geometry(const nc_tensor *x, int64_t groups, nc_kernel_call *k) {
+  NC_TRY(check_float(x));
+  if (x->ndim < 2) return nc_error(NC_ERR_SHAPE, "needs an input of at least 2 dims [N, C, ...], got %d", x->ndim);
+  const int64_t n = x->shape[0], c = x->shape[1];
+  if (groups < 1 || c % groups != 0)
+    return nc_error(NC_ERR_ARG, "num_groups %lld must be positive and divide the %lld channels", (long long)groups,
+                    (long long)c);
+  k->ni = 3;
+  k->i[0] = c;
+  k->i[1] = n * c > 0 ? nc_tensor_numel(x) / (n * c) : 0;
+  k->i[2] = groups;
+  k->rows = n * groups;
+  return NC_OK;
+}
+
+nc_status nc_group_norm(nc_tensor *x, int64_t num_groups, nc_tensor *weight, nc_tensor *bias, double eps,
+                        nc_tensor **mean, nc_tensor **rstd, nc_tensor **out) {
+  nc_kernel_call k = {.op = NC_OP_GROUP_NORM, .nt = 6, .nf = 1, .f = {eps}};
+  NC_TRY(group_geometry(x, num_groups, &k));
+  const int64_t c = x->shape[1], stats[2] = {x->shape[0], num_groups};
+  NC_TRY(check_param(weight, x, 1, &c, "weight"));
+  NC_TRY(check_param(bias, x, 1, &c, "bias"));
+  if (!(eps > 0)) return nc_error(NC_ERR_ARG, "eps must be > 0, got %g", eps);
+  nc_device *dev = nc_tensor_device(x);
+  nc_tensor *in[3] = {x, weight, bias}, *d[3], *r[3] = {NULL, NULL, NULL};
+  NC_TRY(dense(in, d, 3));
+  nc_status s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &r[0]);
+  for (int i = 1; s == NC_OK && i < 3; i++) s = nc_tensor_empty(dev, x->dtype, 2, stats, 0, &r[i]);
+  if (s == NC_OK && nc_tensor_numel(x) > 0) {
+    for (int i = 0; i < 3; i++) k.t[i] = d[i], k.t[3 + i] = r[i];
+    s = nc_bk_kernel(&k);
+  }
+  release_all(d, 3);
+  if (s != NC_OK) {
+    release_all(r, 3);
+    return s;
+  }
+  *out = r[0];
+  if (mean) *mean = r[1]; else nc_tensor_release(r[1]);
+  if (rstd) *rstd = r[2]; else nc_tensor_release(r[2]);
+  return NC_OK;
+}
+
+nc_status nc_group_norm_backward(nc_tensor *dy, nc_tensor *x, int64_t num_groups, nc_tensor *weight,
+                                 nc_tensor *mean, nc_tensor *rstd, nc_tensor **out) {
+  nc_kernel_call k = {.op = NC_OP_GROUP_NORM_BWD, .nt = 6};
+  NC_TRY(group_geometry(x, num_groups, &k));
+  const int64_t c = x->shape[1], stats[2] = {x->shape[0], num_groups};
+  NC_TRY(check_param(dy, x, x->ndim, x->shape, "the output gradient"));
+  NC_TRY(check_param(weight, x, 1, &c, "weight"));
+  if (!mean || !rstd) return nc_error(NC_ERR_ARG, "needs the statistics saved by the forward op");
+  NC_TRY(check_param(mean, x, 2, stats, "mean"));
+  NC_TRY(check_param(rstd, x, 2, stats, "rstd"));
+  nc_device *dev = nc_tensor_device(x);
+  nc_tensor *in[5] = {dy, x, weight, mean, rstd}, *d[5], *dx = NULL;
+  NC_TRY(dense(in, d, 5));
+  nc_status s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &dx);
+  if (s == NC_OK && nc_tensor_numel(x) > 0) {
+    for (int i = 0; i < 5; i++) k.t[i] = d[i];
+    k.t[5] = dx;
+    s = nc_bk_kernel(&k);
+  }
+  release_all(d, 5);
+  if (s != NC_OK) {
+    nc_tensor_release(dx);
+    return s;
+  }
+  *out = dx;
+  return NC_OK;
 }

@@ -52,6 +52,8 @@ M.PUBLIC_HEADERS = {
   ["netcl/embedding.h"] = "ops",
   ["netcl/loss.h"] = "ops",
   ["netcl/optim.h"] = "ops",
+  ["netcl/table_ops.h"] = "ops", -- the ops declared by their op-table row
+  ["netcl/op_sig.h"] = "dispatch", -- signatures in the op table
   -- autograd
   ["netcl/autograd.h"] = "autograd",
   ["netcl/autograd_ops.h"] = "autograd",

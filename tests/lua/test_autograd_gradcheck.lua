@@ -221,6 +221,11 @@ case("batch_norm", function() return {P({4, 3}), P({3})} end, function(x, b)
 case("layer_norm", function() return {P({3, 4}), P({4}), P({4})} end, function(x, w, b) return ag.layer_norm(x, 4, w, b) end)
 case("layer_norm", function() return {P({2, 3, 4}), P({3, 4})} end,
      function(x, b) return ag.layer_norm(x, {3, 4}, nil, b, {eps = 1e-3}) end)
+case("group_norm", function() return {P({2, 6, 3}), P({6}), P({6})} end,
+     function(x, w, b) return ag.group_norm(x, 3, w, b) end)
+case("group_norm", function() return {P({3, 4, 2, 2}), P({4})} end,
+     function(x, b) return ag.group_norm(x, 2, nil, b, {eps = 1e-3}) end)
+case("group_norm", function() return {P({2, 4}), P({4})} end, function(x, w) return ag.group_norm(x, 1, w) * x end)
 case("rms_norm", function() return {P({3, 4}), P({4})} end, function(x, w) return ag.rms_norm(x, 4, w) end)
 case("rms_norm", function() return {P({2, 3, 4})} end, function(x) return ag.rms_norm(x, {3, 4}) end)
 case("embedding", function() return {P({5, 3})} end, function(w) return ag.embedding(idx({4, 0, 4, 2}, {2, 2}), w) end)

@@ -371,6 +371,52 @@ function K.clip(case, size, dtype, H)
   return trials
 end
 
+-- x:<name>(args...) for a view (or the copy behind it); case.args(shape) gives the arguments.
+-- case.contiguous: only contiguous inputs (view refuses layouts that would need a copy).
+function K.view(case, size, dtype, H)
+  local args = case.args(H.SHAPES[size])
+  local call = function(ins) return ins[1][case.name](ins[1], table.unpack(args)) end
+  local trials = one_input_trials(case, size, dtype, H, call)
+  if not case.contiguous then return trials end
+  local kept = {}
+  for _, t in ipairs(trials) do
+    if t.layout == "contiguous" then kept[#kept + 1] = t end
+  end
+  return kept
+end
+
+-- nc.autograd.<name>(input, target) on constant nodes, for every reduction (a loss) or along the
+-- last dim (cosine_similarity); case.targets: int64 class targets for log-probabilities [N, C].
+function K.loss(case, size, dtype, H)
+  local shape = H.SHAPES[size]
+  local ag = nc.autograd
+  local x = H.values(shape, dtype, {-3, 3}, key(case, size, dtype, "x"))
+  local trials = {}
+  if case.targets then
+    local n, c = shape[1], #shape > 1 and shape[#shape] or 1
+    local logp = H.values({n, c}, dtype, {-3, 0}, key(case, size, dtype, "lp"))
+    local t = positions({n}, c, H, key(case, size, dtype, "t"))
+    for _, red in ipairs({"mean", "sum", "none"}) do
+      trials[#trials + 1] = {label = red, layouts = {"transposed", "contiguous"}, inputs = {logp, t},
+                             call = function(ins) return ag[case.name](ag.tensor(ins[1]), ins[2], {reduction = red}).value end}
+    end
+    return trials
+  end
+  local y = H.values(shape, dtype, case.domain_b or {-3, 3}, key(case, size, dtype, "y"))
+  for _, lay in ipairs({"contiguous", "transposed", "narrowed"}) do
+    if case.dim then
+      trials[#trials + 1] = {label = lay, layout = lay, inputs = {x, y},
+                             call = function(ins) return ag[case.name](ag.tensor(ins[1]), ag.tensor(ins[2]), {dim = -1}).value end}
+    else
+      for _, red in ipairs({"mean", "sum", "none"}) do
+        trials[#trials + 1] = {label = lay .. ", " .. red, layout = lay, inputs = {x, y},
+                               call = function(ins) return ag[case.name](ag.tensor(ins[1]), ag.tensor(ins[2]), {reduction = red}).value end}
+      end
+    end
+  end
+  return trials
+end
+
 local function u(name, domain, extra)
   local c = {name = name, trials = K.unary, domain = domain}
   for k, v in pairs(extra or {}) do c[k] = v end
@@ -463,6 +509,35 @@ return {
      return {{label = "contiguous", layout = "contiguous", inputs = {H.values({1}, dtype, {0, 1}, "arange")},
               call = function(ins) return nc.arange(1, count + 1, 1, {dtype = dtype, device = ins[1].device}) end}}
    end},
+  -- views and the copies behind them: the view's elements, read back through the device's copy
+  {name = "view", dtypes = ALL, trials = K.view, contiguous = true, args = function() return {{-1}} end},
+  {name = "reshape", dtypes = ALL, trials = K.view, args = function(shape) return {{#shape > 1 and shape[#shape] or 1, -1}} end},
+  {name = "transpose", dtypes = ALL, trials = K.view, args = function(shape) return {1, #shape} end},
+  {name = "permute", dtypes = ALL, trials = K.view, args = function(shape)
+     local p = {}
+     for i = #shape, 1, -1 do p[#p + 1] = i end
+     return {p}
+   end},
+  {name = "narrow", dtypes = ALL, trials = K.view, args = function(shape) return {1, shape[1] > 1 and 2 or 1, 1} end},
+  {name = "select", dtypes = ALL, trials = K.view, args = function(shape) return {1, shape[1]} end},
+  {name = "expand", dtypes = ALL, trials = K.view, args = function(shape) return {{2, table.unpack(shape)}} end},
+  {name = "squeeze", dtypes = ALL, trials = K.view, args = function() return {} end},
+  {name = "unsqueeze", dtypes = ALL, trials = K.view, args = function() return {1} end},
+  {name = "flatten", dtypes = ALL, trials = K.view, args = function() return {} end},
+  {name = "contiguous", dtypes = ALL, trials = K.view, args = function() return {} end},
+  {name = "clone", dtypes = ALL, trials = K.view, args = function() return {} end},
+  -- composed differentiable ops, through their autograd form on constant nodes
+  {name = "dropout", dtypes = F, trials = function(case, size, dtype, H)
+     return one_input_trials(case, size, dtype, H, function(ins)
+       nc.manual_seed(size)
+       return nc.autograd.dropout(nc.autograd.tensor(ins[1]), 0.3, {training = true}).value
+     end)
+   end},
+  {name = "nll_loss", dtypes = F, trials = K.loss, targets = true},
+  {name = "mse_loss", dtypes = F, trials = K.loss},
+  {name = "l1_loss", dtypes = F, trials = K.loss},
+  {name = "bce_with_logits", dtypes = F, trials = K.loss, domain_b = {0, 1}},
+  {name = "cosine_similarity", dtypes = F, trials = K.loss, dim = true},
   -- fused optimizer updates (sgd_step, rmsprop_step, adam_step) and clip_grad_norm's partial sums
   -- (sum_squares), netcl/optim.h
   {name = "sgd_step", trials = K.optim, dtypes = F, state = {{-1, 1}}, update = function(p, g, s)

@@ -228,6 +228,36 @@ local function norm_trials(case, size, dtype, H)
     standard_layouts(4), 30)
 end
 
+-- ---- group norm (an op defined by its op-table row) ----------------------------------------------------
+-- [N, C, ...] shapes with a group count dividing C, one per size.
+local GROUP_SHAPES = {{{1, 1}, 1}, {{2, 4, 3}, 2}, {{3, 6, 2, 2}, 3}, {{4, 8, 5, 5}, 4}, {{2, 32, 16, 16}, 8}}
+
+local function group_norm_trials(case, size, dtype, H)
+  local spec = GROUP_SHAPES[index_of(size)]
+  local shape, groups = spec[1], spec[2]
+  local c = shape[2]
+  local function v(s, k, dom) return H.values(s, dtype, dom or {-1, 1}, key(case, size, dtype, k)) end
+  local x, w, b = v(shape, "x", {-1, 3}), v({c}, "w"), v({c}, "b")
+  if case.name == "group_norm" then
+    local t = over_layouts({x, w, b}, function(ins) return nc.group_norm(ins[1], groups, ins[2], ins[3]) end,
+      standard_layouts(3), 10)
+    t[#t + 1] = {label = "no affine", layout = "narrowed", inputs = {x}, tol = 10,
+                 call = function(ins) return nc.group_norm(ins[1], groups, nil, nil, {eps = 1e-3}) end}
+    return t
+  end
+  -- the statistics the forward saves, from the same formula on the CPU (float64)
+  local x64 = x:to("float64"):reshape({shape[1], groups, -1})
+  local mean = x64:mean(3)
+  local rstd = (x64:var(3, {unbiased = false}) + 1e-5):rsqrt()
+  mean, rstd = mean:to(dtype), rstd:to(dtype)
+  local dy = v(shape, "dy")
+  local t = over_layouts({dy, x, w, mean, rstd},
+    function(ins) return ops.group_norm_backward(ins[1], ins[2], groups, ins[3], ins[4], ins[5]) end, standard_layouts(5), 30)
+  t[#t + 1] = {label = "no weight", layout = "contiguous", inputs = {dy, x, mean, rstd}, tol = 30,
+               call = function(ins) return ops.group_norm_backward(ins[1], ins[2], groups, nil, ins[3], ins[4]) end}
+  return t
+end
+
 -- ---- embedding and cross entropy ---------------------------------------------------------------------
 local EMB = {{3, 1, {1}}, {7, 4, {2, 3}}, {33, 8, {5, 7}}, {1000, 16, {64}}, {500, 32, {4, 50}}}
 
@@ -292,6 +322,8 @@ return {
   {name = "adaptive_avg_pool2d_backward", trials = pool_trials, dtypes = F},
   {name = "batch_norm", trials = norm_trials, dtypes = F},
   {name = "batch_norm_backward", trials = norm_trials, dtypes = F},
+  {name = "group_norm", trials = group_norm_trials, dtypes = F},
+  {name = "group_norm_backward", trials = group_norm_trials, dtypes = F},
   {name = "layer_norm", trials = norm_trials, dtypes = F},
   {name = "layer_norm_backward", trials = norm_trials, dtypes = F},
   {name = "rms_norm", trials = norm_trials, dtypes = F},

@@ -109,4 +109,36 @@ function M.LayerNorm:extra_repr()
     self.elementwise_affine and "" or ", elementwise_affine=false")
 end
 
+M.GroupNorm = Module:extend("GroupNorm")
+
+--- nn.GroupNorm(num_groups, num_channels, {eps=1e-5, affine=true}): normalizes each sample's
+-- channels in num_groups groups (num_groups divides num_channels) over [N, C, ...] inputs, then
+-- scales and shifts per channel (weight ones, bias zeros), as torch.nn.GroupNorm.
+function M.GroupNorm:init(num_groups, num_channels, opts)
+  local fname = "nn.GroupNorm"
+  opts = U.options(fname, opts, {eps = true, affine = true, device = true, dtype = true})
+  self.num_groups = U.int(fname, "num_groups", num_groups, 1)
+  self.num_channels = U.int(fname, "num_channels", num_channels, 1)
+  if self.num_channels % self.num_groups ~= 0 then
+    error(string.format("%s: num_groups %d does not divide num_channels %d", fname, self.num_groups,
+      self.num_channels), 3)
+  end
+  self.eps = U.number(fname, "eps", opts.eps or 1e-5, 0)
+  self.affine = U.bool(fname, "affine", opts.affine, true)
+  local topts = U.tensor_opts(opts)
+  if self.affine then
+    self.weight = ag.param(nc.ones({self.num_channels}, topts))
+    self.bias = ag.param(nc.zeros({self.num_channels}, topts))
+  end
+end
+
+function M.GroupNorm:forward(x)
+  return ag.group_norm(x, self.num_groups, self.weight, self.bias, {eps = self.eps})
+end
+
+function M.GroupNorm:extra_repr()
+  return string.format("%d, %d, eps=%g%s", self.num_groups, self.num_channels, self.eps,
+    self.affine and "" or ", affine=false")
+end
+
 return M

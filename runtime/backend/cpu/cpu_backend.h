@@ -21,6 +21,13 @@ nc_status nc_cpu_copy(nc_tensor *dst, const nc_tensor *src);
 nc_status nc_cpu_arange(nc_tensor *t, double start, double step);
 nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
 
+/* Ops defined by their op-table row (KERNEL(name, sig)): nc_cpu_<name>, one per row. */
+#define NC_CPU_KDECL_ENTRY(...)
+#define NC_CPU_KDECL_KERNEL(n, sig) nc_status nc_cpu_##n(const nc_kernel_call *c);
+#define NC_CPU_KDECL_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) \
+  NC_PP_CAT(NC_CPU_KDECL_, entry)
+NC_OPS(NC_CPU_KDECL_)
+
 /* Op entries (backend/dispatch.h), one file per family. */
 nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
 nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);

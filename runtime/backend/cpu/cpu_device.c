@@ -60,6 +60,10 @@ static void fill_dispatch(void) {
   };
   for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
     nc_dispatch_entry(&cpu_dispatch, entries[i].e, entries[i].fn);
+#define KERNEL_ENTRY(...)
+#define KERNEL_KERNEL(n, sig) nc_dispatch_kernel(&cpu_dispatch, #n, NC_BACKEND_FN(nc_cpu_##n));
+#define KERNEL_ROW(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_PP_CAT(KERNEL_, entry)
+  NC_OPS(KERNEL_ROW)
 }
 
 static void cpu_model_name(char *buf, size_t n) {

@@ -166,3 +166,61 @@ nc_status nc_cpu_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tenso
   }
   return NC_OK;
 }
+
+/* Group norm (op-table KERNEL rows): t = {x, weight?, bias?, y, mean, rstd}, i = {c, s, groups},
+ * f = {eps}; [n, c, s] contiguous, one (sample, group) row of (c / groups) * s elements each. */
+nc_status nc_cpu_group_norm(const nc_kernel_call *k) {
+  const nc_tensor *x = k->t[0], *w = k->t[1], *b = k->t[2];
+  const bool f = x->dtype == NC_FLOAT32;
+  const int64_t c = k->i[0], s = k->i[1], groups = k->i[2], cpg = c / groups, m = cpg * s;
+  const void *xp = ptr(x), *wp = ptr(w), *bp = ptr(b);
+  void *yp = wptr(k->t[3]), *mp = wptr(k->t[4]), *rp = wptr(k->t[5]);
+  const double eps = k->f[0];
+#pragma omp parallel for if (k->rows * m > 32768)
+  for (int64_t row = 0; row < k->rows; row++) {
+    const int64_t base = row * m, g = row % groups;
+    double sum = 0, sq = 0;
+    for (int64_t e = 0; e < m; e++) sum += ld(xp, base + e, f);
+    const double mean = sum / (double)m;
+    for (int64_t e = 0; e < m; e++) {
+      const double d = ld(xp, base + e, f) - mean;
+      sq += d * d;
+    }
+    const double rstd = 1 / sqrt(sq / (double)m + eps);
+    st(mp, row, mean, f);
+    st(rp, row, rstd, f);
+    for (int64_t e = 0; e < m; e++) {
+      const int64_t ch = g * cpg + e / s;
+      const double wv = wp ? ld(wp, ch, f) : 1, bv = bp ? ld(bp, ch, f) : 0;
+      st(yp, base + e, (ld(xp, base + e, f) - mean) * rstd * wv + bv, f);
+    }
+  }
+  return NC_OK;
+}
+
+/* t = {dy, x, weight?, mean, rstd, dx}, i = {c, s, groups}: dx = rstd (gw - mean(gw) - xhat
+ * mean(gw xhat)) per row, gw = dy * weight. */
+nc_status nc_cpu_group_norm_backward(const nc_kernel_call *k) {
+  const nc_tensor *x = k->t[1];
+  const bool f = x->dtype == NC_FLOAT32;
+  const int64_t c = k->i[0], s = k->i[1], groups = k->i[2], cpg = c / groups, m = cpg * s;
+  const void *dyp = ptr(k->t[0]), *xp = ptr(x), *wp = ptr(k->t[2]), *mp = ptr(k->t[3]), *rp = ptr(k->t[4]);
+  void *dxp = wptr(k->t[5]);
+#pragma omp parallel for if (k->rows * m > 32768)
+  for (int64_t row = 0; row < k->rows; row++) {
+    const int64_t base = row * m, g = row % groups;
+    const double mean = ld(mp, row, f), rstd = ld(rp, row, f);
+    double a1 = 0, a2 = 0;
+    for (int64_t e = 0; e < m; e++) {
+      const double gw = ld(dyp, base + e, f) * (wp ? ld(wp, g * cpg + e / s, f) : 1);
+      a1 += gw;
+      a2 += gw * (ld(xp, base + e, f) - mean) * rstd;
+    }
+    const double mg = a1 / (double)m, mgx = a2 / (double)m;
+    for (int64_t e = 0; e < m; e++) {
+      const double gw = ld(dyp, base + e, f) * (wp ? ld(wp, g * cpg + e / s, f) : 1);
+      st(dxp, base + e, rstd * (gw - mg - (ld(xp, base + e, f) - mean) * rstd * mgx), f);
+    }
+  }
+  return NC_OK;
+}

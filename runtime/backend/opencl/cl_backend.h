@@ -148,6 +148,12 @@ nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src);
 nc_status nc_cl_arange(nc_tensor *t, double start, double step);
 nc_status nc_cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
 
+/* Every op defined by its op-table row: the kernel its row names ("<program>.cl:<name>_<T>",
+ * T the first tensor's dtype), with each tensor as (buffer, element offset; offset -1 for an
+ * absent optional input), then the integers as long and the reals in the tensor dtype, over
+ * one work-group of nc_cl_local_size work-items per row (cl_kernel_call.c). */
+nc_status nc_cl_kernel_call(const nc_kernel_call *c);
+
 /* Op entries (backend/dispatch.h), one file per family. */
 nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
 nc_status nc_cl_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);

@@ -60,6 +60,7 @@ static void fill_dispatch(void) {
   };
   for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
     nc_dispatch_entry(&cl_dispatch, entries[i].e, entries[i].fn);
+  nc_dispatch_entry(&cl_dispatch, NC_ENTRY_KERNEL, NC_BACKEND_FN(nc_cl_kernel_call));
 }
 
 

@@ -26,7 +26,7 @@ static const char CACHE_MAGIC[8] = {'N', 'C', 'L', 'B', 'I', 'N', '0', '1'};
 
 /* Op codes for kernels, from the op table: enum { NC_OP_ABS, NC_OP_NEG, ... }. */
 static const char OP_ENUM[] = "enum nc_op {\n"
-#define NC_OP_ENUM_SRC_(id, name, family, arity, dtypes, result, entry, kernel, cpu) "  NC_OP_" #id ",\n"
+#define NC_OP_ENUM_SRC_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) "  NC_OP_" #id ",\n"
     NC_OPS(NC_OP_ENUM_SRC_)
 #undef NC_OP_ENUM_SRC_
         "  NC_OP_COUNT\n};\n";

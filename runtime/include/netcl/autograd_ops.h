@@ -7,9 +7,10 @@
  * are not nodes (conditions, masks, index tensors, targets) are constants: no gradient flows
  * into them. Dims are 0-based. Errors are the pure op's (shape, dtype, device, index).
  *
- * NC_AG_OPS lists every differentiable op by its Lua name. The Lua binding registers exactly
- * these, and the gradient-check suite (tests/lua/test_autograd_gradcheck.lua) needs a case for
- * each: adding a row without a case fails the suite. docs/autograd.md explains how to add one. */
+ * The op table's gradient column (netcl/optable.h) lists every differentiable op and its function
+ * here. The Lua binding must register each (it checks at load), and the gradient-check suite
+ * (tests/lua/test_autograd_gradcheck.lua) needs a case for each: adding a row without a case
+ * fails the suite. docs/architecture.md explains how to add an op. */
 #ifndef NETCL_AUTOGRAD_OPS_H
 #define NETCL_AUTOGRAD_OPS_H
 
@@ -20,36 +21,13 @@
 #include "pool.h"
 #include "random.h"
 #include "reduce.h"
+#include "table_ops.h"
 
-/* X(name) for each differentiable op, by family. */
-// clang-format off
-#define NC_AG_OPS(X)                                                                                        \
-  /* elementwise unary (nc_ag_unary, nc_ag_clamp) */                                                        \
-  X(abs) X(neg) X(exp) X(log) X(log1p) X(sqrt) X(rsqrt) X(sin) X(cos) X(tanh) X(sigmoid) X(relu) X(gelu)    \
-  X(gelu_tanh) X(silu) X(floor) X(ceil) X(round) X(sign) X(clamp)                                           \
-  /* elementwise binary with broadcasting (nc_ag_binary), where, masked_fill */                             \
-  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(where) X(masked_fill)                          \
-  /* reductions (nc_ag_reduce), cumsum, softmax */                                                          \
-  X(sum) X(mean) X(prod) X(max) X(min) X(var) X(std) X(norm) X(logsumexp) X(cumsum) X(softmax)              \
-  X(log_softmax)                                                                                            \
-  /* views and copies */                                                                                    \
-  X(view) X(reshape) X(transpose) X(permute) X(narrow) X(select) X(expand) X(squeeze) X(unsqueeze)          \
-  X(flatten) X(contiguous) X(clone)                                                                         \
-  /* indexing and joins */                                                                                  \
-  X(index_select) X(gather) X(scatter_add) X(cat) X(stack) X(split) X(chunk)                                \
-  /* matrix products */                                                                                     \
-  X(matmul) X(mm) X(bmm) X(linear)                                                                          \
-  /* layers */                                                                                              \
-  X(conv2d) X(max_pool2d) X(avg_pool2d) X(adaptive_avg_pool2d) X(batch_norm) X(layer_norm) X(rms_norm)      \
-  X(dropout) X(embedding)                                                                                   \
-  /* losses and similarities */                                                                             \
-  X(cross_entropy) X(nll_loss) X(mse_loss) X(l1_loss) X(bce_with_logits) X(cosine_similarity)
-// clang-format on
-
-/* The names of NC_AG_OPS, in order, and their count. */
+/* The differentiable ops: the op table's rows whose gradient column is DIFF(nc_ag_<fn>)
+ * (netcl/optable.h), by name, in table order, and their count. */
 extern const char *const nc_ag_op_names[];
 extern const int nc_ag_op_count;
-/* Whether name is a row of NC_AG_OPS. */
+/* Whether name is a differentiable op. */
 bool nc_ag_op_known(const char *name);
 
 /* ---- elementwise ---------------------------------------------------------------------------- */
@@ -63,7 +41,7 @@ typedef struct {
 static inline nc_ag_operand nc_ag_node(nc_node *n) { return (nc_ag_operand){n, {false, 0, 0.0}}; }
 static inline nc_ag_operand nc_ag_scalar(nc_scalar s) { return (nc_ag_operand){NULL, s}; }
 
-/* op of the unary family that NC_AG_OPS lists (abs ... sign; floor, ceil, round and sign have
+/* op of the unary family that is differentiable (abs ... sign; floor, ceil, round and sign have
  * a zero gradient). gelu is exact (erf); gelu_tanh its tanh approximation. */
 nc_status nc_ag_unary(nc_tape *t, nc_op op, nc_node *x, nc_node **out);
 
@@ -178,5 +156,10 @@ nc_status nc_ag_l1_loss(nc_tape *t, nc_node *input, nc_node *target, int reducti
 nc_status nc_ag_bce_with_logits(nc_tape *t, nc_node *input, nc_node *target, int reduction, nc_node **out);
 /* sum(a b, dim) / (max(|a|, eps) max(|b|, eps)) in the broadcast shape of a and b. */
 nc_status nc_ag_cosine_similarity(nc_tape *t, nc_node *a, nc_node *b, int dim, double eps, nc_node **out);
+
+/* ---- ops defined by their op-table row ---------------------------------------------------------- */
+/* nc_ag_<name>(t, the pure op's arguments without its saved outputs, nc_node **out) for every
+ * differentiable KERNEL row (netcl/table_ops.h, netcl/op_sig.h). */
+NC_OPS(NC_SIG_DECLARE_AG_)
 
 #endif

@@ -15,6 +15,7 @@
 #include "autograd.h"
 #include "autograd_ops.h"
 #include "optable.h"
+#include "table_ops.h"
 #include "elementwise.h"
 #include "reduce.h"
 #include "index.h"

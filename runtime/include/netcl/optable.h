@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include "device.h"
 #include "dtype.h"
+#include "op_sig.h"
 
 /* Accepted input dtypes, as bit masks over nc_dtype. */
 #define NC_DT_F32 (1u << NC_FLOAT32)
@@ -36,6 +37,7 @@ typedef enum {
   NC_FAMILY_LOSS,    /* losses with their backward ops (loss.h) */
   NC_FAMILY_DATA,    /* fill, copy with dtype conversion, arange (creation.h, copy.h) */
   NC_FAMILY_OPTIM,   /* fused optimizer updates and the gradient-norm partial sums (optim.h) */
+  NC_FAMILY_VIEW,    /* views of a tensor's storage and the copies that make layouts contiguous */
   NC_FAMILY_COUNT
 } nc_op_family;
 
@@ -56,121 +58,161 @@ typedef enum {
 #define NC_K_COMPARE "elementwise.cl:compare_<T>"
 #define NC_K_REDUCE "reduce.cl:reduce_rows_<T>|reduce_groups_<T>+reduce_partials_<T>"
 
-/* X(ID, name, family, arity, accepted dtypes, result rule, backend entry, OpenCL kernel, CPU function)
- * The backend entry names the dispatch signature a backend implements the op with
- * (runtime/backend/dispatch.h; NONE: composed of other ops, no entry of its own). */
+/* X(ID, name, family, arity, accepted dtypes, result rule, backend entry, gradient, OpenCL kernel,
+ *   CPU function)
+ * The backend entry is ENTRY(<name>): the dispatch signature a backend implements the op with
+ * (runtime/backend/dispatch.h; ENTRY(NONE): composed of other ops, no entry of its own), or
+ * KERNEL(<name>, (<signature>)): an op defined by its row. Such an op's C declarations, its Lua
+ * binding and its backends' registration are generated from the signature (netcl/op_sig.h);
+ * backends implement it as one function of an nc_kernel_call (the CPU backend's
+ * nc_cpu_<name>; OpenCL launches the row's kernel through one generic launcher). The gradient
+ * is DIFF(nc_ag_<fn>), the differentiable op that records the op's backward rule (netcl/
+ * autograd_ops.h), or NODIFF: the list of differentiable ops, which the Lua binding and the
+ * gradient checks walk, is generated from it, and a DIFF row whose function is missing fails the
+ * build. */
 #define NC_OPS(X)                                                                                          \
-  X(ABS, "abs", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                                 \
-  X(NEG, "neg", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                                 \
-  X(EXP, "exp", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                                \
-  X(LOG, "log", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                                \
-  X(LOG1P, "log1p", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                            \
-  X(SQRT, "sqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                              \
-  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                            \
-  X(SIN, "sin", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                                \
-  X(COS, "cos", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                                \
-  X(TANH, "tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                              \
-  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                        \
-  X(RELU, "relu", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                               \
-  X(GELU, "gelu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                              \
-  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                    \
-  X(SILU, "silu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, UNARY, NC_K_UNARY, "cpu_unary")                              \
-  X(FLOOR, "floor", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                             \
-  X(CEIL, "ceil", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                               \
-  X(ROUND, "round", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                             \
-  X(SIGN, "sign", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                               \
-  X(CLAMP, "clamp", UNARY, 1, NC_DT_NUM, NC_RES_SAME, UNARY, NC_K_UNARY, "cpu_unary")                             \
-  X(ISNAN, "isnan", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, UNARY, NC_K_COMPARE, "cpu_unary")                           \
-  X(ISINF, "isinf", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, UNARY, NC_K_COMPARE, "cpu_unary")                           \
-  X(ADD, "add", BINARY, 2, NC_DT_ALL, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                              \
-  X(SUB, "sub", BINARY, 2, NC_DT_NUM, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                              \
-  X(MUL, "mul", BINARY, 2, NC_DT_ALL, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                              \
-  X(DIV, "div", BINARY, 2, NC_DT_ALL, NC_RES_FLOAT, BINARY, NC_K_BINARY, "cpu_binary")                             \
-  X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                              \
-  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                      \
-  X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, BINARY, NC_K_BINARY, "cpu_binary")                      \
-  X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
-  X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
-  X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
-  X(LE, "le", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
-  X(GT, "gt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
-  X(GE, "ge", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, BINARY, NC_K_COMPARE, "cpu_binary")                               \
-  X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, WHERE, "elementwise.cl:where_<T>", "cpu_where")             \
-  X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, WHERE, "elementwise.cl:where_<T>", "cpu_where") \
-  X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, REDUCE,                                                          \
+  X(ABS, "abs", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                 \
+  X(NEG, "neg", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                 \
+  X(EXP, "exp", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
+  X(LOG, "log", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
+  X(LOG1P, "log1p", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                            \
+  X(SQRT, "sqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
+  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                            \
+  X(SIN, "sin", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
+  X(COS, "cos", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
+  X(TANH, "tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
+  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                        \
+  X(RELU, "relu", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
+  X(GELU, "gelu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
+  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                    \
+  X(SILU, "silu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
+  X(FLOOR, "floor", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                             \
+  X(CEIL, "ceil", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
+  X(ROUND, "round", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                             \
+  X(SIGN, "sign", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
+  X(CLAMP, "clamp", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_clamp), NC_K_UNARY, "cpu_unary")                             \
+  X(ISNAN, "isnan", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, ENTRY(UNARY), NODIFF, NC_K_COMPARE, "cpu_unary")                           \
+  X(ISINF, "isinf", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, ENTRY(UNARY), NODIFF, NC_K_COMPARE, "cpu_unary")                           \
+  X(ADD, "add", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
+  X(SUB, "sub", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
+  X(MUL, "mul", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
+  X(DIV, "div", BINARY, 2, NC_DT_ALL, NC_RES_FLOAT, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                             \
+  X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
+  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                      \
+  X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                      \
+  X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(LE, "le", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(GT, "gt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(GE, "ge", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, ENTRY(WHERE), DIFF(nc_ag_where), "elementwise.cl:where_<T>", "cpu_where")             \
+  X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(WHERE), DIFF(nc_ag_masked_fill), "elementwise.cl:where_<T>", "cpu_where") \
+  X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, ENTRY(REDUCE), DIFF(nc_ag_reduce),                                                          \
     "reduce.cl:reduce_rows_<T>|reduce_sum_<T>+reduce_partials_<T>", "cpu_reduce")                          \
-  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE,                                                      \
+  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce),                                                      \
     "reduce.cl:reduce_rows_<T>|reduce_sum_<T>+reduce_partials_<T>", "cpu_reduce")                          \
-  X(PROD, "prod", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, REDUCE, NC_K_REDUCE, "cpu_reduce")                             \
-  X(MAX, "max", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, REDUCE, NC_K_REDUCE, "cpu_reduce")                              \
-  X(MIN, "min", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, REDUCE, NC_K_REDUCE, "cpu_reduce")                              \
-  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, REDUCE, NC_K_REDUCE, "cpu_reduce")                       \
-  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, REDUCE, NC_K_REDUCE, "cpu_reduce")                       \
-  X(VAR, "var", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE, NC_K_REDUCE, "cpu_reduce")                             \
-  X(STD, "std", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE, NC_K_REDUCE, "cpu_reduce")                             \
-  X(NORM, "norm", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE, NC_K_REDUCE, "cpu_reduce")                           \
-  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, REDUCE, NC_K_REDUCE, "cpu_reduce")                 \
-  X(ANY, "any", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, REDUCE, NC_K_REDUCE, "cpu_reduce")                              \
-  X(ALL, "all", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, REDUCE, NC_K_REDUCE, "cpu_reduce")                              \
-  X(CUMSUM, "cumsum", SCAN, 1, NC_DT_ALL, NC_RES_SUM, SCAN, "reduce.cl:cumsum_rows_<T>|cumsum_groups_<T>",       \
+  X(PROD, "prod", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
+  X(MAX, "max", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                              \
+  X(MIN, "min", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                              \
+  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                       \
+  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                       \
+  X(VAR, "var", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
+  X(STD, "std", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
+  X(NORM, "norm", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                           \
+  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                 \
+  X(ANY, "any", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                              \
+  X(ALL, "all", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                              \
+  X(CUMSUM, "cumsum", SCAN, 1, NC_DT_ALL, NC_RES_SUM, ENTRY(SCAN), DIFF(nc_ag_cumsum), "reduce.cl:cumsum_rows_<T>|cumsum_groups_<T>",       \
     "cpu_scan")                                                                                            \
-  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, SOFTMAX,                                               \
+  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(SOFTMAX), DIFF(nc_ag_softmax),                                               \
     "reduce.cl:softmax_rows_<T>|softmax_groups_<T>", "cpu_softmax")                                        \
-  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, SOFTMAX,                                       \
+  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(SOFTMAX), DIFF(nc_ag_softmax),                                       \
     "reduce.cl:softmax_rows_<T>|softmax_groups_<T>", "cpu_softmax")                                        \
-  X(INDEX_SELECT, "index_select", INDEX, 2, NC_DT_ALL, NC_RES_SAME, INDEX, "index.cl:take_<element bytes>",       \
+  X(INDEX_SELECT, "index_select", INDEX, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(INDEX), DIFF(nc_ag_index_select), "index.cl:take_<element bytes>",       \
     "cpu_index")                                                                                           \
-  X(GATHER, "gather", INDEX, 2, NC_DT_ALL, NC_RES_SAME, INDEX, "index.cl:take_<element bytes>", "cpu_index")      \
-  X(SCATTER_ADD, "scatter_add", INDEX, 3, NC_DT_ALL, NC_RES_SAME, INDEX, "index.cl:scatter_add_<T>", "cpu_index") \
-  X(ONE_HOT, "one_hot", INDEX, 1, NC_DT_INT, NC_RES_INDEX, NONE, "elementwise.cl:compare_int64",                 \
+  X(GATHER, "gather", INDEX, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(INDEX), DIFF(nc_ag_gather), "index.cl:take_<element bytes>", "cpu_index")      \
+  X(SCATTER_ADD, "scatter_add", INDEX, 3, NC_DT_ALL, NC_RES_SAME, ENTRY(INDEX), DIFF(nc_ag_scatter_add), "index.cl:scatter_add_<T>", "cpu_index") \
+  X(ONE_HOT, "one_hot", INDEX, 1, NC_DT_INT, NC_RES_INDEX, ENTRY(NONE), NODIFF, "elementwise.cl:compare_int64",                 \
     "cpu_binary (eq with arange)")                                                                         \
-  X(CAT, "cat", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, NONE, "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")       \
-  X(STACK, "stack", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, NONE, "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")   \
-  X(SPLIT, "split", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, NONE, "(views)", "(views)")                                \
-  X(CHUNK, "chunk", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, NONE, "(views)", "(views)")                                \
-  X(SORT, "sort", SORT, 1, NC_DT_ALL, NC_RES_SAME, SORT, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
+  X(CAT, "cat", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_cat), "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")       \
+  X(STACK, "stack", SHAPE, -1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_stack), "core.cl:copy_<T>_<S> (into slices)", "cpu_copy")   \
+  X(SPLIT, "split", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_split), "(views)", "(views)")                                \
+  X(CHUNK, "chunk", SHAPE, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_split), "(views)", "(views)")                                \
+  X(SORT, "sort", SORT, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(SORT), NODIFF, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
     "cpu_sort")                                                                                            \
-  X(TOPK, "topk", SORT, 1, NC_DT_ALL, NC_RES_SAME, SORT, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
+  X(TOPK, "topk", SORT, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(SORT), NODIFF, "sort.cl:sort_init_<T>+sort_step_<T>, index.cl:take_*", \
     "cpu_sort")                                                                                            \
-  X(UNIFORM, "uniform", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, RANDOM, "core.cl:uniform_<T>", "cpu_random")           \
-  X(NORMAL, "normal", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, RANDOM, "core.cl:normal_<T>", "cpu_random")              \
-  X(BERNOULLI, "bernoulli", RANDOM, 1, NC_DT_FLOAT, NC_RES_ARG, SAMPLE, "random.cl:bernoulli_<T>", "cpu_sample")   \
-  X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, SAMPLE, "random.cl:randint_<T>", "cpu_sample")           \
-  X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG, NONE,                                                \
+  X(UNIFORM, "uniform", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, ENTRY(RANDOM), NODIFF, "core.cl:uniform_<T>", "cpu_random")           \
+  X(NORMAL, "normal", RANDOM, 0, NC_DT_FLOAT, NC_RES_ARG, ENTRY(RANDOM), NODIFF, "core.cl:normal_<T>", "cpu_random")              \
+  X(BERNOULLI, "bernoulli", RANDOM, 1, NC_DT_FLOAT, NC_RES_ARG, ENTRY(SAMPLE), NODIFF, "random.cl:bernoulli_<T>", "cpu_sample")   \
+  X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, ENTRY(SAMPLE), NODIFF, "random.cl:randint_<T>", "cpu_sample")           \
+  X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG, ENTRY(NONE), NODIFF,                                                \
     "random.cl:randint_int64, sort.cl (sorts random keys)", "cpu_sample, cpu_sort") \
-  X(MATMUL, "matmul", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, GEMM, "gemm.cl:gemm", "cpu_gemm")                         \
-  X(MM, "mm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, GEMM, "gemm.cl:gemm", "cpu_gemm")                                 \
-  X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, GEMM, "gemm.cl:gemm", "cpu_gemm")                               \
-  X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT, NC_RES_SAME, GEMM, "gemm.cl:gemm", "cpu_gemm")                         \
-  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT, NC_RES_SAME, CONV2D, "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
-  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, CONV2D_BWD_INPUT, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
-  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, CONV2D_BWD_WEIGHT, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
-  X(MAX_POOL2D, "max_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D, "pool.cl:max_pool_fwd", "cpu_pool2d")         \
-  X(MAX_POOL2D_BWD, "max_pool2d_backward", POOL, 2, NC_DT_FLOAT, NC_RES_SAME, POOL2D_BWD, "pool.cl:max_pool_bwd", "cpu_pool2d_bwd") \
-  X(AVG_POOL2D, "avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D, "pool.cl:avg_pool_fwd", "cpu_pool2d")         \
-  X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D_BWD, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
-  X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D, "pool.cl:avg_pool_fwd", "cpu_pool2d") \
-  X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, POOL2D_BWD, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
-  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, BATCH_NORM, "norm.cl:batch_norm_fwd", "cpu_batch_norm")   \
-  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, BATCH_NORM_BWD, "norm.cl:batch_norm_bwd", "cpu_batch_norm_bwd") \
-  X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME, ROW_NORM, "norm.cl:row_norm_fwd", "cpu_row_norm")       \
-  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ROW_NORM_BWD, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
-  X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT, NC_RES_SAME, ROW_NORM, "norm.cl:row_norm_fwd", "cpu_row_norm")           \
-  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT, NC_RES_SAME, ROW_NORM_BWD, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
-  X(EMBEDDING, "embedding", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, EMBEDDING, "embedding.cl:embedding_fwd_<I>", "cpu_embedding") \
-  X(EMBEDDING_BWD, "embedding_backward", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, EMBEDDING_BWD, "embedding.cl:embedding_bwd_<I>", "cpu_embedding_bwd") \
-  X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, CROSS_ENTROPY, "loss.cl:ce_fwd", "cpu_cross_entropy")  \
-  X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT, NC_RES_SAME, CROSS_ENTROPY_BWD, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd") \
-  X(FILL, "fill", DATA, 1, NC_DT_ALL, NC_RES_SAME, FILL, "core.cl:fill_<T>", "cpu_fill")                       \
-  X(COPY, "copy", DATA, 1, NC_DT_ALL, NC_RES_ARG, COPY, "core.cl:copy_<T>_<S>", "cpu_copy")                    \
-  X(ARANGE, "arange", DATA, 0, NC_DT_NUM, NC_RES_ARG, ARANGE, "core.cl:arange_<T>", "cpu_arange")             \
-  X(SGD_STEP, "sgd_step", OPTIM, 3, NC_DT_FLOAT, NC_RES_SAME, SGD_STEP, "optim.cl:sgd_<T>", "cpu_sgd_step")     \
-  X(RMSPROP_STEP, "rmsprop_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, RMSPROP_STEP, "optim.cl:rmsprop_<T>", "cpu_rmsprop_step") \
-  X(ADAM_STEP, "adam_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, ADAM_STEP, "optim.cl:adam_<T>", "cpu_adam_step") \
-  X(SUM_SQUARES, "sum_squares", OPTIM, 1, NC_DT_FLOAT, NC_RES_ARG, SUM_SQUARES, "optim.cl:sum_squares_<T>", "cpu_sum_squares")
+  X(MATMUL, "matmul", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_matmul), "gemm.cl:gemm", "cpu_gemm")                         \
+  X(MM, "mm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_mm), "gemm.cl:gemm", "cpu_gemm")                                 \
+  X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_bmm), "gemm.cl:gemm", "cpu_gemm")                               \
+  X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_linear), "gemm.cl:gemm", "cpu_gemm")                         \
+  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D), DIFF(nc_ag_conv2d), "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
+  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D_BWD_INPUT), NODIFF, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
+  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D_BWD_WEIGHT), NODIFF, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
+  X(MAX_POOL2D, "max_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:max_pool_fwd", "cpu_pool2d")         \
+  X(MAX_POOL2D_BWD, "max_pool2d_backward", POOL, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:max_pool_bwd", "cpu_pool2d_bwd") \
+  X(AVG_POOL2D, "avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d")         \
+  X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
+  X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d") \
+  X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
+  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM), DIFF(nc_ag_batch_norm), "norm.cl:batch_norm_fwd", "cpu_batch_norm")   \
+  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM_BWD), NODIFF, "norm.cl:batch_norm_bwd", "cpu_batch_norm_bwd") \
+  X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_layer_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")       \
+  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
+  X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_rms_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")           \
+  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
+  X(EMBEDDING, "embedding", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(EMBEDDING), DIFF(nc_ag_embedding), "embedding.cl:embedding_fwd_<I>", "cpu_embedding") \
+  X(EMBEDDING_BWD, "embedding_backward", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(EMBEDDING_BWD), NODIFF, "embedding.cl:embedding_bwd_<I>", "cpu_embedding_bwd") \
+  X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY), DIFF(nc_ag_cross_entropy), "loss.cl:ce_fwd", "cpu_cross_entropy")  \
+  X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY_BWD), NODIFF, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd") \
+  X(FILL, "fill", DATA, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(FILL), NODIFF, "core.cl:fill_<T>", "cpu_fill")                       \
+  X(COPY, "copy", DATA, 1, NC_DT_ALL, NC_RES_ARG, ENTRY(COPY), NODIFF, "core.cl:copy_<T>_<S>", "cpu_copy")                    \
+  X(ARANGE, "arange", DATA, 0, NC_DT_NUM, NC_RES_ARG, ENTRY(ARANGE), NODIFF, "core.cl:arange_<T>", "cpu_arange")             \
+  X(SGD_STEP, "sgd_step", OPTIM, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(SGD_STEP), NODIFF, "optim.cl:sgd_<T>", "cpu_sgd_step")     \
+  X(RMSPROP_STEP, "rmsprop_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(RMSPROP_STEP), NODIFF, "optim.cl:rmsprop_<T>", "cpu_rmsprop_step") \
+  X(ADAM_STEP, "adam_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ADAM_STEP), NODIFF, "optim.cl:adam_<T>", "cpu_adam_step") \
+  X(SUM_SQUARES, "sum_squares", OPTIM, 1, NC_DT_FLOAT, NC_RES_ARG, ENTRY(SUM_SQUARES), NODIFF, "optim.cl:sum_squares_<T>", "cpu_sum_squares") \
+  X(VIEW, "view", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_view), "(views)", "(views)")                 \
+  X(RESHAPE, "reshape", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_reshape), "(a view, or a copy)", "cpu_copy") \
+  X(TRANSPOSE, "transpose", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_transpose), "(views)", "(views)")  \
+  X(PERMUTE, "permute", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_permute), "(views)", "(views)")        \
+  X(NARROW, "narrow", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_narrow), "(views)", "(views)")           \
+  X(SELECT, "select", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_select), "(views)", "(views)")           \
+  X(EXPAND, "expand", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_expand), "(views)", "(views)")           \
+  X(SQUEEZE, "squeeze", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_squeeze), "(views)", "(views)")        \
+  X(UNSQUEEZE, "unsqueeze", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_unsqueeze), "(views)", "(views)")  \
+  X(FLATTEN, "flatten", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_flatten), "(a view, or a copy)", "cpu_copy") \
+  X(CONTIGUOUS, "contiguous", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_contiguous), "core.cl:copy_<T>_<S>", "cpu_copy") \
+  X(CLONE, "clone", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_clone), "core.cl:copy_<T>_<S>", "cpu_copy") \
+  X(DROPOUT, "dropout", RANDOM, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_dropout), "random.cl:bernoulli_<T>, elementwise.cl", "cpu_sample, cpu_binary") \
+  X(NLL_LOSS, "nll_loss", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_nll_loss), "index.cl:take_*, reduce.cl", "cpu_index, cpu_reduce") \
+  X(MSE_LOSS, "mse_loss", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_mse_loss), "elementwise.cl, reduce.cl", "cpu_binary, cpu_reduce") \
+  X(L1_LOSS, "l1_loss", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_l1_loss), "elementwise.cl, reduce.cl", "cpu_binary, cpu_reduce") \
+  X(BCE_WITH_LOGITS, "bce_with_logits", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_bce_with_logits), "elementwise.cl, reduce.cl", "cpu_unary, cpu_reduce") \
+  X(COSINE_SIMILARITY, "cosine_similarity", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_cosine_similarity), "elementwise.cl, reduce.cl", "cpu_binary, cpu_reduce") \
+  /* group_norm(x [N, C, ...], num_groups dividing C, weight [C]?, bias [C]?, {eps = 1e-5}): each    \
+   * sample's channels in num_groups groups, normalized by the group's mean and biased variance   \
+   * (saved: mean, rstd [N, num_groups]), then scaled and shifted per channel. */                 \
+  X(GROUP_NORM, "group_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME,                                    \
+    KERNEL(group_norm, (tensor(x), integer(num_groups), opt_tensor(weight), opt_tensor(bias),       \
+                        number(eps, 1e-5), saved(mean), saved(rstd))),                              \
+    DIFF(nc_ag_group_norm), "norm.cl:group_norm_fwd", "cpu_group_norm")                             \
+  /* The input gradient of group_norm from dy and the saved statistics (fused; the affine         \
+   * gradients are sums the rule composes). */                                                     \
+  X(GROUP_NORM_BWD, "group_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME,                       \
+    KERNEL(group_norm_backward, (tensor(dy), tensor(x), integer(num_groups), opt_tensor(weight),    \
+                                 const_tensor(mean), const_tensor(rstd))),                          \
+    NODIFF, "norm.cl:group_norm_bwd", "cpu_group_norm_backward")
 
 typedef enum {
-#define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, kernel, cpu) NC_OP_##id,
+#define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_OP_##id,
   NC_OPS(NC_OP_ENUM_)
 #undef NC_OP_ENUM_
       NC_OP_COUNT
