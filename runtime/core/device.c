@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "core/check.h"
 #include "device_impl.h"
 
 #define NC_MAX_DEVICES 64

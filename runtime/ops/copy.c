@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 

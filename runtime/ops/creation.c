@@ -1,3 +1,4 @@
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/creation.h"
 

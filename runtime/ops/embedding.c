@@ -1,4 +1,5 @@
 /* Embedding lookup and its scatter-add backward: checks, allocation, dispatch. */
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/creation.h"
 #include "netcl/embedding.h"

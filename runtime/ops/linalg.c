@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"

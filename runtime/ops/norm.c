@@ -1,4 +1,5 @@
 /* Normalization ops: shape checks, saved-statistics tensors, dispatch. */
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"

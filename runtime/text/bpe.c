@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "text/bpe_impl.h"
 
 nc_status nc_idvec_reserve(nc_idvec *v, size_t extra) {

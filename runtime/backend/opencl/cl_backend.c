@@ -1,6 +1,7 @@
 /* The OpenCL backend's vtable: buffers, transfers, and the foundation ops (fill, copy,
  * arange, random) on kernels/core.cl. */
 #include <string.h>
+#include "core/check.h"
 #include "cl_backend.h"
 #include "cl_linalg.h"
 

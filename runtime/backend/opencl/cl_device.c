@@ -1,6 +1,7 @@
 /* OpenCL device discovery and the lazily created context and in-order queue. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "cl_backend.h"
 
 extern const nc_backend nc_opencl_backend;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/check.h"
 #include "cl_linalg.h"
 #include "netcl/creation.h"
 #include "netcl/random.h"
