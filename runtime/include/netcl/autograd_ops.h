@@ -21,6 +21,10 @@
 #include "random.h"
 #include "reduce.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* X(name) for each differentiable op, by family. */
 // clang-format off
 #define NC_AG_OPS(X)                                                                                        \
@@ -60,8 +64,14 @@ typedef struct {
   nc_scalar s;
 } nc_ag_operand;
 
-static inline nc_ag_operand nc_ag_node(nc_node *n) { return (nc_ag_operand){n, {false, 0, 0.0}}; }
-static inline nc_ag_operand nc_ag_scalar(nc_scalar s) { return (nc_ag_operand){NULL, s}; }
+static inline nc_ag_operand nc_ag_node(nc_node *n) {
+  nc_ag_operand o = {n, {false, 0, 0.0}};
+  return o;
+}
+static inline nc_ag_operand nc_ag_scalar(nc_scalar s) {
+  nc_ag_operand o = {NULL, s};
+  return o;
+}
 
 /* op of the unary family that NC_AG_OPS lists (abs ... sign; floor, ceil, round and sign have
  * a zero gradient). gelu is exact (erf); gelu_tanh its tanh approximation. */
@@ -178,5 +188,9 @@ nc_status nc_ag_l1_loss(nc_tape *t, nc_node *input, nc_node *target, int reducti
 nc_status nc_ag_bce_with_logits(nc_tape *t, nc_node *input, nc_node *target, int reduction, nc_node **out);
 /* sum(a b, dim) / (max(|a|, eps) max(|b|, eps)) in the broadcast shape of a and b. */
 nc_status nc_ag_cosine_similarity(nc_tape *t, nc_node *a, nc_node *b, int dim, double eps, nc_node **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

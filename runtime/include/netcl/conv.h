@@ -5,6 +5,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Geometry of one convolution; nc_conv2d_plan fills the derived fields. */
 typedef struct nc_conv2d_desc {
   int64_t stride[2], padding[2], dilation[2]; /* (h, w); stride, dilation >= 1, padding >= 0 */
@@ -32,5 +36,9 @@ nc_status nc_conv2d_backward_input(nc_tensor *dy, nc_tensor *weight, const int64
 /* d loss / d weight [O, C/groups, KH, KW] from dy and x. weight_shape gives (O, C/g, KH, KW). */
 nc_status nc_conv2d_backward_weight(nc_tensor *dy, nc_tensor *x, const int64_t weight_shape[4],
                                     const nc_conv2d_desc *params, nc_tensor **dw);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

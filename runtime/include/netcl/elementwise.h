@@ -19,15 +19,26 @@
 #include "optable.h"
 #include "tensor.h"
 
-/* A number given with a tensor: an integer (exact to 64 bits) or a real. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A number given with a tensor: an integer (exact to 64 bits) or a real. (The constructors
+ * below avoid compound literals, which C++ does not have.) */
 typedef struct {
   bool is_int;
   int64_t i;
   double f;
 } nc_scalar;
 
-static inline nc_scalar nc_scalar_int(int64_t v) { return (nc_scalar){true, v, (double)v}; }
-static inline nc_scalar nc_scalar_float(double v) { return (nc_scalar){false, (int64_t)0, v}; }
+static inline nc_scalar nc_scalar_int(int64_t v) {
+  nc_scalar s = {true, v, (double)v};
+  return s;
+}
+static inline nc_scalar nc_scalar_float(double v) {
+  nc_scalar s = {false, 0, v};
+  return s;
+}
 
 /* A tensor, or (t == NULL) the scalar s. */
 typedef struct {
@@ -35,8 +46,14 @@ typedef struct {
   nc_scalar s;
 } nc_operand;
 
-static inline nc_operand nc_operand_tensor(nc_tensor *t) { return (nc_operand){t, {false, 0, 0.0}}; }
-static inline nc_operand nc_operand_scalar(nc_scalar s) { return (nc_operand){NULL, s}; }
+static inline nc_operand nc_operand_tensor(nc_tensor *t) {
+  nc_operand o = {t, {false, 0, 0.0}};
+  return o;
+}
+static inline nc_operand nc_operand_scalar(nc_scalar s) {
+  nc_operand o = {NULL, s};
+  return o;
+}
 
 /* The dtype holding a tensor of dtype d combined with scalar s (rules above). */
 nc_dtype nc_dtype_with_scalar(nc_dtype d, nc_scalar s);
@@ -69,5 +86,9 @@ nc_status nc_where_into(nc_tensor *dst, nc_tensor *cond, nc_operand a, nc_operan
 /* x with value where mask (bool, broadcast to x's shape) is true; value takes x's dtype. */
 nc_status nc_masked_fill(nc_tensor *x, nc_tensor *mask, nc_scalar value, nc_tensor **out);
 nc_status nc_masked_fill_into(nc_tensor *dst, nc_tensor *x, nc_tensor *mask, nc_scalar value);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -4,6 +4,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { NC_REDUCTION_NONE = 0, NC_REDUCTION_MEAN = 1, NC_REDUCTION_SUM = 2 } nc_reduction;
 
 typedef struct {
@@ -26,5 +30,9 @@ nc_status nc_cross_entropy(nc_tensor *logits, nc_tensor *targets, const nc_cross
  * forward op returned. */
 nc_status nc_cross_entropy_backward(nc_tensor *dloss, nc_tensor *logits, nc_tensor *targets, nc_tensor *lse,
                                     const nc_cross_entropy_opts *opts, nc_tensor **dlogits);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 #include <stdbool.h>
 #include "dtype.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Accepted input dtypes, as bit masks over nc_dtype. */
 #define NC_DT_F32 (1u << NC_FLOAT32)
 #define NC_DT_FLOAT ((1u << NC_FLOAT32) | (1u << NC_FLOAT64))
@@ -186,5 +190,9 @@ const char *nc_op_family_name(nc_op_family f); /* "unary", ... */
 
 /* Whether op takes inputs of dtype d. */
 bool nc_op_accepts(nc_op op, nc_dtype d);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,6 +6,10 @@
 #include <stdbool.h>
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { NC_POOL_MAX = 0, NC_POOL_AVG = 1, NC_POOL_ADAPTIVE_AVG = 2 };
 
 typedef struct nc_pool2d_desc {
@@ -42,5 +46,9 @@ nc_status nc_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *i
                                  const nc_pool2d_desc *params, nc_tensor **dx);
 nc_status nc_adaptive_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *input_shape,
                                           nc_tensor **dx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #include "optable.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
   double p; /* norm: the order; 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY, 0 (count of nonzeros), any */
   double correction; /* var, std: the divisor is n - correction (1: unbiased, 0: population) */
@@ -45,5 +49,9 @@ nc_status nc_cumsum_into(nc_tensor *dst, nc_tensor *x, int dim);
  * magnitude. */
 nc_status nc_softmax(nc_op op, nc_tensor *x, int dim, nc_tensor **out);
 nc_status nc_softmax_into(nc_op op, nc_tensor *dst, nc_tensor *x, int dim);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

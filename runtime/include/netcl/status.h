@@ -3,6 +3,10 @@
 #ifndef NETCL_STATUS_H
 #define NETCL_STATUS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
   NC_OK = 0,
   NC_ERR_ARG,         /* a bad argument: negative size, unknown name, ... */
@@ -28,5 +32,9 @@ nc_status nc_error(nc_status s, const char *fmt, ...) __attribute__((format(prin
 
 /* Appends to the current message ("...: context"); returns s. */
 nc_status nc_error_prefix(nc_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
