@@ -100,7 +100,8 @@ static void history_add(repl_state *r, const char *chunk) {
   history(r->hist, &ev, H_ENTER, chunk);
   /* Saved after every entry so a killed session keeps its history. */
   if (r->history_path && history(r->hist, &ev, H_SAVE, r->history_path) < 0 && !r->history_warned) {
-    fprintf(stderr, "%s: cannot write the history file %s: %s\n", cli_progname, r->history_path, strerror(errno));
+    fprintf(stderr, "%s: cannot write the history file %s: %s\n", cli_progname, r->history_path,
+            strerror(errno));
     r->history_warned = 1;
   }
 }
@@ -168,8 +169,8 @@ static void editline_open(repl_state *r) {
     int exists = stat(r->history_path, &st) == 0;
     /* Refuse to overwrite a file that is not ours (a typo in NETCL_HISTORY, say). */
     if (history(r->hist, &ev, H_LOAD, r->history_path) < 0 && exists && st.st_size > 0) {
-      fprintf(stderr, "%s: %s is not a history file; this session's history will not be saved\n", cli_progname,
-              r->history_path);
+      fprintf(stderr, "%s: %s is not a history file; this session's history will not be saved\n",
+              cli_progname, r->history_path);
       free(r->history_path);
       r->history_path = NULL;
     }

@@ -9,20 +9,20 @@
 #include "netcl/status.h"
 
 /* Evaluates expr (an nc_status) and returns it from the calling function unless it is NC_OK. */
-#define NC_TRY(expr)                   \
-  do {                                 \
-    nc_status nc_try_s_ = (expr);      \
+#define NC_TRY(expr)                          \
+  do {                                        \
+    nc_status nc_try_s_ = (expr);             \
     if (nc_try_s_ != NC_OK) return nc_try_s_; \
   } while (0)
 
 /* Internal invariants: checked in debug and sanitizer builds, never for user errors. */
 #ifdef NC_DEBUG_ASSERTS
-#define NC_ASSERT(c)                                                                      \
-  do {                                                                                    \
-    if (!(c)) {                                                                           \
+#define NC_ASSERT(c)                                                                             \
+  do {                                                                                           \
+    if (!(c)) {                                                                                  \
       fprintf(stderr, "netcl: internal invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__); \
-      abort();                                                                            \
-    }                                                                                     \
+      abort();                                                                                   \
+    }                                                                                            \
   } while (0)
 #else
 #define NC_ASSERT(c) ((void)0)
