@@ -76,9 +76,10 @@ void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn
     luaL_getmetatable(L, NC_NODE_MT);
     tables[n++] = lua_gettop(L);
   }
+  lua_pushinteger(L, op);
+  lua_pushcclosure(L, fn, 1); /* one closure on every surface: nc.<name> == nc.autograd.<name> */
   for (int i = 0; i < n; i++) {
-    lua_pushinteger(L, op);
-    lua_pushcclosure(L, fn, 1);
+    lua_pushvalue(L, -1);
     lua_setfield(L, tables[i], name);
   }
   lua_settop(L, top);

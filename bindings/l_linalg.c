@@ -30,11 +30,14 @@
 
 #define CHECK(fname, expr) NC_LUA_CHECK(L, fname, expr)
 
-static void push_opt(lua_State *L, nc_tensor *t) {
-  if (t)
-    nc_lua_pushtensor_new(L, t);
-  else
-    lua_pushnil(L);
+/* Pushes an op's n results, nil for NULL ones (affine gradients without a weight); returns n. */
+static int push_results(lua_State *L, int n, nc_tensor *const *t) {
+  for (int i = 0; i < n; i++)
+    if (t[i])
+      nc_lua_pushtensor_new(L, t[i]);
+    else
+      lua_pushnil(L);
+  return n;
 }
 
 /* Pushes the tensor an op made (*r, read only once s is known: argument evaluation order is
@@ -223,23 +226,26 @@ static void check_shape4(lua_State *L, int idx, int64_t shape[4], const char *fn
 }
 
 /* ---- products -------------------------------------------------------------------------------------- */
+static const struct {
+  nc_op op;
+  nc_status (*pure)(nc_tensor *, nc_tensor *, nc_tensor **);
+  nc_status (*diff)(nc_tape *, nc_node *, nc_node *, nc_node **);
+} products[] = {
+    {NC_OP_MATMUL, nc_matmul, nc_ag_matmul}, {NC_OP_MM, nc_mm, nc_ag_mm}, {NC_OP_BMM, nc_bmm, nc_ag_bmm}};
+
 /* a:matmul(b), a:mm(b), a:bmm(b), nc.matmul(a, b), ... (op as upvalue) */
 static int l_product(lua_State *L) {
   char fname[64];
   nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  size_t i = 0;
+  while (products[i].op != op) i++;
   operands a = take(L, "xx", false, fname);
   if (a.ag) {
-    nc_status (*fn)(nc_tape *, nc_node *, nc_node *, nc_node **) = op == NC_OP_MM    ? nc_ag_mm
-                                                                   : op == NC_OP_BMM ? nc_ag_bmm
-                                                                                     : nc_ag_matmul;
     nc_node *out;
-    return nc_lua_ag_result(L, fn(nc_lua_active_tape(L), a.n[0], a.n[1], &out), &out, fname);
+    return nc_lua_ag_result(L, products[i].diff(nc_lua_active_tape(L), a.n[0], a.n[1], &out), &out, fname);
   }
-  nc_status (*fn)(nc_tensor *, nc_tensor *, nc_tensor **) = op == NC_OP_MM    ? nc_mm
-                                                            : op == NC_OP_BMM ? nc_bmm
-                                                                              : nc_matmul;
   nc_tensor *r;
-  return tensor_result(L, fn(a.t[0], a.t[1], &r), &r, fname);
+  return tensor_result(L, products[i].pure(a.t[0], a.t[1], &r), &r, fname);
 }
 
 /* linear(x, w, b?) */
@@ -342,10 +348,7 @@ static int l_ops_pool(lua_State *L) {
   nc_pool2d_desc p = pool_desc(L, pool_kind(op), 2, fname);
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname), *y, *idx = NULL;
   CHECK(fname, nc_pool2d(x, &p, &y, p.kind == NC_POOL_MAX ? &idx : NULL));
-  nc_lua_pushtensor_new(L, y);
-  if (!idx) return 1;
-  nc_lua_pushtensor_new(L, idx);
-  return 2;
+  return push_results(L, idx ? 2 : 1, (nc_tensor *[]){y, idx});
 }
 
 /* nn_ops.max_pool2d_backward(dy, indices, input_shape, k, opts),
@@ -393,10 +396,7 @@ static int l_ops_batch_norm(lua_State *L) {
             *b = opt_tensor(L, 3, fname);
   nc_tensor *rm = opt_tensor(L, 4, fname), *rv = opt_tensor(L, 5, fname), *y, *m, *is;
   CHECK(fname, nc_batch_norm(x, w, b, rm, rv, o.training, o.momentum, o.eps, &y, &m, &is));
-  nc_lua_pushtensor_new(L, y);
-  nc_lua_pushtensor_new(L, m);
-  nc_lua_pushtensor_new(L, is);
-  return 3;
+  return push_results(L, 3, (nc_tensor *[]){y, m, is});
 }
 
 /* nn_ops.batch_norm_backward(dy, x, w?, save_mean, save_invstd, opts) -> dx, dweight, dbias (the
@@ -409,10 +409,7 @@ static int l_ops_batch_norm_backward(lua_State *L) {
   nc_tensor *m = nc_lua_checktensor_f(L, 4, fname), *is = nc_lua_checktensor_f(L, 5, fname);
   nc_tensor *dx = NULL, *dw = NULL, *db = NULL;
   CHECK(fname, nc_batch_norm_backward(dy, x, w, m, is, o.training, &dx, w ? &dw : NULL, w ? &db : NULL));
-  push_opt(L, dx);
-  push_opt(L, dw);
-  push_opt(L, db);
-  return 3;
+  return push_results(L, 3, (nc_tensor *[]){dx, dw, db});
 }
 
 /* layer_norm(x, normalized_shape, w?, b?, {eps=1e-5}) */
@@ -438,10 +435,7 @@ static int l_ops_layer_norm(lua_State *L) {
   int nd = normalized_ndim(L, 2, x, fname);
   nc_tensor *w = opt_tensor(L, 3, fname), *b = opt_tensor(L, 4, fname);
   CHECK(fname, nc_layer_norm(x, nd, w, b, eps, &y, &m, &rs));
-  nc_lua_pushtensor_new(L, y);
-  nc_lua_pushtensor_new(L, m);
-  nc_lua_pushtensor_new(L, rs);
-  return 3;
+  return push_results(L, 3, (nc_tensor *[]){y, m, rs});
 }
 
 /* nn_ops.layer_norm_backward(dy, x, normalized_shape, w?, mean, rstd) -> dx, dweight, dbias */
@@ -453,10 +447,7 @@ static int l_ops_layer_norm_backward(lua_State *L) {
             *rs = nc_lua_checktensor_f(L, 6, fname);
   nc_tensor *dx = NULL, *dw = NULL, *db = NULL;
   CHECK(fname, nc_layer_norm_backward(dy, x, nd, w, m, rs, &dx, w ? &dw : NULL, w ? &db : NULL));
-  push_opt(L, dx);
-  push_opt(L, dw);
-  push_opt(L, db);
-  return 3;
+  return push_results(L, 3, (nc_tensor *[]){dx, dw, db});
 }
 
 /* rms_norm(x, normalized_shape, w?, {eps=1e-6}) */
@@ -482,9 +473,7 @@ static int l_ops_rms_norm(lua_State *L) {
   int nd = normalized_ndim(L, 2, x, fname);
   nc_tensor *w = opt_tensor(L, 3, fname);
   CHECK(fname, nc_rms_norm(x, nd, w, eps, &y, &rs));
-  nc_lua_pushtensor_new(L, y);
-  nc_lua_pushtensor_new(L, rs);
-  return 2;
+  return push_results(L, 2, (nc_tensor *[]){y, rs});
 }
 
 /* nn_ops.rms_norm_backward(dy, x, normalized_shape, w?, rstd) -> dx, dweight */
@@ -494,9 +483,7 @@ static int l_ops_rms_norm_backward(lua_State *L) {
   int nd = normalized_ndim(L, 3, x, fname);
   nc_tensor *w = opt_tensor(L, 4, fname), *rs = nc_lua_checktensor_f(L, 5, fname), *dx = NULL, *dw = NULL;
   CHECK(fname, nc_rms_norm_backward(dy, x, nd, w, rs, &dx, w ? &dw : NULL));
-  push_opt(L, dx);
-  push_opt(L, dw);
-  return 2;
+  return push_results(L, 2, (nc_tensor *[]){dx, dw});
 }
 
 /* ---- embedding ------------------------------------------------------------------------------------------
@@ -556,9 +543,7 @@ static int l_ops_cross_entropy(lua_State *L) {
   nc_cross_entropy_opts o = ce_options(L, 3, fname);
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname), *t = nc_lua_checktensor_f(L, 2, fname), *loss, *lse;
   CHECK(fname, nc_cross_entropy(x, t, &o, &loss, &lse));
-  nc_lua_pushtensor_new(L, loss);
-  nc_lua_pushtensor_new(L, lse);
-  return 2;
+  return push_results(L, 2, (nc_tensor *[]){loss, lse});
 }
 
 /* nn_ops.cross_entropy_backward(dloss, logits, targets, lse, opts) -> dlogits */
