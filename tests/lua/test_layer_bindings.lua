@@ -29,10 +29,7 @@ function TestSurfaces:test_one_function_per_op()
   local node_methods = require("netcl.core").autograd.node_methods
   for _, name in ipairs({"matmul", "mm", "bmm"}) do
     lu.assertIs(rawget(node_methods, name), nc[name], name)
-    -- netcl.autograd may wrap the Tensor method; the C function underneath is nc[name]
-    local x, y = randn({2, 3, 3}), randn({2, 3, 3})
-    if name == "mm" then x, y = x[1], y[1] end
-    H.assert_close(x[name](x, y), nc[name](x, y), 0, name)
+    lu.assertIs(rawget(tensor_methods, name), nc[name], name)
   end
   lu.assertIs(ops.linear, nc.linear)
 end
