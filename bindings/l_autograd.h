@@ -48,15 +48,13 @@ nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname);
 nc_tape *nc_lua_active_tape(lua_State *L);
 
 /* A differentiable op's binding: a Node method, an autograd module function, or both. The
- * tables of l_autograd_ops.c and l_autograd_nn.c end with a NULL name; together they must list
- * exactly the rows of NC_AG_OPS. */
+ * tables of l_autograd_ops.c end with a NULL name. */
 enum { NC_LUA_AG_METHOD = 1, NC_LUA_AG_MODULE = 2, NC_LUA_AG_BOTH = 3 };
 typedef struct {
   const char *name;
   lua_CFunction fn;
   int where;
 } nc_lua_ag_binding;
-extern const nc_lua_ag_binding nc_lua_ag_nn_bindings[];
 
 /* Registers the differentiable ops (l_autograd_ops.c) into the module table on the stack top,
  * after nc_lua_add_autograd: functions into its autograd table, methods and operators into the

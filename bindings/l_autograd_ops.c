@@ -444,7 +444,7 @@ static const nc_lua_ag_binding op_bindings[] = {
     {NULL, NULL, 0},
 };
 
-static const nc_lua_ag_binding *const tables[] = {op_bindings, nc_lua_ag_nn_bindings};
+static const nc_lua_ag_binding *const tables[] = {op_bindings};
 
 
 /* ag.ops(): the names of NC_AG_OPS, in order. */

@@ -50,7 +50,8 @@ for _, name in ipairs(read_only) do
 end
 
 -- Tensor methods of differentiable ops take Node arguments too (x:matmul(w) with x a Tensor
--- and w a Node): the call goes to the Node op, with the Tensor as a constant.
+-- and w a Node): the call goes to the Node op, with the Tensor as a constant. Ops bound once for
+-- both (the same function on Tensors and Nodes) need no wrapper.
 local function any_node(...)
   for i = 1, select("#", ...) do
     if is_node((select(i, ...))) then return true end
@@ -59,7 +60,7 @@ local function any_node(...)
 end
 for _, name in ipairs(ag.ops()) do
   local tf, nf = tensor_methods[name], node_methods[name]
-  if tf and nf then
+  if tf and nf and tf ~= nf then
     tensor_methods[name] = function(self, ...)
       if any_node(...) then return nf(self, ...) end
       return tf(self, ...)
