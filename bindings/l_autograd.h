@@ -47,22 +47,10 @@ nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname);
  * when none is active. */
 nc_tape *nc_lua_active_tape(lua_State *L);
 
-/* A Node-only differentiable op's binding: a Node method, an autograd module function, or both.
- * The table of l_autograd_nn.c ends with a NULL name; its rows must be differentiable ops. */
-enum { NC_LUA_AG_METHOD = 1, NC_LUA_AG_MODULE = 2, NC_LUA_AG_BOTH = 3 };
-typedef struct {
-  const char *name;
-  lua_CFunction fn;
-  int where;
-} nc_lua_ag_binding;
-extern const nc_lua_ag_binding nc_lua_ag_nn_bindings[];
-
-/* Registers the ops of nc_lua_ag_nn_bindings and ag.ops() (l_autograd_ops.c) into the module
- * table on the stack top, after nc_lua_add_autograd: functions into its autograd table, methods
- * into the Node metatable's. */
+/* Adds ag.ops() (l_autograd_ops.c) to the autograd table of the module on the stack top. */
 void nc_lua_add_autograd_ops(lua_State *L);
-/* Raises unless every differentiable op (nc_ag_op_names) has a binding in the autograd table of the
- * module on the stack top: runs once every family has registered its ops. */
+/* Raises unless every differentiable op (nc_ag_op_names) has a binding in the autograd table of
+ * the module on the stack top: runs once every family has registered its ops. */
 void nc_lua_check_autograd(lua_State *L);
 
 #endif

@@ -1,10 +1,6 @@
-/* The autograd module's op list (ag.ops()) and the registration of the Node-only functional ops
- * of l_autograd_nn.c. Every other differentiable op is bound once for Tensors and Nodes alike
- * by its family's file (l_ops.c, l_reduce.c, l_index.c, l_view.c, l_random.c).
- *
- * nc_lua_check_autograd verifies, once every family has registered, that each differentiable op
- * (DIFF in the op table's gradient column) has a binding in nc.autograd, so the gradient-check suite (which walks ag.ops()) covers every
- * bound op. */
+/* The autograd module's op list (ag.ops()) and the check that every differentiable op has a
+ * binding. The ops themselves are bound once for Tensors and Nodes alike by their family's file
+ * (l_ops.c, l_reduce.c, l_index.c, l_view.c, l_random.c, l_linalg.c, l_table_ops.c). */
 #include "l_autograd.h"
 #include "netcl/autograd_ops.h"
 
@@ -18,37 +14,15 @@ static int l_ops(lua_State *L) {
   return 1;
 }
 
-static void push_binding(lua_State *L, const nc_lua_ag_binding *b) {
-  const nc_op_info *o = nc_op_find(b->name);
-  lua_pushinteger(L, o ? (lua_Integer)o->op : -1);
-  lua_pushstring(L, b->name);
-  lua_pushcclosure(L, b->fn, 2);
-}
-
 void nc_lua_add_autograd_ops(lua_State *L) {
-  int top = lua_gettop(L);
-  lua_getfield(L, top, "autograd");
-  int module = lua_gettop(L);
-  luaL_getmetatable(L, NC_NODE_MT);
-  lua_getfield(L, -1, "methods");
-  int node_methods = lua_gettop(L);
-  for (const nc_lua_ag_binding *b = nc_lua_ag_nn_bindings; b->name; b++) {
-    if (!nc_ag_op_known(b->name))
-      luaL_error(L, "netcl.autograd: binding %s is not a differentiable op", b->name);
-    if (b->where & NC_LUA_AG_METHOD) {
-      push_binding(L, b);
-      lua_setfield(L, node_methods, b->name);
-    }
-    if (b->where & NC_LUA_AG_MODULE) {
-      push_binding(L, b);
-      lua_setfield(L, module, b->name);
-    }
-  }
+  lua_getfield(L, -1, "autograd");
   lua_pushcfunction(L, l_ops);
-  lua_setfield(L, module, "ops");
-  lua_settop(L, top);
+  lua_setfield(L, -2, "ops");
+  lua_pop(L, 1);
 }
 
+/* Every differentiable op (DIFF in the op table's gradient column) must be a function of
+ * nc.autograd, so the gradient-check suite, which walks ag.ops(), covers every bound op. */
 void nc_lua_check_autograd(lua_State *L) {
   lua_getfield(L, -1, "autograd");
   for (int i = 0; i < nc_ag_op_count; i++) {

@@ -5,34 +5,91 @@
 
 static const char STATE_KEY = 'S'; /* registry key (its address): module state table */
 
-int nc_lua_fail(lua_State *L, const char *fname) {
-  return luaL_error(L, "%s: %s", fname, nc_last_error());
+/* ---- errors ------------------------------------------------------------------------------------ */
+/* Every error of the binding is raised here: "fname: message", in one string of any length (a
+ * driver's build log can be long), after the calling Lua line's position (luaL_where(L, 1), as
+ * luaL_error adds it). */
+static void push_vfmt(lua_State *L, const char *fmt, va_list ap) {
+  char small[512];
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(small, sizeof small, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) {
+    lua_pushliteral(L, "(unformattable error message)");
+  } else if ((size_t)n < sizeof small) {
+    lua_pushlstring(L, small, (size_t)n);
+  } else {
+    luaL_Buffer b;
+    char *p = luaL_buffinitsize(L, &b, (size_t)n + 1);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    luaL_pushresultsize(&b, (size_t)n);
+  }
+}
+
+/* Pushes the whole message: position, "fname: argument N: " for argument errors, the text. */
+static void push_msg(lua_State *L, const char *arg_fname, int arg, const char *fmt, va_list ap) {
+  luaL_where(L, 1);
+  int parts = 2;
+  if (arg_fname) {
+    lua_pushfstring(L, "%s: argument %d: ", arg_fname, arg);
+    parts++;
+  }
+  push_vfmt(L, fmt, ap);
+  lua_concat(L, parts);
 }
 
 int nc_lua_errorf(lua_State *L, const char *fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  push_msg(L, NULL, 0, fmt, ap);
   va_end(ap);
-  luaL_where(L, 1);
-  lua_pushstring(L, msg);
-  lua_concat(L, 2);
   return lua_error(L);
 }
 
-void nc_lua_raise(lua_State *L, const char *fname) {
-  luaL_error(L, "%s: %s", fname, nc_last_error());
-  abort(); /* not reached: luaL_error does not return */
-}
-
 int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  push_msg(L, fname, arg, fmt, ap);
   va_end(ap);
-  return nc_lua_errorf(L, "%s: argument %d: %s", fname, arg, msg);
+  return lua_error(L);
+}
+
+int nc_lua_fail(lua_State *L, const char *fname) {
+  return nc_lua_errorf(L, "%s: %s", fname, nc_last_error());
+}
+
+void nc_lua_raise(lua_State *L, const char *fname) {
+  nc_lua_errorf(L, "%s: %s", fname, nc_last_error());
+  abort(); /* not reached: lua_error does not return */
+}
+
+lua_Integer nc_lua_checkinteger(lua_State *L, int idx, const char *fname) {
+  int isint;
+  lua_Integer v = lua_tointegerx(L, idx, &isint);
+  if (!isint) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      return nc_lua_argerror(L, fname, idx, "expected an integer, got %s", lua_tostring(L, idx));
+    return nc_lua_argerror(L, fname, idx, "expected an integer, got %s", luaL_typename(L, idx));
+  }
+  return v;
+}
+
+double nc_lua_checknumber(lua_State *L, int idx, const char *fname) {
+  int isnum;
+  double v = lua_tonumberx(L, idx, &isnum);
+  if (!isnum) nc_lua_argerror(L, fname, idx, "expected a number, got %s", luaL_typename(L, idx));
+  return v;
+}
+
+const char *nc_lua_checklstring(lua_State *L, int idx, size_t *len, const char *fname) {
+  if (!lua_isstring(L, idx))
+    nc_lua_argerror(L, fname, idx, "expected a string, got %s", luaL_typename(L, idx));
+  return lua_tolstring(L, idx, len);
+}
+
+void nc_lua_checkstack(lua_State *L, int n, const char *fname, const char *what) {
+  if (!lua_checkstack(L, n)) nc_lua_errorf(L, "%s: stack overflow (%s)", fname, what);
 }
 
 static const char *type_name(lua_State *L, int idx) {
@@ -203,7 +260,7 @@ int nc_lua_split_sizes(lua_State *L, int idx, int64_t dim_size, int64_t **sizes,
     *sizes = s;
     return (int)len;
   }
-  lua_Integer size = luaL_checkinteger(L, idx);
+  lua_Integer size = nc_lua_checkinteger(L, idx, fname);
   if (size <= 0) return nc_lua_argerror(L, fname, idx, "split size must be positive, got %lld", (long long)size);
   int64_t count = (dim_size + size - 1) / size;
   if (count > NC_LUA_MAX_PARTS)
@@ -242,36 +299,63 @@ int nc_lua_checkopts(lua_State *L, int idx, const char *fname, const char *keys)
   if (lua_isnoneornil(L, idx)) return 0;
   idx = lua_absindex(L, idx);
   char accepted[256];
-  keys_str(keys, accepted, sizeof accepted);
-  if (!lua_istable(L, idx))
-    return nc_lua_argerror(L, fname, idx, "options must be a table %s, got %s", accepted, luaL_typename(L, idx));
+  if (!lua_istable(L, idx)) {
+    keys_str(keys, accepted, sizeof accepted);
+    return nc_lua_argerror(L, fname, idx, "options must be a table %s, got %s", accepted,
+                           luaL_typename(L, idx));
+  }
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    if (lua_type(L, -1) != LUA_TSTRING)
-      return nc_lua_argerror(L, fname, idx, "options have a %s key; accepted: %s", luaL_typename(L, -1), accepted);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      keys_str(keys, accepted, sizeof accepted);
+      return nc_lua_argerror(L, fname, idx, "options have a %s key; accepted: %s", luaL_typename(L, -1),
+                             accepted);
+    }
     const char *k = lua_tostring(L, -1);
-    if (!key_accepted(keys, k))
+    if (!key_accepted(keys, k)) {
+      keys_str(keys, accepted, sizeof accepted);
       return nc_lua_argerror(L, fname, idx, "unknown option '%s' (accepted: %s)", k, accepted);
+    }
   }
   return idx;
 }
 
-int nc_lua_opt_field(lua_State *L, int opts, const char *key) {
-  if (opts == 0 || lua_isnoneornil(L, opts)) {
+/* "netcl.<name the running C function was called by>", for the few helpers not given fname. */
+static const char *caller_name(lua_State *L, char *buf, size_t n) {
+  lua_Debug ar;
+  const char *name = lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name ? ar.name : NULL;
+  snprintf(buf, n, name ? "netcl.%s" : "netcl", name);
+  return buf;
+}
+
+/* An options argument that is not a table: opts is 0 (none), or an argument's index. */
+static int opts_present(lua_State *L, int opts, const char *fname) {
+  if (opts == 0 || lua_isnoneornil(L, opts)) return 0;
+  if (!lua_istable(L, opts)) {
+    char buf[128];
+    nc_lua_argerror(L, fname ? fname : caller_name(L, buf, sizeof buf), opts,
+                    "options must be a table, got %s", luaL_typename(L, opts));
+  }
+  return 1;
+}
+
+static int opt_field(lua_State *L, int opts, const char *key, const char *fname) {
+  if (!opts_present(L, opts, fname)) {
     lua_pushnil(L);
     return LUA_TNIL;
   }
-  if (!lua_istable(L, opts)) return nc_lua_errorf(L, "options must be a table, got %s", luaL_typename(L, opts));
   return lua_getfield(L, opts, key);
 }
 
+int nc_lua_opt_field(lua_State *L, int opts, const char *key) { return opt_field(L, opts, key, NULL); }
+
 double nc_lua_opt_number(lua_State *L, int opts, const char *key, double def, const char *fname) {
   double v = def;
-  if (nc_lua_opt_field(L, opts, key) != LUA_TNIL) {
+  if (opt_field(L, opts, key, fname) != LUA_TNIL) {
     int ok;
     v = lua_tonumberx(L, -1, &ok);
-    if (!ok) nc_lua_errorf(L, "%s: option %s must be a number", fname, key);
+    if (!ok) nc_lua_errorf(L, "%s: option %s must be a number, got %s", fname, key, luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return v;
@@ -279,20 +363,22 @@ double nc_lua_opt_number(lua_State *L, int opts, const char *key, double def, co
 
 int64_t nc_lua_opt_integer(lua_State *L, int opts, const char *key, int64_t def, const char *fname) {
   int64_t v = def;
-  if (nc_lua_opt_field(L, opts, key) != LUA_TNIL) {
+  if (opt_field(L, opts, key, fname) != LUA_TNIL) {
     int ok;
     v = lua_tointegerx(L, -1, &ok);
-    if (!ok) nc_lua_errorf(L, "%s: option %s must be an integer", fname, key);
+    if (!ok) nc_lua_errorf(L, "%s: option %s must be an integer, got %s", fname, key, luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return v;
 }
 
-nc_dtype nc_lua_opt_dtype(lua_State *L, int idx, nc_dtype def, const char *fname) {
-  if (lua_isnoneornil(L, idx)) return def;
-  luaL_checktype(L, idx, LUA_TTABLE);
+nc_dtype nc_lua_opt_dtype(lua_State *L, int opts, nc_dtype def, const char *fname) {
   nc_dtype d = def;
-  if (lua_getfield(L, idx, "dtype") != LUA_TNIL) d = nc_lua_checkdtype(L, -1, fname);
+  if (opt_field(L, opts, "dtype", fname) != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TSTRING)
+      nc_lua_argerror(L, fname, opts, "opts.dtype must be a string, got %s", luaL_typename(L, -1));
+    d = nc_lua_checkdtype(L, -1, fname);
+  }
   lua_pop(L, 1);
   return d;
 }

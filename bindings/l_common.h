@@ -25,8 +25,18 @@ __attribute__((noreturn)) void nc_lua_raise(lua_State *L, const char *fname);
 /* luaL_error with printf formats (%lld, %zu, ...), which lua_pushfstring lacks. */
 int nc_lua_errorf(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Argument errors that name the function and the argument. */
-int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, ...);
+/* Argument errors that name the function and the argument: "fname: argument N: message". */
+int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Plain argument checks in the same format, in place of luaL_check* (whose "bad argument #n to
+ * 'f'" messages do not name the netcl function). They convert as lua_tointegerx, lua_tonumberx
+ * and lua_tolstring do (numeric strings are numbers, numbers are strings). */
+lua_Integer nc_lua_checkinteger(lua_State *L, int idx, const char *fname);
+double nc_lua_checknumber(lua_State *L, int idx, const char *fname);
+const char *nc_lua_checklstring(lua_State *L, int idx, size_t *len, const char *fname);
+/* lua_checkstack that raises "fname: stack overflow (what)". */
+void nc_lua_checkstack(lua_State *L, int n, const char *fname, const char *what);
 
 /* Tensors. pushtensor takes over the caller's reference. */
 void nc_lua_pushtensor_owned(lua_State *L, nc_tensor *t);
@@ -65,13 +75,15 @@ int nc_lua_split_sizes(lua_State *L, int idx, int64_t dim_size, int64_t **sizes,
  * Returns the absolute index of the table. */
 int nc_lua_checkopts(lua_State *L, int idx, const char *fname, const char *keys);
 
-/* Options table helpers (idx may be absent or nil). */
-/* Pushes opts[key], or nil when opts is 0, absent or nil; raises when opts is not a table. */
+/* Readers of one option. opts is what nc_lua_checkopts returned (0: no options), or the index
+ * of an argument that is absent, nil or a table; they check no keys: the binding checks the
+ * whole table with nc_lua_checkopts first, with every key it reads. A non-table raises. */
+/* Pushes opts[key], or nil when there are no options. */
 int nc_lua_opt_field(lua_State *L, int opts, const char *key);
 double nc_lua_opt_number(lua_State *L, int opts, const char *key, double def, const char *fname);
 int64_t nc_lua_opt_integer(lua_State *L, int opts, const char *key, int64_t def, const char *fname);
-nc_dtype nc_lua_opt_dtype(lua_State *L, int idx, nc_dtype def, const char *fname);
-nc_device *nc_lua_opt_device(lua_State *L, int idx, const char *fname);
+nc_dtype nc_lua_opt_dtype(lua_State *L, int opts, nc_dtype def, const char *fname); /* opts.dtype */
+nc_device *nc_lua_opt_device(lua_State *L, int opts, const char *fname); /* opts.device, or the default */
 nc_dtype nc_lua_checkdtype(lua_State *L, int idx, const char *fname);
 
 /* Reports n bytes of device memory to Lua's collector so garbage tensors are reclaimed in

@@ -7,6 +7,10 @@
 
 #define CHECK(fname, expr) NC_LUA_CHECK(L, fname, expr)
 
+/* The options every creation function takes (nc.tensor adds shape, nc.from_bytes takes only
+ * device: its dtype is an argument). */
+#define CREATE_KEYS "dtype device"
+
 /* Allocates the result as a Lua-owned tensor first, so an error later frees it. */
 static nc_tensor *new_tensor(lua_State *L, nc_device *dev, nc_dtype dt, int ndim, const int64_t *shape,
                              const char *fname) {
@@ -17,9 +21,10 @@ static nc_tensor *new_tensor(lua_State *L, nc_device *dev, nc_dtype dt, int ndim
   return t;
 }
 
-static int filled(lua_State *L, const char *fname, int opts, int has_value, double value) {
+static int filled(lua_State *L, const char *fname, int opts_at, int has_value, double value) {
   int64_t shape[NC_MAX_DIMS];
   int n = nc_lua_checkshape(L, 1, shape, fname);
+  int opts = nc_lua_checkopts(L, opts_at, fname, CREATE_KEYS);
   nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
   nc_device *dev = nc_lua_opt_device(L, opts, fname);
   nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
@@ -31,15 +36,16 @@ static int l_zeros(lua_State *L) { return filled(L, "netcl.zeros", 2, 1, 0.0); }
 static int l_ones(lua_State *L) { return filled(L, "netcl.ones", 2, 1, 1.0); }
 static int l_empty(lua_State *L) { return filled(L, "netcl.empty", 2, 0, 0.0); }
 static int l_full(lua_State *L) {
-  double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : luaL_checknumber(L, 2);
+  double v = lua_isboolean(L, 2) ? lua_toboolean(L, 2) : nc_lua_checknumber(L, 2, "netcl.full");
   return filled(L, "netcl.full", 3, 1, v);
 }
 
 static int random_tensor(lua_State *L, const char *fname, int normal) {
   int64_t shape[NC_MAX_DIMS];
   int n = nc_lua_checkshape(L, 1, shape, fname);
-  nc_dtype dt = nc_lua_opt_dtype(L, 2, NC_FLOAT32, fname);
-  nc_device *dev = nc_lua_opt_device(L, 2, fname);
+  int opts = nc_lua_checkopts(L, 2, fname, CREATE_KEYS);
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
   if (!nc_dtype_is_float(dt)) return nc_lua_errorf(L, "%s: needs a floating dtype, got %s", fname, nc_dtype_name(dt));
   nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
   nc_rng *g = nc_lua_rng(L);
@@ -53,20 +59,21 @@ static int l_randn(lua_State *L) { return random_tensor(L, "netcl.randn", 1); }
 static int l_arange(lua_State *L) {
   const char *fname = "netcl.arange";
   double start = 0, stop, step = 1;
-  int opts;
+  int opts_at;
   if (!lua_isnumber(L, 2)) {
-    stop = luaL_checknumber(L, 1);
-    opts = 2;
+    stop = nc_lua_checknumber(L, 1, fname);
+    opts_at = 2;
   } else {
-    start = luaL_checknumber(L, 1);
-    stop = luaL_checknumber(L, 2);
+    start = nc_lua_checknumber(L, 1, fname);
+    stop = nc_lua_checknumber(L, 2, fname);
     if (lua_isnumber(L, 3)) {
       step = lua_tonumber(L, 3);
-      opts = 4;
+      opts_at = 4;
     } else {
-      opts = 3;
+      opts_at = 3;
     }
   }
+  int opts = nc_lua_checkopts(L, opts_at, fname, CREATE_KEYS);
   if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(stop))
     return nc_lua_errorf(L, "%s: needs finite start, stop and a non-zero step", fname);
   double count = ceil((stop - start) / step);
@@ -81,11 +88,12 @@ static int l_arange(lua_State *L) {
 
 static int l_linspace(lua_State *L) {
   const char *fname = "netcl.linspace";
-  double a = luaL_checknumber(L, 1), b = luaL_checknumber(L, 2);
-  lua_Integer n = luaL_checkinteger(L, 3);
+  double a = nc_lua_checknumber(L, 1, fname), b = nc_lua_checknumber(L, 2, fname);
+  lua_Integer n = nc_lua_checkinteger(L, 3, fname);
   if (n < 0) return nc_lua_argerror(L, fname, 3, "count %lld is negative", (long long)n);
-  nc_dtype dt = nc_lua_opt_dtype(L, 4, NC_FLOAT32, fname);
-  nc_device *dev = nc_lua_opt_device(L, 4, fname);
+  int opts = nc_lua_checkopts(L, 4, fname, CREATE_KEYS);
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
   int64_t shape = n;
   nc_tensor *t = new_tensor(L, dev, dt, 1, &shape, fname);
   CHECK(fname, nc_arange_fill(t, a, n > 1 ? (b - a) / (double)(n - 1) : 0.0));
@@ -94,14 +102,15 @@ static int l_linspace(lua_State *L) {
 
 static int l_eye(lua_State *L) {
   const char *fname = "netcl.eye";
-  lua_Integer n = luaL_checkinteger(L, 1);
-  int opts = 2;
+  lua_Integer n = nc_lua_checkinteger(L, 1, fname);
+  int opts_at = 2;
   lua_Integer m = n;
   if (lua_isinteger(L, 2)) {
     m = lua_tointeger(L, 2);
-    opts = 3;
+    opts_at = 3;
   }
   if (n < 0 || m < 0) return nc_lua_errorf(L, "%s: sizes must be non-negative", fname);
+  int opts = nc_lua_checkopts(L, opts_at, fname, CREATE_KEYS);
   int64_t shape[2] = {n, m};
   nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
   nc_device *dev = nc_lua_opt_device(L, opts, fname);
@@ -166,7 +175,7 @@ static void fill_nested(lua_State *L, int idx, const nested_shape *s, int dim, n
   }
   if (!lua_istable(L, idx) || luaL_len(L, idx) != s->shape[dim])
     nc_lua_errorf(L, "%s: ragged data: expected %lld elements at depth %d", fname, (long long)s->shape[dim], dim + 1);
-  luaL_checkstack(L, 4, fname);
+  nc_lua_checkstack(L, 4, fname, "nested data");
   for (int64_t i = 0; i < s->shape[dim]; i++) {
     lua_geti(L, idx, i + 1);
     fill_nested(L, lua_gettop(L), s, dim + 1, dt, p, fname);
@@ -176,13 +185,17 @@ static void fill_nested(lua_State *L, int idx, const nested_shape *s, int dim, n
 
 static int l_tensor(lua_State *L) {
   const char *fname = "netcl.tensor";
-  nc_dtype dt = nc_lua_opt_dtype(L, 2, NC_FLOAT32, fname);
-  nc_device *dev = nc_lua_opt_device(L, 2, fname);
+  int opts = nc_lua_checkopts(L, 2, fname, CREATE_KEYS " shape");
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
   nested_shape s;
   bool flat_with_shape = false;
-  if (lua_istable(L, 2)) {
-    lua_getfield(L, 2, "shape");
+  if (opts) {
+    lua_getfield(L, opts, "shape");
     if (!lua_isnil(L, -1)) {
+      if (!lua_istable(L, -1) && lua_type(L, -1) != LUA_TNUMBER)
+        return nc_lua_argerror(L, fname, opts, "option 'shape' must be a table of sizes, got %s",
+                               luaL_typename(L, -1));
       s.ndim = nc_lua_checkshape(L, lua_gettop(L), s.shape, fname);
       flat_with_shape = true;
     }
@@ -217,11 +230,11 @@ static int l_tensor(lua_State *L) {
 static int l_from_bytes(lua_State *L) {
   const char *fname = "netcl.from_bytes";
   size_t len;
-  const char *str = luaL_checklstring(L, 1, &len);
+  const char *str = nc_lua_checklstring(L, 1, &len, fname);
   int64_t shape[NC_MAX_DIMS];
   int n = nc_lua_checkshape(L, 2, shape, fname);
   nc_dtype dt = nc_lua_checkdtype(L, 3, fname);
-  nc_device *dev = nc_lua_opt_device(L, 4, fname);
+  nc_device *dev = nc_lua_opt_device(L, nc_lua_checkopts(L, 4, fname, "device"), fname);
   int64_t numel = 1;
   for (int i = 0; i < n; i++) numel *= shape[i];
   if ((uint64_t)numel * nc_dtype_size(dt) != len)
@@ -233,7 +246,7 @@ static int l_from_bytes(lua_State *L) {
 }
 
 static int l_manual_seed(lua_State *L) {
-  lua_Integer seed = luaL_checkinteger(L, 1);
+  lua_Integer seed = nc_lua_checkinteger(L, 1, "netcl.manual_seed");
   nc_rng_seed(nc_lua_rng(L), (uint64_t)seed);
   return 0;
 }

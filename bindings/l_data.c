@@ -7,7 +7,8 @@
 /* permutation(n, seed, stream) -> int64 CPU Tensor [n] (0-based) */
 static int l_permutation(lua_State *L) {
   const char *fname = "netcl.data.permutation";
-  lua_Integer n = luaL_checkinteger(L, 1), seed = luaL_checkinteger(L, 2), stream = luaL_checkinteger(L, 3);
+  lua_Integer n = nc_lua_checkinteger(L, 1, fname), seed = nc_lua_checkinteger(L, 2, fname),
+              stream = nc_lua_checkinteger(L, 3, fname);
   if (n < 0) return nc_lua_argerror(L, fname, 1, "size %lld is negative", (long long)n);
   int64_t shape = n;
   nc_tensor *t;
@@ -24,7 +25,7 @@ static int l_gather(lua_State *L) {
   const char *fname = "netcl.data.gather";
   nc_tensor *dst = nc_lua_checktensor_f(L, 1, fname), *src = nc_lua_checktensor_f(L, 2, fname);
   nc_tensor *perm = nc_lua_checktensor_f(L, 3, fname);
-  lua_Integer start = luaL_checkinteger(L, 4);
+  lua_Integer start = nc_lua_checkinteger(L, 4, fname);
   if (perm->dtype != NC_INT64 || perm->ndim != 1 || !nc_storage_host_ptr(perm->storage) ||
       !nc_tensor_is_contiguous(perm))
     return nc_lua_argerror(L, fname, 3, "expected a contiguous 1-d int64 CPU tensor of rows");

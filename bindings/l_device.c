@@ -28,12 +28,20 @@ void nc_lua_pushdevice(lua_State *L, nc_device *dev) {
   lua_remove(L, -2);
 }
 
-nc_device *nc_lua_opt_device(lua_State *L, int idx, const char *fname) {
-  if (lua_isnoneornil(L, idx)) return nc_lua_default_device(L);
-  luaL_checktype(L, idx, LUA_TTABLE);
+nc_device *nc_lua_opt_device(lua_State *L, int opts, const char *fname) {
+  if (opts == 0 || lua_isnoneornil(L, opts)) return nc_lua_default_device(L);
+  if (!lua_istable(L, opts))
+    nc_lua_argerror(L, fname, opts, "options must be a table, got %s", luaL_typename(L, opts));
   nc_device *d;
-  if (lua_getfield(L, idx, "device") != LUA_TNIL) d = nc_lua_checkdevice(L, lua_gettop(L), fname);
-  else d = nc_lua_default_device(L);
+  if (lua_getfield(L, opts, "device") == LUA_TNIL) {
+    d = nc_lua_default_device(L);
+  } else if (luaL_testudata(L, -1, NC_DEVICE_MT) || lua_type(L, -1) == LUA_TSTRING) {
+    d = nc_lua_checkdevice(L, -1, fname);
+  } else {
+    nc_lua_argerror(L, fname, opts, "opts.device: expected a Device or a device spec string, got %s",
+                    luaL_typename(L, -1));
+    d = NULL;
+  }
   lua_pop(L, 1);
   return d;
 }
@@ -50,10 +58,23 @@ nc_device *nc_lua_checkdevice(lua_State *L, int idx, const char *fname) {
   return NULL;
 }
 
+/* The Device at argument 1 of a metamethod. */
+static nc_device *self_device(lua_State *L, const char *fname) {
+  device_box *b = luaL_testudata(L, 1, NC_DEVICE_MT);
+  if (!b) {
+    nc_lua_argerror(L, fname, 1, "expected Device, got %s", luaL_typename(L, 1));
+    return NULL;
+  }
+  return b->dev;
+}
+
 static int d_index(lua_State *L) {
-  nc_device *dev = ((device_box *)luaL_checkudata(L, 1, NC_DEVICE_MT))->dev;
+  const char *fname = "netcl.Device";
+  nc_device *dev = self_device(L, fname);
   const nc_device_info *i = nc_device_info_of(dev);
-  const char *k = luaL_checkstring(L, 2);
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return nc_lua_errorf(L, "%s: fields are named by strings, got a %s key", fname, luaL_typename(L, 2));
+  const char *k = lua_tostring(L, 2);
   if (!strcmp(k, "name")) lua_pushstring(L, i->name);
   else if (!strcmp(k, "kind")) lua_pushstring(L, i->kind == NC_DEVICE_CPU ? "cpu" : "opencl");
   else if (!strcmp(k, "vendor")) lua_pushstring(L, i->vendor);
@@ -80,7 +101,7 @@ static int d_sync(lua_State *L) {
 }
 
 static int d_tostring(lua_State *L) {
-  nc_device *dev = ((device_box *)luaL_checkudata(L, 1, NC_DEVICE_MT))->dev;
+  nc_device *dev = self_device(L, "netcl.Device:__tostring");
   const nc_device_info *i = nc_device_info_of(dev);
   lua_pushfstring(L, "Device(%s: %s)", i->spec, i->name);
   return 1;

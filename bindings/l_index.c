@@ -69,7 +69,7 @@ static int l_scatter_add_(lua_State *L) {
 static int l_one_hot(lua_State *L) {
   const char *fname = "netcl.one_hot";
   nc_tensor *idx = nc_lua_ag_checktensor(L, 1, fname), *r;
-  lua_Integer n = luaL_optinteger(L, 2, -1);
+  lua_Integer n = lua_isnoneornil(L, 2) ? -1 : nc_lua_checkinteger(L, 2, fname);
   if (n < -1) return nc_lua_argerror(L, fname, 2, "class count %lld is negative", (long long)n);
   NC_LUA_CHECK(L, fname, nc_one_hot(idx, n, &r));
   nc_lua_pushtensor_new(L, r);
@@ -186,7 +186,7 @@ static int l_chunk(lua_State *L) {
   lua_settop(L, 3);
   nc_tensor *x = nc_lua_ag_checktensor(L, 1, fname);
   int dim = split_dim(L, 3, x, fname);
-  lua_Integer chunks = luaL_checkinteger(L, 2);
+  lua_Integer chunks = nc_lua_checkinteger(L, 2, fname);
   if (chunks <= 0 || chunks > NC_LUA_MAX_PARTS)
     return nc_lua_argerror(L, fname, 2, "chunk count must be in 1..%d, got %lld", NC_LUA_MAX_PARTS,
                            (long long)chunks);
@@ -221,7 +221,7 @@ static int l_sort(lua_State *L) {
 static int l_topk(lua_State *L) {
   const char *fname = "netcl.topk";
   nc_tensor *x = nc_lua_ag_checktensor(L, 1, fname), *v, *i;
-  lua_Integer k = luaL_checkinteger(L, 2);
+  lua_Integer k = nc_lua_checkinteger(L, 2, fname);
   int dim = sort_dim(L, 3, x, fname);
   int opts = nc_lua_checkopts(L, lua_istable(L, 3) ? 3 : 4, fname, "largest");
   NC_LUA_CHECK(L, fname, nc_topk(x, k, dim, nc_lua_opt_bool(L, opts, "largest", true), &v, &i));

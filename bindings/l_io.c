@@ -1,13 +1,25 @@
 /* File formats (core._io): safetensors, npy and idx readers and writers. The Lua modules
- * netcl.io and netcl.data wrap these; each function takes the public name to report errors
- * under as an optional last argument. */
+ * netcl.io and netcl.data wrap these and check their options tables; these functions take
+ * positional arguments only, and the public name to report errors under as an optional last
+ * argument. */
 #include <stdlib.h>
 #include <string.h>
 #include "l_common.h"
 
 #define CHECK(fname, expr) NC_LUA_CHECK(L, fname, expr)
 
-static const char *fname_arg(lua_State *L, int idx, const char *def) { return luaL_optstring(L, idx, def); }
+static const char *fname_arg(lua_State *L, int idx, const char *def) {
+  if (lua_isnoneornil(L, idx)) return def;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    nc_lua_argerror(L, def, idx, "expected the name to report errors under, got %s", luaL_typename(L, idx));
+  return lua_tostring(L, idx);
+}
+
+static const char *path_arg(lua_State *L, const char *fname) {
+  if (lua_type(L, 1) != LUA_TSTRING)
+    nc_lua_argerror(L, fname, 1, "expected a path string, got %s", luaL_typename(L, 1));
+  return lua_tostring(L, 1);
+}
 
 /* nil = the default device */
 static nc_device *device_arg(lua_State *L, int idx, const char *fname) {
@@ -29,8 +41,8 @@ static int st_box_gc(lua_State *L) {
 
 /* load_safetensors(path, device?, fname?) -> {name = Tensor}, {key = value} */
 static int l_load_safetensors(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   const char *fname = fname_arg(L, 3, "netcl.io.load");
+  const char *path = path_arg(L, fname);
   nc_device *dev = device_arg(L, 2, fname);
   nc_safetensors **box = lua_newuserdatauv(L, sizeof *box, 0);
   *box = NULL;
@@ -58,8 +70,8 @@ static int l_load_safetensors(lua_State *L) {
 
 /* save_safetensors(path, {name = Tensor}, {key = string}?, fname?) */
 static int l_save_safetensors(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   const char *fname = fname_arg(L, 4, "netcl.io.save");
+  const char *path = path_arg(L, fname);
   if (!lua_istable(L, 2))
     return nc_lua_argerror(L, fname, 1, "expected a table of tensors, got %s", luaL_typename(L, 2));
   if (!lua_isnoneornil(L, 3) && !lua_istable(L, 3))
@@ -107,8 +119,8 @@ static int l_save_safetensors(lua_State *L) {
 
 /* load_npy(path, device?, fname?) -> Tensor */
 static int l_load_npy(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   const char *fname = fname_arg(L, 3, "netcl.io.load_npy");
+  const char *path = path_arg(L, fname);
   nc_device *dev = device_arg(L, 2, fname);
   nc_tensor *t;
   CHECK(fname, nc_npy_load(path, dev, &t));
@@ -118,8 +130,8 @@ static int l_load_npy(lua_State *L) {
 
 /* save_npy(path, Tensor, fname?) */
 static int l_save_npy(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   const char *fname = fname_arg(L, 3, "netcl.io.save_npy");
+  const char *path = path_arg(L, fname);
   nc_tensor *t = nc_lua_checktensor_f(L, 2, fname);
   nc_status s = nc_npy_save(path, t);
   if (s != NC_OK && s != NC_ERR_IO) nc_error_prefix(s, "%s", path);
@@ -129,8 +141,8 @@ static int l_save_npy(lua_State *L) {
 
 /* load_idx(path, device?, fname?) -> Tensor */
 static int l_load_idx(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
   const char *fname = fname_arg(L, 3, "netcl.data.load_idx");
+  const char *path = path_arg(L, fname);
   nc_device *dev = device_arg(L, 2, fname);
   nc_tensor *t;
   CHECK(fname, nc_idx_load(path, dev, &t));

@@ -52,10 +52,10 @@ static lua_Integer sequence_length(lua_State *L, int idx) {
 
 static json_t *encode_table(lua_State *L, int idx, path *p, int depth) {
   if (depth > MAX_DEPTH) enc_error(L, p, "tables nest deeper than 200 levels (a cycle?)");
-  luaL_checkstack(L, 6, "netcl.json.encode");
+  nc_lua_checkstack(L, 6, "netcl.json.encode", "nested tables");
   lua_Integer n = sequence_length(L, idx);
   json_t *out = n ? json_array() : json_object();
-  if (!out) luaL_error(L, "netcl.json.encode: out of memory");
+  if (!out) nc_lua_errorf(L, "netcl.json.encode: out of memory");
   /* out is not yet owned by Lua: anchor it in a box freed by __gc, so errors do not leak it. */
   json_t **box = lua_newuserdatauv(L, sizeof *box, 0);
   *box = out;
@@ -68,7 +68,7 @@ static json_t *encode_table(lua_State *L, int idx, path *p, int depth) {
     json_t *v = encode(L, lua_gettop(L), p, depth + 1);
     p->len = old;
     lua_pop(L, 2);
-    if (json_array_append_new(out, v) != 0) luaL_error(L, "netcl.json.encode: out of memory");
+    if (json_array_append_new(out, v) != 0) nc_lua_errorf(L, "netcl.json.encode: out of memory");
   }
   if (!n)
     for (lua_pushnil(L); lua_next(L, idx); lua_pop(L, 1)) {
@@ -123,7 +123,7 @@ static json_t *encode(lua_State *L, int idx, path *p, int depth) {
       enc_error(L, p, what);
     }
   }
-  if (!v) luaL_error(L, "netcl.json.encode: out of memory");
+  if (!v) nc_lua_errorf(L, "netcl.json.encode: out of memory");
   return v;
 }
 
@@ -136,7 +136,7 @@ static int box_gc(lua_State *L) {
 
 /* encode(value) -> string (compact, keys in table order) */
 static int l_encode(lua_State *L) {
-  luaL_checkany(L, 1);
+  if (lua_isnone(L, 1)) return nc_lua_argerror(L, "netcl.json.encode", 1, "expected a value");
   lua_settop(L, 1);
   path p = {.len = 0};
   json_t *root = encode(L, 1, &p, 0);
@@ -145,7 +145,7 @@ static int l_encode(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, "netcl.json.box");
   lua_setmetatable(L, -2);
   char *s = json_dumps(root, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17));
-  if (!s) return luaL_error(L, "netcl.json.encode: out of memory");
+  if (!s) return nc_lua_errorf(L, "netcl.json.encode: out of memory");
   lua_pushstring(L, s);
   free(s);
   return 1;
@@ -163,8 +163,8 @@ static bool integer_key(const char *k, lua_Integer *out) {
 }
 
 static void decode(lua_State *L, json_t *v, int depth) {
-  if (depth > MAX_DEPTH) luaL_error(L, "netcl.json.decode: nested deeper than %d levels", MAX_DEPTH);
-  luaL_checkstack(L, 4, "netcl.json.decode");
+  if (depth > MAX_DEPTH) nc_lua_errorf(L, "netcl.json.decode: nested deeper than %d levels", MAX_DEPTH);
+  nc_lua_checkstack(L, 4, "netcl.json.decode", "nested values");
   switch (json_typeof(v)) {
     case JSON_OBJECT: {
       const char *k;
@@ -215,7 +215,7 @@ static void decode(lua_State *L, json_t *v, int depth) {
 /* decode(string) -> value */
 static int l_decode(lua_State *L) {
   size_t len;
-  const char *s = luaL_checklstring(L, 1, &len);
+  const char *s = nc_lua_checklstring(L, 1, &len, "netcl.json.decode");
   json_error_t err;
   json_t *root = json_loadb(s, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &err);
   if (!root)

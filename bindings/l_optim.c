@@ -1,6 +1,8 @@
 /* The C half of netcl.optim (lua/netcl/optim/): the fused update entry points, gradient
  * clipping and optimizer state allocation, as netcl.core._optim. Hyper-parameters are read from
- * the optimizer's parameter-group table, which netcl.optim has already checked and completed.
+ * the optimizer's parameter-group table, which netcl.optim has already checked and completed;
+ * its keys are checked again here (nc_lua_checkopts), so an option misspelt in a group edited
+ * after construction (opt.param_groups[1].momentun = ...) is an error, not ignored.
  *   _optim.sgd_step(param, grad, momentum_buffer|nil, first, group)
  *   _optim.rmsprop_step(param, grad, square_avg, grad_avg|nil, momentum_buffer|nil, group)
  *   _optim.adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq|nil, step, decoupled, group)
@@ -37,6 +39,14 @@ static bool bool_field(lua_State *L, int idx, const char *name) {
   return v;
 }
 
+/* The group at idx: a table whose keys are among keys ("params" and the optimizer's options). */
+static int check_group(lua_State *L, int idx, const char *keys) {
+  if (lua_isnoneornil(L, idx))
+    return nc_lua_argerror(L, FNAME, idx, "expected the parameter group's options table, got %s",
+                           luaL_typename(L, idx));
+  return nc_lua_checkopts(L, idx, FNAME, keys);
+}
+
 static nc_tensor *opt_tensor(lua_State *L, int idx) {
   return lua_isnoneornil(L, idx) ? NULL : nc_lua_checktensor_f(L, idx, FNAME);
 }
@@ -45,7 +55,7 @@ static int l_sgd_step(lua_State *L) {
   nc_tensor *p = nc_lua_checktensor_f(L, 1, FNAME), *g = nc_lua_checktensor_f(L, 2, FNAME),
             *b = opt_tensor(L, 3);
   const bool first = lua_toboolean(L, 4);
-  luaL_checktype(L, 5, LUA_TTABLE);
+  check_group(L, 5, "params lr momentum dampening weight_decay nesterov");
   const nc_sgd_options o = {
       .lr = num_field(L, 5, "lr"),
       .momentum = num_field(L, 5, "momentum"),
@@ -60,7 +70,7 @@ static int l_sgd_step(lua_State *L) {
 static int l_rmsprop_step(lua_State *L) {
   nc_tensor *p = nc_lua_checktensor_f(L, 1, FNAME), *g = nc_lua_checktensor_f(L, 2, FNAME);
   nc_tensor *sq = nc_lua_checktensor_f(L, 3, FNAME), *ga = opt_tensor(L, 4), *b = opt_tensor(L, 5);
-  luaL_checktype(L, 6, LUA_TTABLE);
+  check_group(L, 6, "params lr alpha eps weight_decay momentum centered");
   const nc_rmsprop_options o = {
       .lr = num_field(L, 6, "lr"),
       .alpha = num_field(L, 6, "alpha"),
@@ -77,9 +87,9 @@ static int l_adam_step(lua_State *L) {
   nc_tensor *p = nc_lua_checktensor_f(L, 1, FNAME), *g = nc_lua_checktensor_f(L, 2, FNAME);
   nc_tensor *m1 = nc_lua_checktensor_f(L, 3, FNAME), *m2 = nc_lua_checktensor_f(L, 4, FNAME),
             *mx = opt_tensor(L, 5);
-  const lua_Integer step = luaL_checkinteger(L, 6);
+  const lua_Integer step = nc_lua_checkinteger(L, 6, FNAME);
   const bool decoupled = lua_toboolean(L, 7);
-  luaL_checktype(L, 8, LUA_TTABLE);
+  check_group(L, 8, "params lr betas eps weight_decay amsgrad");
   if (lua_getfield(L, 8, "betas") != LUA_TTABLE)
     return nc_lua_errorf(L, "%s: option 'betas' must be a table of two numbers, got %s", FNAME,
                          luaL_typename(L, -1));
@@ -99,8 +109,9 @@ static int l_adam_step(lua_State *L) {
 }
 
 static int l_clip_grad_norm(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  const double max_norm = luaL_checknumber(L, 2);
+  if (!lua_istable(L, 1))
+    return nc_lua_argerror(L, FNAME, 1, "expected a list of gradients, got %s", luaL_typename(L, 1));
+  const double max_norm = nc_lua_checknumber(L, 2, FNAME);
   const lua_Integer n = luaL_len(L, 1);
   if (n > 1 << 24) return nc_lua_errorf(L, "%s: too many gradients (%lld)", FNAME, (long long)n);
   nc_tensor **grads = lua_newuserdatauv(L, (size_t)(n > 0 ? n : 1) * sizeof *grads, 0);

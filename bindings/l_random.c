@@ -37,9 +37,9 @@ static int l_randint(lua_State *L) {
   }
   int64_t shape[NC_MAX_DIMS];
   int n = nc_lua_checkshape(L, at, shape, fname);
-  nc_lua_checkopts(L, at + 1, fname, "dtype device");
-  nc_dtype dt = nc_lua_opt_dtype(L, at + 1, NC_INT64, fname);
-  nc_device *dev = nc_lua_opt_device(L, at + 1, fname);
+  int opts = nc_lua_checkopts(L, at + 1, fname, "dtype device");
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_INT64, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
   nc_tensor *t = new_tensor(L, dev, dt, n, shape, fname);
   NC_LUA_CHECK(L, fname, nc_randint(t, nc_lua_rng(L), lo, hi));
   return 1;
@@ -49,9 +49,9 @@ static int l_randperm(lua_State *L) {
   const char *fname = "netcl.randperm";
   int64_t n = check_int(L, 1, fname, "n");
   if (n < 0) return nc_lua_argerror(L, fname, 1, "n = %lld is negative", (long long)n);
-  nc_lua_checkopts(L, 2, fname, "dtype device");
-  nc_dtype dt = nc_lua_opt_dtype(L, 2, NC_INT64, fname);
-  nc_device *dev = nc_lua_opt_device(L, 2, fname);
+  int opts = nc_lua_checkopts(L, 2, fname, "dtype device");
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_INT64, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
   nc_tensor *t = new_tensor(L, dev, dt, 1, &n, fname);
   NC_LUA_CHECK(L, fname, nc_randperm(t, nc_lua_rng(L)));
   return 1;
@@ -61,18 +61,17 @@ static int l_bernoulli(lua_State *L) {
   const char *fname = "netcl.bernoulli";
   nc_tensor *p = nc_lua_totensor(L, 1), *t;
   if (p) { /* the draws go to p's device */
-    nc_lua_checkopts(L, 2, fname, "dtype");
-    nc_dtype dt = nc_lua_opt_dtype(L, 2, p->dtype, fname);
+    nc_dtype dt = nc_lua_opt_dtype(L, nc_lua_checkopts(L, 2, fname, "dtype"), p->dtype, fname);
     t = new_tensor(L, nc_tensor_device(p), dt, p->ndim, p->shape, fname);
     NC_LUA_CHECK(L, fname, nc_bernoulli(t, nc_lua_rng(L), p, 0));
     return 1;
   }
-  double prob = luaL_checknumber(L, 1);
+  double prob = nc_lua_checknumber(L, 1, fname);
   int64_t shape[NC_MAX_DIMS];
   int n = nc_lua_checkshape(L, 2, shape, fname);
-  nc_lua_checkopts(L, 3, fname, "dtype device");
-  nc_dtype dt = nc_lua_opt_dtype(L, 3, NC_FLOAT32, fname);
-  nc_device *dev = nc_lua_opt_device(L, 3, fname);
+  int opts = nc_lua_checkopts(L, 3, fname, "dtype device");
+  nc_dtype dt = nc_lua_opt_dtype(L, opts, NC_FLOAT32, fname);
+  nc_device *dev = nc_lua_opt_device(L, opts, fname);
   t = new_tensor(L, dev, dt, n, shape, fname);
   NC_LUA_CHECK(L, fname, nc_bernoulli(t, nc_lua_rng(L), NULL, prob));
   return 1;
@@ -81,7 +80,7 @@ static int l_bernoulli(lua_State *L) {
 static int l_bernoulli_(lua_State *L) {
   const char *fname = "netcl.bernoulli_";
   nc_tensor *t = nc_lua_checktensor_f(L, 1, fname), *p = nc_lua_totensor(L, 2);
-  double prob = p ? 0 : luaL_optnumber(L, 2, 0.5);
+  double prob = p ? 0 : lua_isnoneornil(L, 2) ? 0.5 : nc_lua_checknumber(L, 2, fname);
   NC_LUA_CHECK(L, fname, nc_bernoulli(t, nc_lua_rng(L), p, prob));
   lua_settop(L, 1);
   return 1;
@@ -94,12 +93,7 @@ static int l_dropout(lua_State *L) {
   const char *fname = "netcl.dropout";
   bool node = nc_lua_isnode(L, 1);
   nc_tensor *x = nc_lua_ag_checktensor(L, 1, fname);
-  double p = 0.5;
-  if (!lua_isnoneornil(L, 2)) {
-    if (lua_type(L, 2) != LUA_TNUMBER)
-      return nc_lua_argerror(L, fname, 2, "p must be a number, got %s", luaL_typename(L, 2));
-    p = lua_tonumber(L, 2);
-  }
+  double p = lua_isnoneornil(L, 2) ? 0.5 : nc_lua_checknumber(L, 2, fname);
   bool training = lua_isboolean(L, 3)
                       ? lua_toboolean(L, 3)
                       : nc_lua_opt_bool(L, nc_lua_checkopts(L, 3, fname, "training"), "training", true);

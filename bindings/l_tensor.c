@@ -56,7 +56,7 @@ static void build_list(lua_State *L, const nc_tensor *t, int dim, const char **p
     *p += nc_dtype_size(t->dtype);
     return;
   }
-  luaL_checkstack(L, 4, "netcl.tolist");
+  nc_lua_checkstack(L, 4, "netcl.tolist", "nested lists");
   lua_createtable(L, (int)t->shape[dim], 0);
   for (int64_t i = 0; i < t->shape[dim]; i++) {
     build_list(L, t, dim + 1, p);
@@ -155,7 +155,8 @@ static int t_copy_(lua_State *L) {
 /* Fills a contiguous temporary and copies into t when t is strided. */
 static int random_(lua_State *L, int normal, const char *fname) {
   nc_tensor *t = self(L, fname);
-  double a = luaL_optnumber(L, 2, normal ? 0.0 : 0.0), b = luaL_optnumber(L, 3, 1.0);
+  double a = lua_isnoneornil(L, 2) ? 0.0 : nc_lua_checknumber(L, 2, fname),
+         b = lua_isnoneornil(L, 3) ? 1.0 : nc_lua_checknumber(L, 3, fname);
   nc_rng *g = nc_lua_rng(L);
   nc_tensor *dst = t;
   if (!nc_tensor_is_contiguous(t))

@@ -77,37 +77,47 @@ static const char *check_cstring(lua_State *L, int idx, const char *fname, int a
   return s;
 }
 
-/* opts[key] as a string (NULL when absent). opts is at idx (may be none or nil). */
-static const char *opt_string(lua_State *L, int idx, const char *key, const char *fname) {
-  if (lua_isnoneornil(L, idx)) return NULL;
-  lua_getfield(L, idx, key);
+/* Options tables are checked with nc_lua_checkopts first; opts is what it returned (0: none). */
+
+/* opts[key] as a string (NULL when absent). */
+static const char *opt_string(lua_State *L, int opts, const char *key, const char *fname) {
+  if (!opts) return NULL;
+  lua_getfield(L, opts, key);
   const char *s = NULL;
   if (!lua_isnil(L, -1)) {
     char what[64];
     snprintf(what, sizeof what, "option '%s'", key);
-    s = check_cstring(L, -1, fname, idx, what);
+    s = check_cstring(L, -1, fname, opts, what);
   }
   lua_pop(L, 1); /* the string stays alive in opts */
   return s;
 }
 
-static lua_Integer opt_integer(lua_State *L, int idx, const char *key, lua_Integer def, const char *fname) {
-  if (lua_isnoneornil(L, idx)) return def;
-  lua_getfield(L, idx, key);
+static lua_Integer opt_integer(lua_State *L, int opts, const char *key, lua_Integer def, const char *fname) {
+  if (!opts) return def;
+  lua_getfield(L, opts, key);
   lua_Integer v = def;
   if (!lua_isnil(L, -1)) {
     int ok;
     v = lua_tointegerx(L, -1, &ok);
     if (!ok)
-      nc_lua_argerror(L, fname, idx, "option '%s' must be an integer, got %s", key, luaL_typename(L, -1));
+      nc_lua_argerror(L, fname, opts, "option '%s' must be an integer, got %s", key, luaL_typename(L, -1));
   }
   lua_pop(L, 1);
   return v;
 }
 
-static void check_opts(lua_State *L, int idx, const char *fname) {
-  if (!lua_isnoneornil(L, idx) && !lua_istable(L, idx))
-    nc_lua_argerror(L, fname, idx, "options must be a table, got %s", luaL_typename(L, idx));
+/* opts[key] as a boolean (def when absent). */
+static bool opt_boolean(lua_State *L, int opts, const char *key, bool def, const char *fname) {
+  if (!opts) return def;
+  bool v = def;
+  if (lua_getfield(L, opts, key) != LUA_TNIL) {
+    if (!lua_isboolean(L, -1))
+      nc_lua_argerror(L, fname, opts, "option '%s' must be a boolean, got %s", key, luaL_typename(L, -1));
+    v = lua_toboolean(L, -1);
+  }
+  lua_pop(L, 1);
+  return v;
 }
 
 /* ---- constructors --------------------------------------------------------------------------- */
@@ -116,7 +126,7 @@ static void check_opts(lua_State *L, int idx, const char *fname) {
  * on the stack, which keeps both alive for the rest of the call. */
 static const char **special_names(lua_State *L, int opts, size_t *n, const char *fname) {
   *n = 0;
-  if (lua_isnoneornil(L, opts)) return NULL;
+  if (!opts) return NULL;
   lua_getfield(L, opts, "special_tokens");
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
@@ -140,14 +150,14 @@ static const char **special_names(lua_State *L, int opts, size_t *n, const char 
 }
 
 static void train_common(lua_State *L, int is_file, const char *fname) {
-  check_opts(L, 2, fname);
-  lua_Integer vocab = opt_integer(L, 2, "vocab_size", -1, fname);
+  int opts = nc_lua_checkopts(L, 2, fname, "vocab_size min_frequency pattern special_tokens");
+  lua_Integer vocab = opt_integer(L, opts, "vocab_size", -1, fname);
   if (vocab < 0) nc_lua_argerror(L, fname, 2, "option 'vocab_size' (a non-negative integer) is required");
-  lua_Integer min_freq = opt_integer(L, 2, "min_frequency", 1, fname);
+  lua_Integer min_freq = opt_integer(L, opts, "min_frequency", 1, fname);
   if (min_freq < 1) nc_lua_argerror(L, fname, 2, "option 'min_frequency' must be at least 1");
-  const char *pattern = opt_string(L, 2, "pattern", fname);
+  const char *pattern = opt_string(L, opts, "pattern", fname);
   size_t n_special;
-  const char **specials = special_names(L, 2, &n_special, fname);
+  const char **specials = special_names(L, opts, &n_special, fname);
   guard *g = push_guard(L, release_trainer);
   nc_bpe_trainer *tr;
   NC_LUA_CHECK(L, fname, nc_bpe_trainer_new(pattern ? pattern : "cl100k", specials, n_special, &tr));
@@ -202,12 +212,12 @@ static int l_load(lua_State *L) {
 static int l_from_tiktoken(lua_State *L) {
   const char *fname = "netcl.text.from_tiktoken";
   const char *path = check_cstring(L, 1, fname, 1, "the path");
-  check_opts(L, 2, fname);
-  const char *pattern = opt_string(L, 2, "pattern", fname);
+  int opts = nc_lua_checkopts(L, 2, fname, "pattern special_tokens");
+  const char *pattern = opt_string(L, opts, "pattern", fname);
   nc_bpe_special *sp = NULL;
   size_t n = 0;
-  if (!lua_isnoneornil(L, 2)) {
-    lua_getfield(L, 2, "special_tokens");
+  if (opts) {
+    lua_getfield(L, opts, "special_tokens");
     if (!lua_isnil(L, -1)) {
       int t = lua_gettop(L);
       if (!lua_istable(L, t))
@@ -248,19 +258,15 @@ static int l_from_gpt2(lua_State *L) {
 
 /* ---- methods -------------------------------------------------------------------------------- */
 
-/* opts.allowed_special: "all", "none", an array of names, or a set {[name] = true}. What it
- * pushes (the list and an array of pointers into it) stays on the stack for the call. */
-static void encode_opts(lua_State *L, int idx, nc_bpe_encode_opts *o, const char *fname) {
+/* encode's options: strict, as_tensor (returned), and allowed_special: "all", "none", an array
+ * of names, or a set {[name] = true}. What it pushes (the list and an array of pointers into it)
+ * stays on the stack for the call. */
+static bool encode_opts(lua_State *L, int idx, nc_bpe_encode_opts *o, const char *fname) {
   memset(o, 0, sizeof *o);
-  if (lua_isnoneornil(L, idx)) return;
-  check_opts(L, idx, fname);
-  lua_getfield(L, idx, "strict");
-  if (!lua_isnil(L, -1)) {
-    if (!lua_isboolean(L, -1))
-      nc_lua_argerror(L, fname, idx, "option 'strict' must be a boolean, got %s", luaL_typename(L, -1));
-    o->lenient = !lua_toboolean(L, -1);
-  }
-  lua_pop(L, 1);
+  idx = nc_lua_checkopts(L, idx, fname, "allowed_special strict as_tensor");
+  if (!idx) return false;
+  o->lenient = !opt_boolean(L, idx, "strict", true, fname);
+  bool as_tensor = opt_boolean(L, idx, "as_tensor", false, fname);
   lua_getfield(L, idx, "allowed_special");
   int t = lua_gettop(L);
   if (lua_type(L, t) == LUA_TSTRING) {
@@ -291,9 +297,11 @@ static void encode_opts(lua_State *L, int idx, nc_bpe_encode_opts *o, const char
     nc_lua_argerror(L, fname, idx, "option 'allowed_special' must be \"all\", \"none\" or a table, got %s",
                     luaL_typename(L, t));
   }
+  return as_tensor;
 }
 
-/* tok:encode(s, {allowed_special=, strict=true}) -> array of 0-based ids */
+/* tok:encode(s, {allowed_special=, strict=true, as_tensor=false}) -> array of 0-based ids, or an
+ * int64 Tensor [n] on the default device with as_tensor */
 static int m_encode(lua_State *L) {
   const char *fname = "netcl.text.encode";
   nc_bpe *tok = check_tok(L, fname);
@@ -302,12 +310,23 @@ static int m_encode(lua_State *L) {
     return nc_lua_argerror(L, fname, 2, "expected a string, got %s", luaL_typename(L, 2));
   const char *s = lua_tolstring(L, 2, &len);
   nc_bpe_encode_opts o;
-  encode_opts(L, 3, &o, fname);
+  bool as_tensor = encode_opts(L, 3, &o, fname);
   guard *g = push_guard(L, release_free);
   uint32_t *ids;
   size_t n;
   NC_LUA_CHECK(L, fname, nc_bpe_encode(tok, s, len, &o, &ids, &n));
   g->p = ids;
+  if (as_tensor) {
+    int64_t shape = (int64_t)n;
+    int64_t *wide = lua_newuserdatauv(L, (n ? n : 1) * sizeof *wide, 0);
+    for (size_t i = 0; i < n; i++) wide[i] = ids[i];
+    guard_release(g);
+    nc_tensor *t;
+    NC_LUA_CHECK(L, fname, nc_tensor_empty(nc_lua_default_device(L), NC_INT64, 1, &shape, 0, &t));
+    nc_lua_pushtensor_new(L, t);
+    NC_LUA_CHECK(L, fname, nc_tensor_write_host(t, wide, n * sizeof *wide));
+    return 1;
+  }
   if (n > INT32_MAX) return nc_lua_errorf(L, "%s: %zu ids do not fit in a Lua table", fname, n);
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
@@ -391,7 +410,7 @@ static int m_id_to_token(lua_State *L) {
 static int m_is_special(lua_State *L) {
   const char *fname = "netcl.text.is_special";
   nc_bpe *tok = check_tok(L, fname);
-  lua_Integer id = luaL_checkinteger(L, 2);
+  lua_Integer id = nc_lua_checkinteger(L, 2, fname);
   lua_pushboolean(L, id >= 0 && id <= UINT32_MAX && nc_bpe_is_special(tok, (uint32_t)id));
   return 1;
 }
@@ -414,8 +433,15 @@ static int m_pattern(lua_State *L) {
   return 1;
 }
 
+/* The Tokenizer box at argument 1, live or freed. */
+static tok_box *check_box(lua_State *L, const char *fname) {
+  tok_box *b = luaL_testudata(L, 1, NC_TOKENIZER_MT);
+  if (!b) nc_lua_argerror(L, fname, 1, "expected Tokenizer, got %s", luaL_typename(L, 1));
+  return b;
+}
+
 static int m_free(lua_State *L) {
-  tok_box *b = luaL_checkudata(L, 1, NC_TOKENIZER_MT);
+  tok_box *b = check_box(L, "netcl.text.free");
   nc_bpe_free(b->tok);
   b->tok = NULL;
   return 0;
@@ -431,7 +457,7 @@ static int m_gc(lua_State *L) {
 }
 
 static int m_tostring(lua_State *L) {
-  tok_box *b = luaL_checkudata(L, 1, NC_TOKENIZER_MT);
+  tok_box *b = check_box(L, "netcl.text.__tostring");
   if (!b->tok)
     lua_pushliteral(L, "Tokenizer(<freed>)");
   else

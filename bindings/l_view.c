@@ -28,7 +28,7 @@ static int push_tensor(lua_State *L, const nc_tensor *x, nc_tensor *r) {
 /* A shape that may hold one -1 (view, reshape, expand). */
 static int shape_arg(lua_State *L, int idx, int64_t *shape, const char *fname) {
   if (lua_type(L, idx) == LUA_TNUMBER) {
-    shape[0] = luaL_checkinteger(L, idx);
+    shape[0] = nc_lua_checkinteger(L, idx, fname);
     return 1;
   }
   if (!lua_istable(L, idx))
@@ -98,7 +98,8 @@ static int l_permute(lua_State *L) {
   nc_node *n, *out;
   nc_tensor *x = self(L, &n, fname), *r;
   int dims[NC_MAX_DIMS];
-  luaL_checktype(L, 2, LUA_TTABLE);
+  if (!lua_istable(L, 2))
+    return nc_lua_argerror(L, fname, 2, "expected a table of dims, got %s", luaL_typename(L, 2));
   if (luaL_len(L, 2) != x->ndim)
     return nc_lua_argerror(L, fname, 2, "needs %d dims, got %lld", x->ndim, (long long)luaL_len(L, 2));
   for (int i = 0; i < x->ndim; i++) {
@@ -117,10 +118,9 @@ static int l_narrow(lua_State *L) {
   nc_node *n, *out;
   nc_tensor *x = self(L, &n, fname), *r;
   int d = nc_lua_checkdim(L, 2, x->ndim, fname);
-  lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
-  if (start < 0) start += x->shape[d] + 1;
-  if (start < 1)
-    return nc_lua_argerror(L, fname, 3, "start %lld is out of range", (long long)luaL_checkinteger(L, 3));
+  lua_Integer given = nc_lua_checkinteger(L, 3, fname), len = nc_lua_checkinteger(L, 4, fname);
+  lua_Integer start = given < 0 ? given + x->shape[d] + 1 : given;
+  if (start < 1) return nc_lua_argerror(L, fname, 3, "start %lld is out of range", (long long)given);
   if (n)
     return nc_lua_ag_result(L, nc_ag_narrow(nc_lua_active_tape(L), n, d, start - 1, len, &out), &out, fname);
   NC_LUA_CHECK(L, fname, nc_tensor_narrow(x, d, start - 1, len, &r));

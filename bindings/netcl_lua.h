@@ -14,6 +14,10 @@
 #include <lua.h>
 #include "netcl/netcl.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Registers "netcl.core" and every netcl Lua module (compiled in) in package.preload.
  * Needs the package library opened (luaL_openlibs). Returns 0, or raises a Lua error. */
 int netcl_lua_openlibs(lua_State *L);
@@ -28,5 +32,9 @@ nc_tensor *netcl_lua_checktensor(lua_State *L, int idx);
 
 /* The loader of the C module (what `require "netcl.core"` calls). */
 int luaopen_netcl_core(lua_State *L);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,6 +1,6 @@
--- netcl.autograd: nodes, tapes and differentiable ops (API.md "netcl.autograd"). The engine and
--- every op are C (runtime/autograd, bindings/l_autograd*.c); this file adds what is easier to
--- say in Lua: in-place guards, read-only Tensor methods on Nodes, and gradcheck.
+-- netcl.autograd: nodes, tapes and differentiable ops (docs/autograd.md). The engine and every
+-- op are C (runtime/autograd, bindings/); this file adds what is easier to say in Lua: in-place
+-- guards, read-only Tensor methods on Nodes, and gradcheck.
 local nc = require "netcl"
 local core = require "netcl.core"
 
@@ -46,25 +46,6 @@ for _, name in ipairs(read_only) do
   local f = tensor_methods[name]
   if f and node_methods[name] == nil then
     node_methods[name] = function(self, ...) return f(self.value, unwrap(...)) end
-  end
-end
-
--- Tensor methods of differentiable ops take Node arguments too (x:matmul(w) with x a Tensor
--- and w a Node): the call goes to the Node op, with the Tensor as a constant. Ops bound once for
--- both types (the same function) do that themselves.
-local function any_node(...)
-  for i = 1, select("#", ...) do
-    if is_node((select(i, ...))) then return true end
-  end
-  return false
-end
-for _, name in ipairs(ag.ops()) do
-  local tf, nf = tensor_methods[name], node_methods[name]
-  if tf and nf and tf ~= nf then
-    tensor_methods[name] = function(self, ...)
-      if any_node(...) then return nf(self, ...) end
-      return tf(self, ...)
-    end
   end
 end
 

@@ -1,4 +1,5 @@
 /* nc_ag_reduce_to: the gradient of a broadcast, for every broadcasting op's rule. */
+#include "core/check.h"
 #include "netcl/autograd.h"
 #include "netcl/copy.h"
 #include "netcl/reduce.h"

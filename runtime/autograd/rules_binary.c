@@ -2,6 +2,7 @@
  * Either operand of a binary op may be a number; the rule keeps numbers as parameters and
  * reduces each tensor gradient back to its input's shape. */
 #include <math.h>
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "record.h"
 #include "scope.h"

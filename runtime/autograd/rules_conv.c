@@ -1,6 +1,7 @@
 /* conv2d: the input and weight gradients are the conv ops' backward kernels; the bias gradient
  * is the output gradient summed over N, H and W. */
 #include <stdlib.h>
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/conv.h"
 #include "record.h"

@@ -1,4 +1,5 @@
 /* Dropout: a Philox Bernoulli mask, so the same seed drops the same elements on every backend. */
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/creation.h"
 #include "record.h"

@@ -1,5 +1,6 @@
 /* Embedding lookup: the weight's gradient scatter-adds the output's gradient rows into the rows
  * the indices named (the embedding op's backward kernel). */
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/embedding.h"
 #include "record.h"

@@ -2,6 +2,7 @@
  * selections are scatter-adds of the output's gradient into zeros (repeated indices add up);
  * gradients of joins are views of the output's gradient. */
 #include <stdlib.h>
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/copy.h"
 #include "netcl/index.h"

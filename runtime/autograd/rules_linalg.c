@@ -1,5 +1,6 @@
 /* Matrix products: matmul (mm and bmm are its 2-D and 3-D cases) and linear. Gradients are
  * products with transposed views, read through their strides without copies. */
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/linalg.h"
 #include "record.h"

@@ -1,6 +1,7 @@
 /* Losses. cross_entropy with class targets and bce_with_logits have rules of their own (fused
  * and exact where compositions have kinks: d/dx of the BCE is sigmoid(x) - y also at x = 0);
  * the others are compositions of differentiable ops. */
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/copy.h"
 #include "compose.h"

@@ -1,5 +1,6 @@
 /* Normalization layers (batch, layer, RMS): gradients by the norm ops' fused backward kernels,
  * from the statistics the forward returned. Running statistics are buffers, not inputs. */
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/norm.h"
 #include "record.h"

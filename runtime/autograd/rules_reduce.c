@@ -3,6 +3,7 @@
  * that plain broadcasting against the input spreads it back over the reduced elements. */
 #include <math.h>
 #include <string.h>
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "record.h"
 #include "scope.h"

@@ -1,4 +1,5 @@
 /* softmax and log_softmax along one dim, from the saved output alone. */
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "record.h"
 #include "scope.h"

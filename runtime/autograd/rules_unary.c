@@ -1,6 +1,7 @@
 /* Elementwise unary ops and clamp. Each rule states d out / d x with ops, from the saved input
  * x and/or the saved output y, whichever gives the cheaper and more accurate formula. */
 #include <math.h>
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "record.h"
 #include "scope.h"

@@ -2,6 +2,7 @@
  * re-arrangement of the output's gradient (itself a view where possible), or for views that
  * drop elements (narrow, select) the gradient written into zeros of the input's shape. */
 #include <string.h>
+#include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/copy.h"
 #include "record.h"

@@ -3,6 +3,7 @@
  * freed), so freeing a tape frees everything it saved. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "netcl/autograd.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"

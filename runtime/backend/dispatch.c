@@ -1,5 +1,6 @@
 /* Dispatch tables and the checked wrappers: the only way the ops layer reaches a backend. */
 #include "dispatch.h"
+#include "core/check.h"
 #include "core/device_impl.h"
 
 #define NC_ENTRY_OF_ENTRY(e) NC_ENTRY_##e,

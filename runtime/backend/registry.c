@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "core/pool.h"
 #include "cpu/cpu_backend.h"
 #ifdef NC_HAVE_OPENCL

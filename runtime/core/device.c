@@ -2,6 +2,7 @@
  * and registered by runtime/backend/registry.c, which also looks them up by spec. */
 #include <stdlib.h>
 #include <time.h>
+#include "core/check.h"
 #include "device_impl.h"
 
 #define NC_MAX_DEVICES 64

@@ -1,5 +1,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
+#include "core/check.h"
 #include "netcl/storage.h"
 #include "pool.h"
 

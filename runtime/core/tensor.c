@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "netcl/tensor.h"
 
 nc_status nc_shape_check(int ndim, const int64_t *shape) {

@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "netcl/batch.h"
 #include "netcl/copy.h"
 

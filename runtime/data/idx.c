@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include "core/check.h"
 #include "io/file.h"
 #include "netcl/idx.h"
 

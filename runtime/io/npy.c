@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "io/file.h"
 #include "netcl/copy.h"
 #include "netcl/npy.h"

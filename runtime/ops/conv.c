@@ -1,6 +1,7 @@
 /* conv2d forward and gradients: geometry checks, contiguous operands, output allocation,
  * dispatch to the backend. */
 #include "backend/dispatch.h"
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/conv.h"
 #include "netcl/copy.h"

@@ -1,4 +1,5 @@
 #include "backend/dispatch.h"
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/creation.h"
 

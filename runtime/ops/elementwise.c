@@ -1,6 +1,7 @@
 /* Elementwise dispatch: dtype promotion, broadcasting, destinations, then one backend call. */
 #include <math.h>
 #include <string.h>
+#include "core/check.h"
 #include "support.h"
 
 nc_dtype nc_dtype_with_scalar(nc_dtype d, nc_scalar s) {

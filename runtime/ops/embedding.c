@@ -1,5 +1,6 @@
 /* Embedding lookup and its scatter-add backward: checks, allocation, dispatch. */
 #include "backend/dispatch.h"
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/creation.h"
 #include "netcl/embedding.h"

@@ -2,6 +2,7 @@
  * or scientific, chosen from the values shown), aligned columns, and "..." past 1000 elements. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "netcl/copy.h"

@@ -1,5 +1,6 @@
 /* index_select, gather, scatter_add and one_hot: index checks, shapes, then one backend call. */
 #include <string.h>
+#include "core/check.h"
 #include "support.h"
 #include "netcl/creation.h"
 #include "netcl/index.h"

@@ -1,6 +1,7 @@
 /* cat, stack (copies into slices of a new tensor) and split (views). */
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "support.h"
 #include "netcl/join.h"
 

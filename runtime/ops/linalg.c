@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/dispatch.h"
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"

@@ -1,5 +1,6 @@
 /* cross_entropy: checks (targets must be int64 class indices), allocation, dispatch. */
 #include "backend/dispatch.h"
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/loss.h"
 #include "ops/dense.h"

@@ -1,5 +1,6 @@
 /* Normalization ops: shape checks, saved-statistics tensors, dispatch. */
 #include "backend/dispatch.h"
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"

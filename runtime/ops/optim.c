@@ -2,6 +2,7 @@
  * dispatch to the backends' fused kernels. */
 #include <math.h>
 #include <string.h>
+#include "core/check.h"
 #include "netcl/creation.h"
 #include "netcl/optim.h"
 #include "support.h"

@@ -1,6 +1,7 @@
 /* Pooling: output geometry (PyTorch's rules for padding, dilation and ceil mode), checks,
  * allocation and dispatch. */
 #include "backend/dispatch.h"
+#include "core/check.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"

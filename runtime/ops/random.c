@@ -1,6 +1,7 @@
 /* bernoulli, randint and randperm: draws into a contiguous tensor (a temporary when the
  * destination is strided or of another dtype), so element i always uses counter offset + i. */
 #include <math.h>
+#include "core/check.h"
 #include "support.h"
 #include "netcl/creation.h"
 #include "netcl/sort.h"

@@ -3,6 +3,7 @@
  * written through views of the destination. */
 #include <math.h>
 #include <string.h>
+#include "core/check.h"
 #include "support.h"
 
 nc_reduce_args nc_reduce_defaults(void) { return (nc_reduce_args){2.0, 1.0}; }

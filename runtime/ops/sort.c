@@ -1,5 +1,6 @@
 /* sort and topk: the backend orders positions along the last dim of a transposed view; values
  * are then gathered from x in its own dtype. */
+#include "core/check.h"
 #include "support.h"
 #include "netcl/sort.h"
 

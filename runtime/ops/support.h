@@ -44,4 +44,8 @@ void nc_dtype_int_range(nc_dtype dt, int64_t *lo, int64_t *hi);
 /* Dims: 0-based dim of ndim (NC_ERR_INDEX otherwise). */
 nc_status nc_check_dim(int dim, int ndim);
 
+/* NC_ERR_INDEX unless every value of idx lies in [0, size); dim names the dim in the message.
+ * Waits for the device. */
+nc_status nc_check_indices(nc_tensor *idx, int64_t size, int dim);
+
 #endif

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "text/bpe_impl.h"
 
 const char *nc_bpe_escape(const char *p, size_t n, char *out, size_t cap) {

@@ -2,6 +2,7 @@
  * the cache of chunks already encoded, and finally the merge loop. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "text/bpe_impl.h"
 #include "text/special_scan.h"
 

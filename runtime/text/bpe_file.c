@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "text/base64.h"
 #include "text/bpe_impl.h"
 #include "text/lines.h"

@@ -3,6 +3,7 @@
 #define NETCL_TEXT_BPE_IMPL_H
 
 #include <stdint.h>
+#include "core/check.h"
 #include "netcl/bpe.h"
 #include "text/bytes_map.h"
 #include "text/presplit.h"

@@ -4,6 +4,7 @@
  * on ties); entries made stale by an earlier merge are recognised by their end offset and
  * dropped, so no entry is ever updated in place. */
 #include <stdlib.h>
+#include "core/check.h"
 #include "text/bpe_impl.h"
 
 typedef struct {

@@ -8,6 +8,7 @@
  * Best pair: highest count; ties go to the lower left id, then the lower right id. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "text/bpe_impl.h"
 #include "text/special_scan.h"
 #include "text/text_file.h"

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "text/bpe_impl.h"
 #include "text/lines.h"
 #include "text/text_file.h"

@@ -2,6 +2,7 @@
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "netcl/bpe.h"
 #include "text/presplit.h"
 

@@ -3,6 +3,7 @@
  * Special tokens are not in the file: the caller names them. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "text/base64.h"
 #include "text/bpe_impl.h"
 #include "text/lines.h"

@@ -62,7 +62,11 @@ function TestOneBinding:test_one_function_on_every_surface()
 end
 
 function TestOneBinding:test_every_differentiable_op_is_bound()
-  for _, name in ipairs(ag.ops()) do lu.assertEquals(type(nc.autograd[name]), "function", name) end
+  for _, name in ipairs(ag.ops()) do
+    lu.assertEquals(type(nc.autograd[name]), "function", name)
+    lu.assertTrue(rawequal(nc[name], nc.autograd[name]), "nc." .. name)
+    if TM[name] and NM[name] then lu.assertTrue(rawequal(TM[name], NM[name]), "methods " .. name) end
+  end
 end
 
 TestNodes = {}

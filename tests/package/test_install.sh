@@ -37,6 +37,19 @@ for f in include/netcl/netcl.h include/netcl_lua.h "$libdir/libnetcl.so" "$libdi
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 
+# Each installed header compiles on its own, as C and (with a C++ compiler) as C++: none may
+# lean on a header that is not installed, and C++ hosts can include them all.
+lua_cflags=$(pkg-config --cflags lua5.4)
+for h in "$prefix"/include/netcl/*.h "$prefix/include/netcl_lua.h"; do
+  name=${h#"$prefix/include/"}
+  echo "#include <$name>" | cc -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$prefix/include" \
+      $lua_cflags -x c - || fail "$name does not compile on its own as C"
+  if command -v c++ >/dev/null; then
+    echo "#include <$name>" | c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$prefix/include" \
+        $lua_cflags -x c++ - || fail "$name does not compile on its own as C++"
+  fi
+done
+
 stock_lua() { # only the prefix on the module paths: nothing may come from elsewhere
   (cd "$tmp" && LD_PRELOAD="$lua_preload" ASAN_OPTIONS=detect_leaks=0 \
      LUA_PATH="$1/$luadir/?.lua;$1/$luadir/?/init.lua" LUA_CPATH="$1/$cmoddir/?.so" lua5.4 -e "$2")

@@ -48,7 +48,7 @@ end
 function M.Sequential:append(m) return append(self, "nn.Sequential", m) end
 
 -- A failing child is named by position and type, so an error deep in a model says where it is:
--- "nn.Sequential: child 3 (Linear): netcl.autograd.linear: ...".
+-- "nn.Sequential: child 3 (Linear): netcl.linear: ...".
 function M.Sequential:forward(x)
   local label = rawget(getmetatable(self), "_label") or type_name(self)
   local i = 1

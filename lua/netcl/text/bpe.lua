@@ -54,13 +54,9 @@ end
 -- strict (the default) raises on text that holds a special token that is not allowed, and on
 -- allowed_special naming a token the tokenizer lacks; strict=false encodes such text as bytes.
 -- allowed_special may list names ({"<|endoftext|>"}) or be a set ({["<|endoftext|>"] = true}).
+-- as_tensor makes the Tensor (on the default device) in C, without the Lua array.
 function BPETokenizer:encode(s, opts)
-  local ids = call(self._h.encode, self._h, s, opts)
-  if type(opts) == "table" and opts.as_tensor then
-    local nc = require "netcl"
-    return nc.tensor(ids, {dtype = "int64", shape = {#ids}})
-  end
-  return ids
+  return call(self._h.encode, self._h, s, opts)
 end
 
 -- tok:decode(ids): ids is a Lua array or a 1-D integer Tensor; returns the bytes as a string.

@@ -5,6 +5,7 @@
  * to and scattered from [channels, chunk columns] form around the GEMM. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "cpu_linalg.h"
 
 enum { CHUNK_COLUMNS = 4096 };

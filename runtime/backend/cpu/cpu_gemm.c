@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "cpu_linalg.h"
 #ifdef NC_HAVE_BLAS
 #include <cblas.h>

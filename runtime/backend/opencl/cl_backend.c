@@ -1,6 +1,7 @@
 /* The OpenCL backend's buffers and transfers (its device interface) and the foundation ops
  * (fill, copy, arange, random) on kernels/core.cl. */
 #include <string.h>
+#include "core/check.h"
 #include "cl_backend.h"
 #include "cl_linalg.h"
 

@@ -1,6 +1,7 @@
 /* OpenCL conv2d: implicit-GEMM kernels of kernels/conv.cl, built with the device's GEMM tile
  * variant. The weight gradient splits its long K (N*OH*OW) across work-groups when the
  * output alone would leave the device idle, and sums the partials with a second kernel. */
+#include "core/check.h"
 #include "cl_linalg.h"
 
 /* Mirrors nc_conv in kernels/conv.cl. */

@@ -2,6 +2,7 @@
  * kernels take them, work sizes and launches. Discovery is cl_discover.c. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/check.h"
 #include "cl_backend.h"
 
 

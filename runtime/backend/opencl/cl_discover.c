@@ -2,6 +2,7 @@
  * backend's device interface and dispatch table, which are assembled here (and only here, so
  * no other file of the backend depends on this one). */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cl_backend.h"

@@ -1,5 +1,6 @@
 /* OpenCL elementwise families on kernels/elementwise.cl: contiguous operands go to the per-op
  * fast kernels (<op>_<dtype>), anything else to the general strided kernels. */
+#include "core/check.h"
 #include "cl_backend.h"
 
 /* Fast kernels index with one work-item per element; larger tensors go in slices. */

@@ -2,6 +2,7 @@
  * reported through a one-int buffer (reading it waits for the lookup). */
 #include <limits.h>
 #include <stdio.h>
+#include "core/check.h"
 #include "cl_linalg.h"
 
 /* A device int32 holding INT_MAX, for kernels that atomic-min a bad position into it. */

@@ -1,6 +1,7 @@
 /* The OpenCL GEMM entry: one launch of kernels/gemm.cl per batched product, with the tile
  * variant the tuner chose for the device. */
 #include <stdio.h>
+#include "core/check.h"
 #include "cl_linalg.h"
 
 nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt) {

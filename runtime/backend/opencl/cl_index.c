@@ -1,4 +1,5 @@
 /* OpenCL index family (kernels/index.cl) and sort (kernels/sort.cl). */
+#include "core/check.h"
 #include "cl_backend.h"
 
 nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim) {

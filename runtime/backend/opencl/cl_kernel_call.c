@@ -4,6 +4,7 @@
  * needs no host code of its own. */
 #include <string.h>
 #include "cl_linalg.h"
+#include "core/check.h"
 
 typedef union {
   cl_float f;

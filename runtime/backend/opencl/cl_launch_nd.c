@@ -1,4 +1,5 @@
 /* Multi-dimensional kernel launches (tiled kernels index work-groups in 2-D and 3-D). */
+#include "core/check.h"
 #include "cl_backend.h"
 
 nc_status nc_cl_launch_nd(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args, int dims,

@@ -1,4 +1,5 @@
 /* OpenCL cross entropy: kernels/loss.cl. */
+#include "core/check.h"
 #include "cl_linalg.h"
 
 typedef union {

@@ -1,4 +1,5 @@
 /* OpenCL norms: kernels/norm.cl; one work-group per channel or row for the statistics. */
+#include "core/check.h"
 #include "cl_linalg.h"
 
 typedef union {

@@ -1,4 +1,5 @@
 /* OpenCL fused optimizer updates and sum of squares on kernels/optim.cl. */
+#include "core/check.h"
 #include "cl_backend.h"
 
 typedef union {

@@ -1,4 +1,5 @@
 /* OpenCL pooling: kernels/pool.cl, one grid-stride launch per call. */
+#include "core/check.h"
 #include "cl_linalg.h"
 
 /* Mirrors nc_pool in kernels/pool.cl. */

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/check.h"
 #include "cl_backend.h"
 #include "netcl/optable.h"
 

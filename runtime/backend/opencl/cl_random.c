@@ -1,4 +1,5 @@
 /* OpenCL random family on kernels/random.cl. */
+#include "core/check.h"
 #include "cl_backend.h"
 
 nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset,

@@ -3,6 +3,7 @@
  * chunks whose partial states a second kernel merges. The plan depends only on the shape and
  * the device, so results are deterministic. */
 #include <string.h>
+#include "core/check.h"
 #include "cl_backend.h"
 
 #define ROWS_MAX 64

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "core/check.h"
 #include "cl_linalg.h"
 
 const nc_gemm_config nc_gemm_candidates[] = {

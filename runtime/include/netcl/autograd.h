@@ -11,6 +11,10 @@
 #include <stdbool.h>
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nc_node nc_node;
 typedef struct nc_tape nc_tape;
 typedef struct nc_ag_ctx nc_ag_ctx;
@@ -82,5 +86,9 @@ nc_status nc_ag_reduce_to(nc_tensor *grad, int ndim, const int64_t *shape, nc_te
  * when the entry is freed. */
 void nc_ag_set_user(nc_ag_ctx *ctx, void *user, void (*free_fn)(void *user));
 void *nc_ag_user(nc_ag_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -23,6 +23,10 @@
 #include "reduce.h"
 #include "table_ops.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The differentiable ops: the op table's rows whose gradient column is DIFF(nc_ag_<fn>)
  * (netcl/optable.h), by name, in table order, and their count. */
 extern const char *const nc_ag_op_names[];
@@ -38,8 +42,14 @@ typedef struct {
   nc_scalar s;
 } nc_ag_operand;
 
-static inline nc_ag_operand nc_ag_node(nc_node *n) { return (nc_ag_operand){n, {false, 0, 0.0}}; }
-static inline nc_ag_operand nc_ag_scalar(nc_scalar s) { return (nc_ag_operand){NULL, s}; }
+static inline nc_ag_operand nc_ag_node(nc_node *n) {
+  nc_ag_operand o = {n, {false, 0, 0.0}};
+  return o;
+}
+static inline nc_ag_operand nc_ag_scalar(nc_scalar s) {
+  nc_ag_operand o = {NULL, s};
+  return o;
+}
 
 /* op of the unary family that is differentiable (abs ... sign; floor, ceil, round and sign have
  * a zero gradient). gelu is exact (erf); gelu_tanh its tanh approximation. */
@@ -161,5 +171,9 @@ nc_status nc_ag_cosine_similarity(nc_tape *t, nc_node *a, nc_node *b, int dim, d
 /* nc_ag_<name>(t, the pure op's arguments without its saved outputs, nc_node **out) for every
  * differentiable KERNEL row (netcl/table_ops.h, netcl/op_sig.h). */
 NC_OPS(NC_SIG_DECLARE_AG_)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,6 +17,10 @@
 #include <stdint.h>
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nc_bpe nc_bpe;
 typedef struct nc_bpe_trainer nc_bpe_trainer;
 
@@ -120,5 +124,9 @@ nc_status nc_bpe_trainer_feed_file(nc_bpe_trainer *tr, const char *path);
  * The trainer may be trained again (its counts are kept). */
 nc_status nc_bpe_trainer_train(nc_bpe_trainer *tr, size_t vocab_size, uint64_t min_frequency, nc_bpe **out);
 void nc_bpe_trainer_free(nc_bpe_trainer *tr);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

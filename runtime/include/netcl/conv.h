@@ -6,6 +6,10 @@
 #include "op_desc.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 
 /* Checks x [N,C,H,W] and weight [O, C/groups, KH, KW] against the parameters and fills the
  * derived fields of p. Errors (NC_ERR_SHAPE/ARG) name the problem: "groups 3 does not divide
@@ -24,5 +28,9 @@ nc_status nc_conv2d_backward_input(nc_tensor *dy, nc_tensor *weight, const int64
 /* d loss / d weight [O, C/groups, KH, KW] from dy and x. weight_shape gives (O, C/g, KH, KW). */
 nc_status nc_conv2d_backward_weight(nc_tensor *dy, nc_tensor *x, const int64_t weight_shape[4],
                                     const nc_conv2d_desc *params, nc_tensor **dw);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

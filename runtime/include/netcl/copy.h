@@ -4,6 +4,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* dst[...] = src[...], converting dtype; shapes must match, or src must broadcast to dst.
  * dst and src may live on different devices. */
 nc_status nc_copy(nc_tensor *dst, nc_tensor *src);
@@ -19,5 +23,9 @@ nc_status nc_reshape(nc_tensor *t, int ndim, const int64_t *shape, nc_tensor **o
 
 /* Reads any tensor's values to host memory as a contiguous array of its dtype. */
 nc_status nc_read_values(nc_tensor *t, void *dst, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

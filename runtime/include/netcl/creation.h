@@ -5,6 +5,10 @@
 #include "random.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* t[...] = value (converted to t's dtype). Any layout. */
 nc_status nc_fill(nc_tensor *t, double value);
 
@@ -28,5 +32,9 @@ nc_status nc_randint(nc_tensor *t, nc_rng *g, int64_t lo, int64_t hi);
 
 /* A uniformly random permutation of 0 .. n-1 into the 1-D t of size n (sorts random keys). */
 nc_status nc_randperm(nc_tensor *t, nc_rng *g);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

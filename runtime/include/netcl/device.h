@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nc_device nc_device;
 
 typedef enum { NC_DEVICE_CPU = 0, NC_DEVICE_OPENCL } nc_device_kind;
@@ -46,5 +50,9 @@ nc_status nc_device_warmup(nc_device *dev, double *seconds);
 
 /* Waits for all work queued on the device. */
 nc_status nc_device_sync(nc_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include "status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
   NC_FLOAT32 = 0,
   NC_FLOAT64,
@@ -25,5 +29,9 @@ bool nc_dtype_valid(int d);
 /* The smaller dtype that holds both (PyTorch order: bool < uint8 < int32 < int64 < float32 <
  * float64). */
 nc_dtype nc_dtype_promote(nc_dtype a, nc_dtype b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

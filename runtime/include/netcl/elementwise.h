@@ -19,6 +19,10 @@
 #include "op_desc.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 
 /* The dtype holding a tensor of dtype d combined with scalar s (rules above). */
 nc_dtype nc_dtype_with_scalar(nc_dtype d, nc_scalar s);
@@ -51,5 +55,9 @@ nc_status nc_where_into(nc_tensor *dst, nc_tensor *cond, nc_operand a, nc_operan
 /* x with value where mask (bool, broadcast to x's shape) is true; value takes x's dtype. */
 nc_status nc_masked_fill(nc_tensor *x, nc_tensor *mask, nc_scalar value, nc_tensor **out);
 nc_status nc_masked_fill_into(nc_tensor *dst, nc_tensor *x, nc_tensor *mask, nc_scalar value);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,10 @@
 #include "device.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Reads path (gzip is recognized by its magic, whatever the file's name) into a new tensor on
  * dev. Errors: NC_ERR_IO, NC_ERR_FORMAT (bad magic, an unknown type, 0 dims, data shorter or
  * longer than the dims need, a corrupt gzip stream; the message starts with the path),
@@ -18,5 +22,9 @@ nc_status nc_idx_load(const char *path, nc_device *dev, nc_tensor **out);
 
 /* The same from a buffer of len bytes holding a whole file (not retained). */
 nc_status nc_idx_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* x's entries at positions idx (1-D) along dim: out has x's shape with dim resized to len(idx). */
 nc_status nc_index_select(nc_tensor *x, int dim, nc_tensor *idx, nc_tensor **out);
 nc_status nc_index_select_into(nc_tensor *dst, nc_tensor *x, int dim, nc_tensor *idx);
@@ -26,8 +30,8 @@ nc_status nc_scatter_add_into(nc_tensor *dst, nc_tensor *x, int dim, nc_tensor *
 /* int64 one-hot rows of n classes: out[..., c] = (idx[...] == c). n < 0 takes max(idx) + 1. */
 nc_status nc_one_hot(nc_tensor *idx, int64_t n, nc_tensor **out);
 
-/* NC_ERR_INDEX unless every value of idx lies in [0, size); dim names the dim in the message.
- * Waits for the device. */
-nc_status nc_check_indices(nc_tensor *idx, int64_t size, int dim);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

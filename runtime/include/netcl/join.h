@@ -5,6 +5,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Concatenation of n tensors along dim; all have one ndim and equal sizes outside dim (1-D
  * empty tensors are skipped, as in PyTorch). The dtype is the promotion of all. */
 nc_status nc_cat(int n, nc_tensor *const *ts, int dim, nc_tensor **out);
@@ -19,5 +23,9 @@ nc_status nc_split(nc_tensor *x, int dim, int n, const int64_t *sizes, nc_tensor
 /* Sizes of the pieces splitting len into pieces of `size` (the last may be smaller): fills at
  * most max entries and returns the count (0 for len 0). size must be > 0. */
 int nc_split_sizes(int64_t len, int64_t size, int64_t *sizes, int max);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* PyTorch's matmul: 1-D @ 1-D is a dot product (0-dim result); a 1-D left operand is a row
  * and a 1-D right operand a column (the added dim is removed again); otherwise the last two
  * dims multiply and the leading (batch) dims broadcast. Errors: NC_ERR_SHAPE ("inner
@@ -36,5 +40,9 @@ nc_status nc_gemm(nc_tensor *a, nc_tensor *b, nc_tensor *c, double alpha, double
  * accepted and behave as "highest". Process-wide. Errors: NC_ERR_ARG for another name. */
 nc_status nc_set_matmul_precision(const char *mode);
 const char *nc_get_matmul_precision(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 #include "op_desc.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 
 typedef struct {
   int64_t ignore_index;   /* targets equal to it add nothing (PyTorch default -100) */
@@ -26,5 +30,9 @@ nc_status nc_cross_entropy(nc_tensor *logits, nc_tensor *targets, const nc_cross
  * forward op returned. */
 nc_status nc_cross_entropy_backward(nc_tensor *dloss, nc_tensor *logits, nc_tensor *targets, nc_tensor *lse,
                                     const nc_cross_entropy_opts *opts, nc_tensor **dlogits);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 #include <stdint.h>
 #include "device.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
   uint64_t in_use;          /* bytes handed out by the buffer pool (size-class rounded) */
   uint64_t cached;          /* bytes kept for reuse */
@@ -26,5 +30,9 @@ void nc_memory_empty_cache(nc_device *dev);
 typedef void (*nc_pressure_fn)(void *ud);
 nc_status nc_pressure_register(nc_pressure_fn fn, void *ud);
 void nc_pressure_unregister(nc_pressure_fn fn, void *ud);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

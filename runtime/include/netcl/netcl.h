@@ -35,7 +35,15 @@
 #include "shuffle.h"
 #include "optim.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The library version ("x.y.z"). */
 const char *nc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

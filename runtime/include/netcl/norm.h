@@ -7,6 +7,10 @@
 #include <stdbool.h>
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* x [N, C, *]. training: normalizes with the batch mean and biased variance, returns them in
  * *save_mean and *save_invstd ([C]), and when running_mean/running_var ([C]) are given,
  * updates them in place: r = (1 - momentum) r + momentum * stat, with the unbiased variance.
@@ -37,5 +41,9 @@ nc_status nc_rms_norm(nc_tensor *x, int normalized_ndim, nc_tensor *weight, doub
                       nc_tensor **rstd);
 nc_status nc_rms_norm_backward(nc_tensor *dy, nc_tensor *x, int normalized_ndim, nc_tensor *weight,
                                nc_tensor *rstd, nc_tensor **dx, nc_tensor **dweight);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

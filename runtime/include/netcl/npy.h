@@ -7,6 +7,10 @@
 #include "device.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Reads path into a new contiguous tensor on dev (Fortran-ordered files are transposed into
  * row-major order). Errors: NC_ERR_IO, NC_ERR_FORMAT (bad magic, malformed header, data
  * shorter or longer than the shape needs, booleans other than 0/1; the message starts with
@@ -20,5 +24,9 @@ nc_status nc_npy_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **
 /* Writes t (any device and layout) as a format 1.0 file in C order, atomically (temporary
  * file, fsync, rename). Errors: NC_ERR_IO, NC_ERR_OOM, or a device read error. */
 nc_status nc_npy_save(const char *path, nc_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

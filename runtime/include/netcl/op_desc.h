@@ -11,15 +11,26 @@
 #include "optable.h"
 #include "tensor.h"
 
-/* A number given with a tensor: an integer (exact to 64 bits) or a real. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A number given with a tensor: an integer (exact to 64 bits) or a real. (The constructors
+ * below avoid compound literals, which C++ does not have.) */
 typedef struct {
   bool is_int;
   int64_t i;
   double f;
 } nc_scalar;
 
-static inline nc_scalar nc_scalar_int(int64_t v) { return (nc_scalar){true, v, (double)v}; }
-static inline nc_scalar nc_scalar_float(double v) { return (nc_scalar){false, (int64_t)0, v}; }
+static inline nc_scalar nc_scalar_int(int64_t v) {
+  nc_scalar s = {true, v, (double)v};
+  return s;
+}
+static inline nc_scalar nc_scalar_float(double v) {
+  nc_scalar s = {false, 0, v};
+  return s;
+}
 
 /* A tensor, or (t == NULL) the scalar s. */
 typedef struct {
@@ -27,8 +38,14 @@ typedef struct {
   nc_scalar s;
 } nc_operand;
 
-static inline nc_operand nc_operand_tensor(nc_tensor *t) { return (nc_operand){t, {false, 0, 0.0}}; }
-static inline nc_operand nc_operand_scalar(nc_scalar s) { return (nc_operand){NULL, s}; }
+static inline nc_operand nc_operand_tensor(nc_tensor *t) {
+  nc_operand o = {t, {false, 0, 0.0}};
+  return o;
+}
+static inline nc_operand nc_operand_scalar(nc_scalar s) {
+  nc_operand o = {NULL, s};
+  return o;
+}
 
 typedef struct {
   double p; /* norm: the order; 2 (Euclidean), 1, INFINITY (max |x|), -INFINITY, 0 (count of nonzeros), any */
@@ -58,5 +75,9 @@ typedef struct nc_pool2d_desc {
 } nc_pool2d_desc;
 
 typedef enum { NC_REDUCTION_NONE = 0, NC_REDUCTION_MEAN = 1, NC_REDUCTION_SUM = 2 } nc_reduction;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #ifndef NETCL_OP_SIG_H
 #define NETCL_OP_SIG_H
 
+/* The parameter types the signatures expand to. */
+#include <stdbool.h>
+#include <stdint.h>
+
 /* Two pasting macros: NC_PP_CAT picks a row's generator by its entry or gradient column, and
  * NC_PP_MAP counts with NC_PP_JOIN, which must differ (a macro does not expand inside itself). */
 #define NC_PP_CAT_(a, b) a##b

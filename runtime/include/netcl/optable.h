@@ -11,6 +11,10 @@
 #include "dtype.h"
 #include "op_sig.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Accepted input dtypes, as bit masks over nc_dtype. */
 #define NC_DT_F32 (1u << NC_FLOAT32)
 #define NC_DT_FLOAT ((1u << NC_FLOAT32) | (1u << NC_FLOAT64))
@@ -245,5 +249,9 @@ bool nc_op_accepts(nc_op op, nc_dtype d);
  * parts report their own errors). Calling an op the backend lacks fails with
  * NC_ERR_UNSUPPORTED, naming the op and the backend. */
 bool nc_device_supports_op(const nc_device *dev, nc_op op);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -19,6 +19,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* SGD. d = grad (+ weight_decay * param when weight_decay != 0). With momentum != 0:
  * buf = d on the first update (first == true), else buf = momentum * buf + (1 - dampening) * d,
  * and then d = nesterov ? d + momentum * buf : buf. Finally param -= lr * d.
@@ -75,5 +79,9 @@ nc_status nc_clip_grad_norm(int n, nc_tensor *const *grads, double max_norm, dou
 /* A zero-filled contiguous tensor with like's shape, dtype and device, from the persistent
  * pool (optimizer state outlives the churn of activations). */
 nc_status nc_optim_state_new(const nc_tensor *like, nc_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

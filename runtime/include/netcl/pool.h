@@ -7,6 +7,10 @@
 #include "op_desc.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 
 /* Defaults for max/avg pooling with kernel (kh, kw): stride = kernel, padding 0, dilation 1,
  * floor mode, count_include_pad true. */
@@ -32,5 +36,9 @@ nc_status nc_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *i
                                  const nc_pool2d_desc *params, nc_tensor **dx);
 nc_status nc_adaptive_avg_pool2d_backward(nc_tensor *dy, int input_ndim, const int64_t *input_shape,
                                           nc_tensor **dx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

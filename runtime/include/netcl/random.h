@@ -4,6 +4,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A generator is a key (seed) and a counter offset; every draw of n elements consumes n
  * counters, so the element at flat position i of a draw uses counter (offset + i). */
 typedef struct {
@@ -18,5 +22,9 @@ void nc_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]
 
 /* The words element i of a draw uses: counter = {lo(offset+i), hi(offset+i), 0, 0}, key = seed. */
 void nc_philox_element(uint64_t seed, uint64_t counter, uint32_t out[4]);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -18,6 +18,10 @@
 #include "op_desc.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 
 /* p = 2, correction = 1. */
 nc_reduce_args nc_reduce_defaults(void);
@@ -41,5 +45,9 @@ nc_status nc_cumsum_into(nc_tensor *dst, nc_tensor *x, int dim);
  * magnitude. */
 nc_status nc_softmax(nc_op op, nc_tensor *x, int dim, nc_tensor **out);
 nc_status nc_softmax_into(nc_op op, nc_tensor *dst, nc_tensor *x, int dim);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,10 @@
 #include "device.h"
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A loaded file: named tensors (in header order) and the "__metadata__" string map. */
 typedef struct nc_safetensors nc_safetensors;
 
@@ -52,5 +56,9 @@ typedef struct {
  * error. */
 nc_status nc_safetensors_save(const char *path, const nc_named_tensor *tensors, size_t n,
                               const nc_metadata_entry *metadata, size_t n_metadata);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

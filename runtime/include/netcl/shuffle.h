@@ -4,6 +4,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Fills out[0..n) with a permutation of 0..n-1 that depends only on (seed, stream): a
  * Fisher-Yates shuffle (Durstenfeld's, i from n-1 down to 1, swapping out[i] with out[j]) where
  * j is uniform on [0, i] by rejection sampling. Candidate c (0, 1, 2, ... across the whole
@@ -11,5 +15,9 @@
  * = {lo(c), hi(c), lo(stream), hi(stream)}; it is rejected when below 2^64 mod (i + 1), else
  * j = candidate mod (i + 1). A data loader uses the epoch as the stream. */
 void nc_shuffle_permutation(int64_t *out, int64_t n, uint64_t seed, uint64_t stream);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -3,8 +3,9 @@
 #ifndef NETCL_STATUS_H
 #define NETCL_STATUS_H
 
-#include <stdio.h>
-#include <stdlib.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum {
   NC_OK = 0,
@@ -32,23 +33,8 @@ nc_status nc_error(nc_status s, const char *fmt, ...) __attribute__((format(prin
 /* Appends to the current message ("...: context"); returns s. */
 nc_status nc_error_prefix(nc_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define NC_TRY(expr)                   \
-  do {                                 \
-    nc_status nc_try_s_ = (expr);      \
-    if (nc_try_s_ != NC_OK) return nc_try_s_; \
-  } while (0)
-
-/* Internal invariants: checked in debug and sanitizer builds, never for user errors. */
-#ifdef NC_DEBUG_ASSERTS
-#define NC_ASSERT(c)                                                                      \
-  do {                                                                                    \
-    if (!(c)) {                                                                           \
-      fprintf(stderr, "netcl: internal invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__); \
-      abort();                                                                            \
-    }                                                                                     \
-  } while (0)
-#else
-#define NC_ASSERT(c) ((void)0)
+#ifdef __cplusplus
+}
 #endif
 
 #endif

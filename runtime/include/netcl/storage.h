@@ -6,6 +6,10 @@
 #include <stdint.h>
 #include "device.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nc_storage nc_storage;
 
 enum {
@@ -43,5 +47,9 @@ nc_status nc_storage_write(nc_storage *s, size_t off, const void *src, size_t nb
 
 /* Copies nbytes at byte offset off to host memory; waits for queued work. */
 nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 #include "dtype.h"
 #include "storage.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define NC_MAX_DIMS 8
 
 typedef struct nc_tensor {
@@ -62,5 +66,9 @@ bool nc_view_strides(const nc_tensor *t, int ndim, const int64_t *shape, int64_t
 /* Host transfers of a contiguous tensor's bytes. */
 nc_status nc_tensor_write_host(nc_tensor *t, const void *src, size_t nbytes);
 nc_status nc_tensor_read_host(const nc_tensor *t, void *dst, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
