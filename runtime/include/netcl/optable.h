@@ -42,6 +42,7 @@ typedef enum {
   NC_FAMILY_DATA,    /* fill, copy with dtype conversion, arange (creation.h, copy.h) */
   NC_FAMILY_OPTIM,   /* fused optimizer updates and the gradient-norm partial sums (optim.h) */
   NC_FAMILY_VIEW,    /* views of a tensor's storage and the copies that make layouts contiguous */
+  NC_FAMILY_ACTIVATION, /* elementwise activations with kernels of their own (KERNEL rows) */
   NC_FAMILY_COUNT
 } nc_op_family;
 
