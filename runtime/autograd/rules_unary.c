@@ -1,8 +1,10 @@
-/* Elementwise unary ops and clamp. Each rule states d out / d x with ops, from the saved input
- * x and/or the saved output y, whichever gives the cheaper and more accurate formula. */
+/* Elementwise unary ops, clamp and the activations defined by their op-table rows. Each rule
+ * states d out / d x with ops, from the saved input x and/or the saved output y, whichever gives
+ * the cheaper and more accurate formula. */
 #include <math.h>
 #include "core/check.h"
 #include "netcl/autograd_ops.h"
+#include "netcl/table_ops.h"
 #include "record.h"
 #include "scope.h"
 
@@ -147,4 +149,81 @@ nc_status nc_ag_clamp(nc_tape *t, nc_node *x, const nc_scalar *lo, const nc_scal
     nc_ag_params(c)[1] = hi ? hi->f : 0;
   }
   return NC_OK;
+}
+
+/* ---- activations defined by their op-table rows: elu, softplus, mish, leaky_relu ---------------- */
+/* iparams: [0] the op; params: its numbers; saved: x. d out / d x is composed of ops, and follows
+ * torch's backward formulas down to their comparisons, so that a nan input gets torch's gradient
+ * too (elu: 1, leaky_relu: negative_slope, softplus and mish: nan). */
+static nc_status activation_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
+  ag_scope S = AG_SCOPE;
+  const nc_op op = (nc_op)nc_ag_iparams(c)[0];
+  const double *p = nc_ag_params(c);
+  nc_tensor *x = ag_saved(&S, c, 0), *d = NULL;
+  switch (op) {
+    case NC_OP_ELU: /* alpha exp(x) for x <= 0, else 1 */
+      d = ag_where(&S, ag_bin(&S, NC_OP_LE, AG_T(x), AG_F(0.0)),
+                   AG_T(ag_muls(&S, ag_un(&S, NC_OP_EXP, x), p[0])), AG_F(1.0));
+      break;
+    case NC_OP_SOFTPLUS: { /* sigmoid(beta x), and 1 where beta x > threshold */
+      nc_tensor *bx = ag_muls(&S, x, p[0]);
+      d = ag_where(&S, ag_bin(&S, NC_OP_GT, AG_T(bx), AG_F(p[1])), AG_F(1.0),
+                   AG_T(ag_un(&S, NC_OP_SIGMOID, bx)));
+      break;
+    }
+    case NC_OP_MISH: { /* x tanh(sp(x)) -> tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus */
+      nc_tensor *sp = NULL, *r;
+      if (ag_ok(&S)) sp = ag_take(&S, nc_softplus(x, 1.0, 20.0, &r), &r);
+      nc_tensor *t = ag_un(&S, NC_OP_TANH, sp);
+      nc_tensor *sech2 = ag_bin(&S, NC_OP_SUB, AG_F(1.0), AG_T(ag_mul(&S, t, t)));
+      d = ag_bin(&S, NC_OP_ADD, AG_T(t), AG_T(ag_mul(&S, ag_mul(&S, x, ag_un(&S, NC_OP_SIGMOID, x)), sech2)));
+      break;
+    }
+    case NC_OP_LEAKY_RELU: /* g for x > 0, else g negative_slope: scaling g keeps its precision */
+      gi[0] = ag_keep(
+          &S, ag_where(&S, ag_bin(&S, NC_OP_GT, AG_T(x), AG_F(0.0)), AG_T(g), AG_T(ag_muls(&S, g, p[0]))));
+      return ag_end(&S);
+    default:
+      ag_fail(&S, nc_error(NC_ERR_STATE, "no derivative for activation %s", nc_op_get(op)->name));
+  }
+  gi[0] = ag_keep(&S, ag_mul(&S, g, d));
+  return ag_end(&S);
+}
+
+/* Wraps the activation op's result y of node x (with numbers p[0 .. np)) and records its rule. */
+static nc_status record_activation(nc_tape *t, nc_op op, nc_node *x, nc_tensor *y, int np, const double *p,
+                                   nc_node **out) {
+  nc_ag_ctx *c;
+  NC_TRY(ag_output(t, nc_op_get(op)->name, activation_rule, 1, &x, y, out, &c));
+  if (c) {
+    nc_ag_iparams(c)[0] = op;
+    for (int i = 0; i < np; i++) nc_ag_params(c)[i] = p[i];
+    nc_ag_save(c, nc_node_value(x));
+  }
+  return NC_OK;
+}
+
+nc_status nc_ag_elu(nc_tape *t, nc_node *x, double alpha, nc_node **out) {
+  nc_tensor *y;
+  NC_TRY(nc_elu(nc_node_value(x), alpha, &y));
+  return record_activation(t, NC_OP_ELU, x, y, 1, &alpha, out);
+}
+
+nc_status nc_ag_softplus(nc_tape *t, nc_node *x, double beta, double threshold, nc_node **out) {
+  nc_tensor *y;
+  NC_TRY(nc_softplus(nc_node_value(x), beta, threshold, &y));
+  const double p[2] = {beta, threshold};
+  return record_activation(t, NC_OP_SOFTPLUS, x, y, 2, p, out);
+}
+
+nc_status nc_ag_mish(nc_tape *t, nc_node *x, nc_node **out) {
+  nc_tensor *y;
+  NC_TRY(nc_mish(nc_node_value(x), &y));
+  return record_activation(t, NC_OP_MISH, x, y, 0, NULL, out);
+}
+
+nc_status nc_ag_leaky_relu(nc_tape *t, nc_node *x, double negative_slope, nc_node **out) {
+  nc_tensor *y;
+  NC_TRY(nc_leaky_relu(nc_node_value(x), negative_slope, &y));
+  return record_activation(t, NC_OP_LEAKY_RELU, x, y, 1, &negative_slope, out);
 }

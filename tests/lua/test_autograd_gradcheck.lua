@@ -198,6 +198,23 @@ case("linear", function() return {P({5, 3}), P({4, 3}), P({4})} end, function(x,
 case("linear", function() return {P({2, 5, 3}), P({4, 3})} end, function(x, w) return ag.linear(x, w) end)
 case("linear", function() return {P({3}), P({4, 3}), P({4})} end, function(x, w, b) return ag.linear(x, w, b) end)
 
+-- ---- activations defined by their op-table rows: both signs, and each option --------------------------
+-- Fixed values, at least 0.2 from every kink and switch point (0; softplus's beta x = threshold).
+local function values(list) return function() return {ag.param(nc.tensor(list, {dtype = "float64"}))} end end
+local MIXED = {-3.1, -1.7, -0.6, -0.25, 0.3, 0.8, 1.9, 4.2}
+case("elu", values(MIXED), function(x) return ag.elu(x) end)
+case("elu", values(MIXED), function(x) return ag.elu(x, {alpha = 0.4}) * x end)
+case("leaky_relu", values(MIXED), function(x) return ag.leaky_relu(x) end)
+case("leaky_relu", values(MIXED), function(x) return ag.leaky_relu(x, {negative_slope = -1.5}) * x end)
+case("softplus", values(MIXED), function(x) return ag.softplus(x) end)
+-- beta x crosses the threshold: x > 1.25 takes the linear branch
+case("softplus", values(MIXED), function(x) return ag.softplus(x, {beta = 2, threshold = 2.5}) end)
+case("softplus", values(MIXED), function(x) return ag.softplus(x, {beta = 0.5, threshold = 0.5}) * x end)
+case("softplus", values({-25, -21, 21, 25}), function(x) return ag.softplus(x) end) -- far on both sides of 20
+case("mish", values(MIXED), function(x) return ag.mish(x) end)
+case("mish", function() return {P({3, 4}, -5, 5)} end, function(x) return ag.mish(x) * x end)
+case("mish", values({-30, -22, 22, 30}), function(x) return ag.mish(x) end)
+
 -- ---- layers ---------------------------------------------------------------------------------------------
 case("conv2d", function() return {P({2, 3, 5, 5}), P({4, 3, 3, 3}), P({4})} end,
      function(x, w, b) return ag.conv2d(x, w, b, {padding = 1}) end)

@@ -518,6 +518,44 @@ function TestLayers:test_activations()
   H.assert_error(function() nn.ReLU(true) end, "nn.ReLU: takes no arguments")
 end
 
+-- ELU, Softplus, Mish and LeakyReLU run the C activation ops (nc.elu, ...); values against the
+-- formulas, Tensors and Nodes, constructor checks.
+function TestLayers:test_activation_ops()
+  local xs = {-25, -2, -0.5, 0, 0.5, 3, 25}
+  local x = nc.tensor({xs}, {dtype = "float64"})
+  local function map(f) local out = {} for i, v in ipairs(xs) do out[i] = f(v) end return {out} end
+  local function softplus(v, b, t) return v * b > t and v or math.log(1 + math.exp(v * b)) / b end
+  local function tanh(v) local e = math.exp(-2 * math.abs(v)) return (v < 0 and -1 or 1) * (1 - e) / (1 + e) end
+  H.assert_close(value(nn.ELU()(x)), map(function(v) return v > 0 and v or math.exp(v) - 1 end), 1e-12)
+  H.assert_close(value(nn.ELU(0.5)(x)), map(function(v) return v > 0 and v or 0.5 * (math.exp(v) - 1) end), 1e-12)
+  H.assert_close(value(nn.ELU({alpha = 2})(x)), map(function(v) return v > 0 and v or 2 * (math.exp(v) - 1) end), 1e-12)
+  H.assert_close(value(nn.Softplus()(x)), map(function(v) return softplus(v, 1, 20) end), 1e-12)
+  H.assert_close(value(nn.Softplus({beta = 2, threshold = 1})(x)), map(function(v) return softplus(v, 2, 1) end), 1e-12)
+  H.assert_close(value(nn.Mish()(x)), map(function(v) return v * tanh(softplus(v, 1, 20)) end), 1e-12)
+  H.assert_close(value(nn.LeakyReLU(-0.5)(x)), map(function(v) return v > 0 and v or -0.5 * v end), 0)
+  -- on Nodes, with a gradient
+  local p = ag.param(x:clone())
+  local tape = ag.Tape()
+  tape:backward(tape:record(function() return nn.Sequential(nn.ELU(), nn.Mish())(p):sum() end))
+  lu.assertEquals(p.grad.shape, {1, 7})
+  lu.assertEquals(tostring(nn.Sequential(nn.ELU(0.5), nn.Softplus({beta = 2}), nn.Mish(), nn.LeakyReLU(0.1))),
+    "Sequential\n  (0): ELU(alpha=0.5)\n  (1): Softplus(beta=2, threshold=20)\n  (2): Mish\n  (3): LeakyReLU(negative_slope=0.1)")
+  -- constructor checks, reported at the caller's line
+  local err = H.assert_error(function() nn.ELU("big") end, "nn.ELU: alpha must be a finite number, got big")
+  lu.assertStrContains(err, "test_nn.lua")
+  H.assert_error(function() nn.ELU({alpah = 1}) end, "nn.ELU: unknown option 'alpah'")
+  H.assert_error(function() nn.ELU(math.huge) end, "nn.ELU: alpha must be a finite number")
+  H.assert_error(function() nn.Softplus({beta = 0}) end, "nn.Softplus: beta must not be 0")
+  H.assert_error(function() nn.Softplus({threshold = 0 / 0}) end, "nn.Softplus: threshold must be a finite number")
+  H.assert_error(function() nn.Softplus(2) end, "nn.Softplus: options must be a table")
+  H.assert_error(function() nn.Softplus({bta = 2}) end, "nn.Softplus: unknown option 'bta'")
+  H.assert_error(function() nn.Mish(1) end, "nn.Mish: takes no arguments")
+  err = H.assert_error(function() nn.LeakyReLU("x") end, "nn.LeakyReLU: negative_slope must be a finite number")
+  lu.assertStrContains(err, "test_nn.lua")
+  -- the C ops refuse integer inputs, naming themselves
+  H.assert_error(function() nn.ELU()(nc.tensor({1, 2}, {dtype = "int64"})) end, "netcl.elu", "float32 or float64")
+end
+
 function TestLayers:test_pooling_flatten_identity()
   local x = nc.arange(0, 32):view({1, 2, 4, 4})
   local mp = value(nn.MaxPool2d(2)(x))

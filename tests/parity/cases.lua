@@ -417,6 +417,15 @@ function K.loss(case, size, dtype, H)
   return trials
 end
 
+-- nc.<name>(x, case.opts): the activations defined by their op-table rows (no out=, no methods).
+function K.activation(case, size, dtype, H)
+  return one_input_trials(case, size, dtype, H, function(ins) return nc[case.name](ins[1], case.opts) end)
+end
+
+local function act(name, domain, opts)
+  return {name = name, trials = K.activation, dtypes = F, domain = domain, opts = opts}
+end
+
 local function u(name, domain, extra)
   local c = {name = name, trials = K.unary, domain = domain}
   for k, v in pairs(extra or {}) do c[k] = v end
@@ -448,6 +457,13 @@ return {
   u("round", {-5, 5}, {dtypes = NUM}), u("sign", nil, {dtypes = NUM}),
   u("clamp", nil, {dtypes = NUM, args = {-1, 2}}),
   u("isnan", nil, {dtypes = ALL}), u("isinf", nil, {dtypes = ALL}),
+  -- activations: each with its default numbers and others; softplus and mish over both sides of
+  -- the threshold (20, or beta x = threshold)
+  act("elu", {-6, 6}), act("elu", nil, {alpha = 0.3}),
+  act("softplus", {-30, 30}), act("softplus", nil, {beta = 2, threshold = 1.5}),
+  act("softplus", nil, {beta = -0.5, threshold = 1}),
+  act("mish", {-30, 30}), act("mish", {-3, 3}),
+  act("leaky_relu"), act("leaky_relu", nil, {negative_slope = -0.5}),
   -- elementwise: binary and comparisons
   b("add", {dtypes = ALL}), b("sub", {dtypes = NUM}), b("mul", {dtypes = ALL}),
   b("div", {dtypes = {"float32", "float64", "int32", "int64"}, domain_b = {0.25, 3}, scalar_int = 3}),

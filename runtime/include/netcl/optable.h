@@ -42,6 +42,7 @@ typedef enum {
   NC_FAMILY_DATA,    /* fill, copy with dtype conversion, arange (creation.h, copy.h) */
   NC_FAMILY_OPTIM,   /* fused optimizer updates and the gradient-norm partial sums (optim.h) */
   NC_FAMILY_VIEW,    /* views of a tensor's storage and the copies that make layouts contiguous */
+  NC_FAMILY_ACTIVATION, /* elementwise activations with kernels of their own (KERNEL rows) */
   NC_FAMILY_COUNT
 } nc_op_family;
 
@@ -213,7 +214,25 @@ typedef enum {
   X(GROUP_NORM_BWD, "group_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME,                       \
     KERNEL(group_norm_backward, (tensor(dy), tensor(x), integer(num_groups), opt_tensor(weight),    \
                                  const_tensor(mean), const_tensor(rstd))),                          \
-    NODIFF, "norm.cl:group_norm_bwd", "cpu_group_norm_backward")
+    NODIFF, "norm.cl:group_norm_bwd", "cpu_group_norm_backward")                                 \
+  /* Activations as torch.nn.functional's: a new tensor of x's shape and dtype (float32 or       \
+   * float64, else NC_ERR_DTYPE; numbers not finite: NC_ERR_ARG). The kernels run over contiguous \
+   * x in chunks, one work-group each; the gradients are composed of ops.                         \
+   * elu: x > 0 ? x : alpha (exp(x) - 1). */                                                      \
+  X(ELU, "elu", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME, KERNEL(elu, (tensor(x), number(alpha, 1.0))), \
+    DIFF(nc_ag_elu), "activation.cl:elu_fwd", "cpu_elu")                                           \
+  /* softplus: log1p(exp(beta x)) / beta, and x itself where beta x > threshold (beta 0:         \
+   * NC_ERR_ARG). */                                                                              \
+  X(SOFTPLUS, "softplus", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME,                                 \
+    KERNEL(softplus, (tensor(x), number(beta, 1.0), number(threshold, 20.0))), DIFF(nc_ag_softplus), \
+    "activation.cl:softplus_fwd", "cpu_softplus")                                                  \
+  /* mish: x tanh(softplus(x)), softplus with beta 1 and threshold 20. */                         \
+  X(MISH, "mish", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME, KERNEL(mish, (tensor(x))), DIFF(nc_ag_mish), \
+    "activation.cl:mish_fwd", "cpu_mish")                                                          \
+  /* leaky_relu: x > 0 ? x : negative_slope x. */                                                  \
+  X(LEAKY_RELU, "leaky_relu", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME,                             \
+    KERNEL(leaky_relu, (tensor(x), number(negative_slope, 0.01))), DIFF(nc_ag_leaky_relu),         \
+    "activation.cl:leaky_relu_fwd", "cpu_leaky_relu")
 
 typedef enum {
 #define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_OP_##id,

@@ -1,0 +1,68 @@
+/* CPU activations (op-table KERNEL rows elu, softplus, mish, leaky_relu): t = {x, y}, contiguous,
+ * float32 or float64; i = {n, chunk} (the chunk only shapes OpenCL's launch); f = the op's
+ * numbers. Each op is one loop over the elements in x's precision (tgmath.h picks expf, log1pf,
+ * ... for float32); the expressions match kernels/activation.cl term for term. */
+#include <tgmath.h>
+#include "cpu_backend.h"
+#include "strided.h"
+
+static inline void *elems(const nc_tensor *t) {
+  return (char *)nc_storage_host_ptr(t->storage) + (size_t)t->offset * nc_dtype_size(t->dtype);
+}
+
+/* y[i] = E for every element, v = x[i], in type T; small tensors stay on one thread (entering a
+ * parallel region costs more than their loop). */
+#define ACT_LOOP(k, T, E)                                                 \
+  do {                                                                    \
+    const T *restrict xp_ = elems((k)->t[0]);                             \
+    T *restrict yp_ = elems((k)->t[1]);                                   \
+    const int64_t n_ = (k)->i[0];                                         \
+    if (n_ > NC_CPU_PARALLEL_MIN) {                                       \
+      _Pragma("omp parallel for simd") for (int64_t i = 0; i < n_; i++) { \
+        const T v = xp_[i];                                               \
+        yp_[i] = (E);                                                     \
+      }                                                                   \
+    } else {                                                              \
+      for (int64_t i = 0; i < n_; i++) {                                  \
+        const T v = xp_[i];                                               \
+        yp_[i] = (E);                                                     \
+      }                                                                   \
+    }                                                                     \
+  } while (0)
+
+/* ACT_LOOP in x's dtype, the op's numbers as p0, p1 of that type. */
+#define ACT_MAP(k, E)                                           \
+  do {                                                          \
+    if ((k)->t[0]->dtype == NC_FLOAT32) {                       \
+      const float p0 = (float)(k)->f[0], p1 = (float)(k)->f[1]; \
+      (void)p0, (void)p1;                                       \
+      ACT_LOOP(k, float, E);                                    \
+    } else {                                                    \
+      const double p0 = (k)->f[0], p1 = (k)->f[1];              \
+      (void)p0, (void)p1;                                       \
+      ACT_LOOP(k, double, E);                                   \
+    }                                                           \
+  } while (0)
+
+/* log1p(exp(beta v)) / beta, or v where beta v > threshold (torch's softplus). */
+#define SOFTPLUS(v, beta, threshold) ((v) * (beta) > (threshold) ? (v) : log1p(exp((v) * (beta))) / (beta))
+
+nc_status nc_cpu_elu(const nc_kernel_call *k) { /* f = {alpha} */
+  ACT_MAP(k, v > 0 ? v : p0 * expm1(v));
+  return NC_OK;
+}
+
+nc_status nc_cpu_softplus(const nc_kernel_call *k) { /* f = {beta, threshold} */
+  ACT_MAP(k, SOFTPLUS(v, p0, p1));
+  return NC_OK;
+}
+
+nc_status nc_cpu_mish(const nc_kernel_call *k) {
+  ACT_MAP(k, v * tanh(SOFTPLUS(v, 1, 20)));
+  return NC_OK;
+}
+
+nc_status nc_cpu_leaky_relu(const nc_kernel_call *k) { /* f = {negative_slope} */
+  ACT_MAP(k, v > 0 ? v : p0 * v);
+  return NC_OK;
+}
