@@ -32,6 +32,15 @@ inline long nc_offset(const nc_layout *l, long i) {
 
 #define NC_GRID_LOOP(i, n) for (long i = get_global_id(0); i < (n); i += get_global_size(0))
 
+/* In kernels with barriers: for (T i = first + lid; i < n; i += step), but with a trip count that
+ * every work-item of the group shares (first, n and step are group-uniform, 0 <= lid < step):
+ * each item runs the same rounds and skips the body past n. Same elements, same order. Loops
+ * whose trip count differs between work-items make PoCL 5.0's work-group compiler abort
+ * (docs/architecture.md, "Writing kernels"). Usage: NC_GROUP_FOR(long, e, 0, lid, cnt, ls) body */
+#define NC_GROUP_FOR(T, i, first, lid, n, step)                                                  \
+  for (T i##_base_ = (first), i = i##_base_ + (lid); i##_base_ < (n); i##_base_ += (step), i = i##_base_ + (lid)) \
+    if (i < (n))
+
 #define NC_CONV_PLAIN(T, x) ((T)(x))
 #define NC_CONV_BOOL(T, x) ((T)((x) != 0))
 

@@ -20,7 +20,7 @@ typedef struct {
  * so the previous tile's loads are done and this tile's loads see it. */
 #define NC_KTABLE(FILL)                                                  \
   barrier(CLK_LOCAL_MEM_FENCE);                                          \
-  for (int t_ = lid; t_ < KWG; t_ += WGS) FILL(t_, k0 + t_);             \
+  NC_GROUP_FOR(int, t_, 0, lid, KWG, WGS) FILL(t_, k0 + t_);              \
   barrier(CLK_LOCAL_MEM_FENCE);
 
 /* ---- forward: per group, Y[o, (b,p)] = W[o, (c,kh,kw)] X_col[(c,kh,kw), (b,p)] ----------- */
@@ -50,14 +50,14 @@ inline REAL fwd_b(__global const REAL *X, long h, long w, long base, long y, lon
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void conv2d_fwd(const nc_conv p, __global const REAL *X, __global const REAL *Wt, __global const REAL *bias,
                 const int has_bias, __global REAL *Y) {
-  const long g = get_global_id(2);
+  const long g = get_group_id(2); /* local size 1 in dim 2 */
   const long khw = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow;
   const long M = p.og, N = p.n * ohw, kdim = p.cg * khw, K = kdim;
   __global const REAL *Wg = Wt + g * p.og * kdim;
   const int lid = get_local_id(1) * WGN + get_local_id(0);
   const long m0 = (long)get_group_id(1) * MWG, n0 = (long)get_group_id(0) * NWG;
   __local long col_base[NWG], col_y[NWG], col_x[NWG], col_out[NWG], k_off[KWG], k_y[KWG], k_x[KWG];
-  for (int j = lid; j < NWG; j += WGS) {
+  NC_GROUP_FOR(int, j, 0, lid, NWG, WGS) {
     const long n = n0 + j, b = n / ohw, q = n - b * ohw, oy = q / p.ow;
     col_base[j] = (b * p.c + g * p.cg) * hw;
     col_y[j] = oy * p.sh - p.ph;
@@ -94,13 +94,13 @@ inline REAL bwi_b(__global const REAL *DY, const nc_conv *p, long base, long oy,
 
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void conv2d_bwd_input(const nc_conv p, __global const REAL *DY, __global const REAL *Wt, __global REAL *DX) {
-  const long g = get_global_id(2);
+  const long g = get_group_id(2); /* local size 1 in dim 2 */
   const long khw = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow;
   const long M = p.cg, N = p.n * hw, K = p.og * khw;
   const int lid = get_local_id(1) * WGN + get_local_id(0);
   const long m0 = (long)get_group_id(1) * MWG, n0 = (long)get_group_id(0) * NWG;
   __local long col_base[NWG], col_y[NWG], col_x[NWG], col_out[NWG], k_w[KWG], k_off[KWG], k_y[KWG], k_x[KWG];
-  for (int j = lid; j < NWG; j += WGS) {
+  NC_GROUP_FOR(int, j, 0, lid, NWG, WGS) {
     const long n = n0 + j, b = n / hw, q = n - b * hw, y = q / p.w;
     col_base[j] = b * p.o * ohw;
     col_y[j] = y;
@@ -134,14 +134,14 @@ void conv2d_bwd_input(const nc_conv p, __global const REAL *DY, __global const R
 __kernel __attribute__((reqd_work_group_size(WGN, WGM, 1)))
 void conv2d_bwd_weight(const nc_conv p, const long splits, const long kchunk, __global const REAL *DY,
                        __global const REAL *X, __global REAL *WS) {
-  const long g = get_global_id(2) / splits, split = get_global_id(2) % splits;
+  const long g = get_group_id(2) / splits, split = get_group_id(2) % splits; /* local size 1 in dim 2 */
   const long khw = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow;
   const long M = p.og, N = p.cg * khw, KT = p.n * ohw;
   const long kbeg = split * kchunk, K = min(KT, kbeg + kchunk);
   const int lid = get_local_id(1) * WGN + get_local_id(0);
   const long m0 = (long)get_group_id(1) * MWG, n0 = (long)get_group_id(0) * NWG;
   __local long col_base[NWG], col_y[NWG], col_x[NWG], k_dy[KWG], k_off[KWG], k_y[KWG], k_x[KWG];
-  for (int t = lid; t < NWG; t += WGS) {
+  NC_GROUP_FOR(int, t, 0, lid, NWG, WGS) {
     const long n = n0 + t, c = n / khw, r = n - c * khw, i = r / p.kw;
     col_base[t] = c * hw;
     col_y[t] = i * p.dh;

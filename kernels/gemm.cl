@@ -35,7 +35,7 @@
 /* Generic tile loaders: EXPR(m, k) / EXPR(k, n) read one in-range element; kfast says which
  * index walks contiguous memory (so neighbouring work-items read neighbouring addresses). */
 #define NC_LOAD_A_GENERIC(EXPR, kfast)                                  \
-  for (int idx = lid; idx < MWG * KWG; idx += WGS) {                    \
+  NC_GROUP_FOR(int, idx, 0, lid, MWG * KWG, WGS) {                       \
     int i_, kk_;                                                        \
     if (kfast) { kk_ = idx % KWG; i_ = idx / KWG; }                     \
     else { i_ = idx % MWG; kk_ = idx / MWG; }                           \
@@ -44,7 +44,7 @@
   }
 
 #define NC_LOAD_B_GENERIC(EXPR, kfast)                                  \
-  for (int idx = lid; idx < KWG * NWG; idx += WGS) {                    \
+  NC_GROUP_FOR(int, idx, 0, lid, KWG * NWG, WGS) {                       \
     int j_, kk_;                                                        \
     if (kfast) { kk_ = idx % KWG; j_ = idx / KWG; }                     \
     else { j_ = idx % NWG; kk_ = idx / NWG; }                           \
@@ -77,17 +77,17 @@
     barrier(CLK_LOCAL_MEM_FENCE);                                                     \
   }
 
-/* Writes the tile: STORE(m, n, v) for every in-range element (v = the accumulated sum). */
+/* Writes the tile: STORE(m, n, v) for every in-range element (v = the accumulated sum). The loops
+ * run the same rounds in every work-item (no per-item break: see NC_GROUP_FOR). */
 #define NC_GEMM_STORE(STORE)                                                          \
   for (int i = 0; i < TM; i++) {                                                      \
     const long m = m0 + tm * TM + i;                                                  \
-    if (m >= M) break;                                                                \
     for (int j = 0; j < TNV; j++) {                                                   \
       REAL v_[VW];                                                                    \
       VSTOREV(acc[i][j], 0, v_);                                                      \
       const long nb = n0 + (tn * TNV + j) * VW;                                       \
       for (int v = 0; v < VW; v++)                                                    \
-        if (nb + v < N) STORE(m, nb + v, v_[v]);                                      \
+        if (m < M && nb + v < N) STORE(m, nb + v, v_[v]);                             \
     }                                                                                 \
   }
 
@@ -99,14 +99,14 @@
 /* Interior tiles of operands with a unit stride use 4-wide vector loads. */
 #define LOAD_A_STRIDED                                                                \
   if (m0 + MWG <= M && k0 + KWG <= K && a_sk == 1) {                                  \
-    for (int idx = lid; idx < MWG * KWG / 4; idx += WGS) {                            \
+    NC_GROUP_FOR(int, idx, 0, lid, MWG * KWG / 4, WGS) {                              \
       const int kv = idx % (KWG / 4), i = idx / (KWG / 4);                            \
       const REAL4 v = vload4(0, A + (m0 + i) * a_sm + k0 + kv * 4);                   \
       As[kv * 4][i] = v.s0; As[kv * 4 + 1][i] = v.s1;                                 \
       As[kv * 4 + 2][i] = v.s2; As[kv * 4 + 3][i] = v.s3;                             \
     }                                                                                 \
   } else if (m0 + MWG <= M && k0 + KWG <= K && a_sm == 1) {                           \
-    for (int idx = lid; idx < MWG * KWG / 4; idx += WGS) {                            \
+    NC_GROUP_FOR(int, idx, 0, lid, MWG * KWG / 4, WGS) {                              \
       const int iv = idx % (MWG / 4), kk = idx / (MWG / 4);                           \
       vstore4(vload4(0, A + (k0 + kk) * a_sk + m0 + iv * 4), 0, &As[kk][iv * 4]);     \
     }                                                                                 \
@@ -116,12 +116,12 @@
 
 #define LOAD_B_STRIDED                                                                \
   if (n0 + NWG <= N && k0 + KWG <= K && b_sn == 1) {                                  \
-    for (int idx = lid; idx < NWG * KWG / 4; idx += WGS) {                            \
+    NC_GROUP_FOR(int, idx, 0, lid, NWG * KWG / 4, WGS) {                              \
       const int jv = idx % (NWG / 4), kk = idx / (NWG / 4);                           \
       vstore4(vload4(0, B + (k0 + kk) * b_sk + n0 + jv * 4), 0, &Bs[kk][jv * 4]);     \
     }                                                                                 \
   } else if (n0 + NWG <= N && k0 + KWG <= K && b_sk == 1) {                           \
-    for (int idx = lid; idx < NWG * KWG / 4; idx += WGS) {                            \
+    NC_GROUP_FOR(int, idx, 0, lid, NWG * KWG / 4, WGS) {                              \
       const int kv = idx % (KWG / 4), j = idx / (KWG / 4);                            \
       const REAL4 v = vload4(0, B + (n0 + j) * b_sn + k0 + kv * 4);                   \
       Bs[kv * 4][j] = v.s0; Bs[kv * 4 + 1][j] = v.s1;                                 \
@@ -148,7 +148,7 @@ void gemm(const long M, const long N, const long K,
           __global REAL *C, const long c_off, const long c_sb, const long c_sm, const long c_sn,
           __global const REAL *bias, const long bias_off, const long bias_sm, const long bias_sn,
           const int has_bias, const REAL alpha, const REAL beta) {
-  const long bi = get_global_id(2);
+  const long bi = get_group_id(2); /* local size 1 in dim 2 */
   A += a_off + bi * a_sb;
   B += b_off + bi * b_sb;
   C += c_off + bi * c_sb;

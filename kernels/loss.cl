@@ -27,10 +27,10 @@ __kernel void ce_fwd(__global const REAL *x, __global const long *t, const long 
   const long pos = get_group_id(0), i = pos / s, j = pos - i * s, base = i * c * s + j, tgt = t[pos];
   const int lid = get_local_id(0), ls = get_local_size(0);
   REAL m = -INFINITY;
-  for (long k = lid; k < c; k += ls) m = fmax(m, x[base + k * s]);
+  NC_GROUP_FOR(long, k, 0, lid, c, ls) m = fmax(m, x[base + k * s]);
   m = wg_reduce(m, scratch, 1);
   REAL se = 0, sx = 0;
-  for (long k = lid; k < c; k += ls) {
+  NC_GROUP_FOR(long, k, 0, lid, c, ls) {
     const REAL v = x[base + k * s];
     se += exp(v - m);
     sx += v;
@@ -54,7 +54,7 @@ __kernel void ce_reduce(__global const REAL *loss, __global const long *t, const
   __local REAL scratch[NC_LOSS_WG];
   const int lid = get_local_id(0), ls = get_local_size(0);
   REAL a = 0, n = 0;
-  for (long p = lid; p < npos; p += ls) {
+  NC_GROUP_FOR(long, p, 0, lid, npos, ls) {
     a += loss[p];
     n += (t[p] != ignore && t[p] >= 0 && t[p] < c) ? 1 : 0;
   }
@@ -68,7 +68,7 @@ __kernel void ce_count(__global const long *t, const long npos, const long c, co
   __local REAL scratch[NC_LOSS_WG];
   const int lid = get_local_id(0), ls = get_local_size(0);
   REAL n = 0;
-  for (long p = lid; p < npos; p += ls) n += (t[p] != ignore && t[p] >= 0 && t[p] < c) ? 1 : 0;
+  NC_GROUP_FOR(long, p, 0, lid, npos, ls) n += (t[p] != ignore && t[p] >= 0 && t[p] < c) ? 1 : 0;
   n = wg_reduce(n, scratch, 0);
   if (lid == 0) count[0] = n;
 }

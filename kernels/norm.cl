@@ -32,10 +32,10 @@ __kernel void batch_norm_fwd(__global const REAL *x, __global const REAL *w, __g
   REAL mean, var;
   if (training) {
     REAL acc = 0;
-    for (long e = lid; e < cnt; e += ls) acc += x[((e / s) * c + ch) * s + e % s];
+    NC_GROUP_FOR(long, e, 0, lid, cnt, ls) acc += x[((e / s) * c + ch) * s + e % s];
     mean = wg_sum(acc, scratch) / (REAL)cnt;
     acc = 0;
-    for (long e = lid; e < cnt; e += ls) {
+    NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
       const REAL d = x[((e / s) * c + ch) * s + e % s] - mean;
       acc += d * d;
     }
@@ -61,7 +61,7 @@ __kernel void batch_norm_fwd(__global const REAL *x, __global const REAL *w, __g
     sm[ch] = mean;
     si[ch] = invstd;
   }
-  for (long e = lid; e < cnt; e += ls) {
+  NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
     const long k = ((e / s) * c + ch) * s + e % s;
     y[k] = (x[k] - mean) * invstd * wv + bv;
   }
@@ -76,7 +76,7 @@ __kernel void batch_norm_bwd(__global const REAL *dy, __global const REAL *x, __
   const int lid = get_local_id(0), ls = get_local_size(0);
   const REAL m = mean[ch], is = invstd[ch], wv = has_w ? w[ch] : (REAL)1;
   REAL a1 = 0, a2 = 0;
-  for (long e = lid; e < cnt; e += ls) {
+  NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
     const long k = ((e / s) * c + ch) * s + e % s;
     a1 += dy[k];
     a2 += dy[k] * (x[k] - m);
@@ -89,7 +89,7 @@ __kernel void batch_norm_bwd(__global const REAL *dy, __global const REAL *x, __
   if (!want_dx) return;
   const REAL a = wv * is, mdy = training ? sdy / (REAL)cnt : (REAL)0,
              mdyx = training ? sdyx * is * is / (REAL)cnt : (REAL)0;
-  for (long e = lid; e < cnt; e += ls) {
+  NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
     const long k = ((e / s) * c + ch) * s + e % s;
     dx[k] = a * (dy[k] - mdy - (x[k] - m) * mdyx);
   }
@@ -105,11 +105,11 @@ __kernel void row_norm_fwd(const int rms, __global const REAL *x, __global const
   __global const REAL *xr = x + row * d;
   REAL mu = 0, acc = 0;
   if (!rms) {
-    for (long j = lid; j < d; j += ls) acc += xr[j];
+    NC_GROUP_FOR(long, j, 0, lid, d, ls) acc += xr[j];
     mu = wg_sum(acc, scratch) / (REAL)d;
     acc = 0;
   }
-  for (long j = lid; j < d; j += ls) {
+  NC_GROUP_FOR(long, j, 0, lid, d, ls) {
     const REAL v = xr[j] - mu;
     acc += v * v;
   }
@@ -118,7 +118,7 @@ __kernel void row_norm_fwd(const int rms, __global const REAL *x, __global const
     if (!rms) mean[row] = mu;
     rstd[row] = rs;
   }
-  for (long j = lid; j < d; j += ls) {
+  NC_GROUP_FOR(long, j, 0, lid, d, ls) {
     REAL v = (xr[j] - mu) * rs;
     if (has_w) v *= w[j];
     if (has_b && !rms) v += b[j];
@@ -134,14 +134,14 @@ __kernel void row_norm_bwd_dx(const int rms, __global const REAL *dy, __global c
   const int lid = get_local_id(0), ls = get_local_size(0);
   const REAL mu = rms ? (REAL)0 : mean[row], rs = rstd[row];
   REAL a1 = 0, a2 = 0;
-  for (long j = lid; j < d; j += ls) {
+  NC_GROUP_FOR(long, j, 0, lid, d, ls) {
     const REAL g = dy[row * d + j] * (has_w ? w[j] : (REAL)1), xh = (x[row * d + j] - mu) * rs;
     a1 += g;
     a2 += g * xh;
   }
   const REAL sg = wg_sum(a1, scratch), sgx = wg_sum(a2, scratch);
   const REAL mg = rms ? (REAL)0 : sg / (REAL)d, mgx = sgx / (REAL)d;
-  for (long j = lid; j < d; j += ls) {
+  NC_GROUP_FOR(long, j, 0, lid, d, ls) {
     const REAL g = dy[row * d + j] * (has_w ? w[j] : (REAL)1), xh = (x[row * d + j] - mu) * rs;
     dx[row * d + j] = rs * (g - mg - xh * mgx);
   }

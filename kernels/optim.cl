@@ -83,7 +83,7 @@
     __local nc_acc sh[NC_SLOCAL];                                                                             \
     const int lid = get_local_id(0), ls = get_local_size(0);                                                  \
     nc_acc acc = 0;                                                                                           \
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {                                         \
+    NC_GROUP_FOR(long, i, 0, get_global_id(0), n, get_global_size(0)) {                                       \
       const nc_acc v = x[lx.contiguous ? lx.offset + i : nc_offset(&lx, i)];                                  \
       acc += v * v;                                                                                           \
     }                                                                                                         \
@@ -94,8 +94,9 @@
       barrier(CLK_LOCAL_MEM_FENCE);                                                                           \
     }                                                                                                         \
     if (lid == 0) parts[at + get_group_id(0)] = sh[0];                                                        \
-    if (get_group_id(0) == 0)                                                                                 \
-      for (int j = (int)get_num_groups(0) + lid; j < NC_SUM_SQUARES_PARTS; j += ls) parts[at + j] = 0;        \
+    if (get_group_id(0) == 0) {                                                                               \
+      NC_GROUP_FOR(int, j, (int)get_num_groups(0), lid, NC_SUM_SQUARES_PARTS, ls) parts[at + j] = 0;         \
+    }                                                                                                         \
   }
 
 OPTIM_K(float32, float)

@@ -22,12 +22,16 @@
 
 #define NC_X(i) x[lx.contiguous ? lx.offset + (i) : nc_offset(&lx, (i))]
 
-/* This item's elements of [start, end): FOR_ITEM(j, start, end) { ... } */
+/* This item's elements of [start, end): FOR_ITEM(j, start, end) { ... }. Blocked: item lid takes
+ * the lid-th run of per_ consecutive elements; else elements lid, lid + ls, ... Every item runs
+ * the same per_ rounds and skips the body past its share: a trip count that differs between the
+ * items of a group makes PoCL 5.0 abort on these kernels (see NC_GROUP_FOR). */
 #define FOR_ITEM(j, start, end)                                                                   \
-  for (long step_ = blocked ? 1 : ls, per_ = ((end) - (start) + ls - 1) / ls,                     \
+  for (long step_ = blocked ? 1 : ls, per_ = ((end) - (start) + ls - 1) / ls, round_ = 0,         \
             j = blocked ? (start) + lid * per_ : (start) + lid,                                   \
             stop_ = blocked ? min((long)(end), (start) + (lid + 1) * per_) : (end);               \
-       j < stop_; j += step_)
+       round_ < per_; round_++, j += step_)                                                       \
+    if (j < stop_)
 
 /* ---- float states: a (sum, product, extreme, mean, max), b (M2, scaled sum), n (count, position) -- */
 #define FLOAT_STATE(N, T, A)                                                                      \
@@ -241,7 +245,7 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
     const int lid = get_local_id(0), ls = get_local_size(0);                                      \
     for (long row = get_group_id(0); row < outer; row += get_num_groups(0)) {                     \
       rs_##N s = rs_init_##N(op, p);                                                              \
-      for (long c = lid; c < chunks; c += ls) s = rs_merge_##N(op, s, partial[row * chunks + c], p); \
+      NC_GROUP_FOR(long, c, 0, lid, chunks, ls) s = rs_merge_##N(op, s, partial[row * chunks + c], p); \
       sh[lid] = s;                                                                                \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
       for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
@@ -254,35 +258,42 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
   }
 
 /* sum and mean: reduce_groups_<C> with the accumulation written out, so that CPU drivers
- * vectorize it (the op switch of rs_add inside the loop would stop them). */
+ * vectorize it (the op switch of rs_add inside the loop would stop them). The contiguous case
+ * gets its own copy of the loop over rows: a branch between two barriers choosing between two
+ * element loops makes PoCL 5.0's work-group compiler abort, a branch around the whole loop
+ * (uniform: a kernel argument) does not. SUM_ROWS(LOAD): LOAD(j) reads element j of row `row`. */
+#define SUM_CONTIGUOUS(j) x[lx.offset + row * inner + (j)]
+#define SUM_STRIDED(j) NC_X(row * inner + (j))
+#define SUM_ROWS(N, A, ADD, LOAD)                                                                 \
+  for (long u = get_group_id(0); u < outer * chunks; u += get_num_groups(0)) {                    \
+    const long row = u / chunks, start = (u - row * chunks) * chunk_len;                          \
+    const long end = min((long)NC_ROW_END(op, inner), start + chunk_len);                         \
+    A acc = 0;                                                                                    \
+    FOR_ITEM(j, start, end) acc = ADD(acc, LOAD(j));                                              \
+    rs_##N s = rs_init_##N(op, p);                                                                \
+    s.a = acc;                                                                                    \
+    sh[lid] = s;                                                                                  \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    for (int w = ls / 2; w > 0; w >>= 1) {                                                        \
+      if (lid < w) sh[lid] = rs_merge_##N(op, sh[lid], sh[lid + w], p);                           \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+    }                                                                                             \
+    if (lid == 0) {                                                                               \
+      if (chunks == 1) REDUCE_STORE(N, sh[0]);                                                    \
+      else partial[u] = sh[0];                                                                    \
+    }                                                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+  }
+
 #define SUM_K(N, T, A, ADD)                                                                       \
   __kernel void reduce_sum_##N(REDUCE_ARGS(T, A), __global const T *x, nc_layout lx, long outer, long inner, \
                                long chunks, long chunk_len, __global rs_##N *partial, int blocked) { \
     __local rs_##N sh[NC_RLOCAL];                                                                 \
     const int lid = get_local_id(0), ls = get_local_size(0);                                      \
-    for (long u = get_group_id(0); u < outer * chunks; u += get_num_groups(0)) {                  \
-      const long row = u / chunks, start = (u - row * chunks) * chunk_len;                        \
-      const long end = min((long)NC_ROW_END(op, inner), start + chunk_len);                       \
-      A acc = 0;                                                                                  \
-      if (lx.contiguous) {                                                                        \
-        __global const T *xr = x + lx.offset + row * inner;                                       \
-        FOR_ITEM(j, start, end) acc = ADD(acc, xr[j]);                                            \
-      } else {                                                                                    \
-        FOR_ITEM(j, start, end) acc = ADD(acc, NC_X(row * inner + j));                            \
-      }                                                                                           \
-      rs_##N s = rs_init_##N(op, p);                                                              \
-      s.a = acc;                                                                                  \
-      sh[lid] = s;                                                                                \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
-      for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
-        if (lid < w) sh[lid] = rs_merge_##N(op, sh[lid], sh[lid + w], p);                         \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
-      }                                                                                           \
-      if (lid == 0) {                                                                             \
-        if (chunks == 1) REDUCE_STORE(N, sh[0]);                                                  \
-        else partial[u] = sh[0];                                                                  \
-      }                                                                                           \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+    if (lx.contiguous) {                                                                          \
+      SUM_ROWS(N, A, ADD, SUM_CONTIGUOUS)                                                         \
+    } else {                                                                                      \
+      SUM_ROWS(N, A, ADD, SUM_STRIDED)                                                            \
     }                                                                                             \
   }
 
