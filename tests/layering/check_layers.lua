@@ -277,7 +277,7 @@ local SELFTEST = {
    expect = {"runtime/core/storage.c:LINE: core -> backend cpu (../backend/cpu/cpu_backend.h = " ..
              "runtime/backend/cpu/cpu_backend.h) is forbidden"}},
   {file = "runtime/backend/cpu/elementwise.c", add = '#include "ops/support.h"',
-   expect = {"runtime/backend/cpu/elementwise.c:LINE: backend cpu -> ops internal (ops/support.h) is forbidden"}},
+   expect = {"runtime/backend/cpu/elementwise.c:LINE: backend cpu -> ops (ops/support.h) is forbidden"}},
   {file = "runtime/backend/opencl/cl_reduce.c", add = '#include "netcl/autograd_ops.h"',
    expect = {"runtime/backend/opencl/cl_reduce.c:LINE: backend opencl -> autograd (netcl/autograd_ops.h) is forbidden"}},
   {file = "runtime/backend/registry.c", add = '#include "netcl/conv.h"',
