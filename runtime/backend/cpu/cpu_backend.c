@@ -49,13 +49,12 @@ nc_status nc_cpu_fill(nc_tensor *t, double v) {
   case DT: {                                                                       \
     T *p = base_of(t);                                                             \
     const T val = NC_CONVERT(DT, T, v);                                            \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)")                   \
-    for (int64_t r = 0; r < it.rows; r++) {                                        \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, , r, it.rows, {              \
       int64_t o;                                                                   \
       nc_cpu_iter_row(&it, r, &o);                                                 \
       const int64_t s = it.strides[0][it.ndim - 1];                                \
       for (int64_t i = 0; i < it.inner; i++) p[o + i * s] = val;                   \
-    }                                                                              \
+    });                                                                            \
     break;                                                                         \
   }
     NC_CPU_TYPES(X)
@@ -70,8 +69,7 @@ nc_status nc_cpu_fill(nc_tensor *t, double v) {
   {                                                                                   \
     DT_ *dp = base_of(dst);                                                           \
     const ST_ *sp = base_of(src);                                                     \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)")                      \
-    for (int64_t r = 0; r < it.rows; r++) {                                           \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, , r, it.rows, {                 \
       int64_t o[2];                                                                   \
       nc_cpu_iter_row(&it, r, o);                                                     \
       const int64_t ds = it.strides[0][it.ndim - 1], ss = it.strides[1][it.ndim - 1]; \
@@ -81,7 +79,7 @@ nc_status nc_cpu_fill(nc_tensor *t, double v) {
         for (int64_t i = 0; i < it.inner; i++) d[i] = NC_CONVERT(DDT, DT_, s[i]);     \
       else                                                                            \
         for (int64_t i = 0; i < it.inner; i++) d[i * ds] = NC_CONVERT(DDT, DT_, s[i * ss]); \
-    }                                                                                 \
+    });                                                                               \
   }
 
 nc_status nc_cpu_copy(nc_tensor *dst, const nc_tensor *src) {
@@ -120,8 +118,8 @@ nc_status nc_cpu_arange(nc_tensor *t, double start, double step) {
 #define X(DT, T)                                                                          \
   case DT: {                                                                              \
     T *p = (T *)base_of(t) + t->offset;                                                   \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)")                          \
-    for (int64_t i = 0; i < numel; i++) p[i] = NC_CONVERT(DT, T, start + (double)i * step); \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, , i, numel,                          \
+                        { p[i] = NC_CONVERT(DT, T, start + (double)i * step); });           \
     break;                                                                                \
   }
     NC_CPU_TYPES(X)
