@@ -140,8 +140,7 @@ nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, 
   if (t->dtype == NC_FLOAT32) {
     float *p = (float *)base_of(t) + t->offset;
     const float fa = (float)a, fb = (float)b;
-#pragma omp parallel for if (numel > NC_CPU_PARALLEL_MIN / 8)
-    for (int64_t i = 0; i < numel; i++) {
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN / 8, , i, numel, {
       uint32_t w[4];
       nc_philox_element(seed, offset + (uint64_t)i, w);
       if (kind == NC_RANDOM_UNIFORM) {
@@ -150,11 +149,10 @@ nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, 
         float u1 = u24(w[0]) + 0x1p-24f, u2 = u24(w[1]);
         p[i] = fa + fb * (sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2));
       }
-    }
+    });
   } else if (t->dtype == NC_FLOAT64) {
     double *p = (double *)base_of(t) + t->offset;
-#pragma omp parallel for if (numel > NC_CPU_PARALLEL_MIN / 8)
-    for (int64_t i = 0; i < numel; i++) {
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN / 8, , i, numel, {
       uint32_t w[4];
       nc_philox_element(seed, offset + (uint64_t)i, w);
       if (kind == NC_RANDOM_UNIFORM) {
@@ -163,7 +161,7 @@ nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, 
         double u1 = u53(w[0], w[1]) + 0x1p-53, u2 = u53(w[2], w[3]);
         p[i] = a + b * (sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
       }
-    }
+    });
   } else {
     return nc_error(NC_ERR_DTYPE, "random fill needs a floating dtype, got %s", nc_dtype_name(t->dtype));
   }
