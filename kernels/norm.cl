@@ -175,10 +175,10 @@ __kernel void group_norm_fwd(__global const REAL *x, const long xo, __global con
   const long base = row * m; /* (sample * c + g * cpg) * s */
   const int lid = get_local_id(0), ls = get_local_size(0);
   REAL acc = 0;
-  for (long e = lid; e < m; e += ls) acc += x[xo + base + e];
+  NC_GROUP_FOR(long, e, 0, lid, m, ls) acc += x[xo + base + e];
   const REAL mu = wg_sum(acc, scratch) / (REAL)m;
   acc = 0;
-  for (long e = lid; e < m; e += ls) {
+  NC_GROUP_FOR(long, e, 0, lid, m, ls) {
     const REAL d = x[xo + base + e] - mu;
     acc += d * d;
   }
@@ -187,7 +187,7 @@ __kernel void group_norm_fwd(__global const REAL *x, const long xo, __global con
     mean[mo + row] = mu;
     rstd[ro + row] = rs;
   }
-  for (long e = lid; e < m; e += ls) {
+  NC_GROUP_FOR(long, e, 0, lid, m, ls) {
     const long ch = g * cpg + e / s;
     const REAL wv = wo >= 0 ? w[wo + ch] : (REAL)1, bv = bo >= 0 ? b[bo + ch] : (REAL)0;
     y[yo + base + e] = (x[xo + base + e] - mu) * rs * wv + bv;
@@ -204,13 +204,13 @@ __kernel void group_norm_bwd(__global const REAL *dy, const long dyo, __global c
   const int lid = get_local_id(0), ls = get_local_size(0);
   const REAL mu = mean[mo + row], rs = rstd[ro + row];
   REAL a1 = 0, a2 = 0;
-  for (long e = lid; e < m; e += ls) {
+  NC_GROUP_FOR(long, e, 0, lid, m, ls) {
     const REAL gw = dy[dyo + base + e] * (wo >= 0 ? w[wo + g * cpg + e / s] : (REAL)1);
     a1 += gw;
     a2 += gw * (x[xo + base + e] - mu) * rs;
   }
   const REAL mg = wg_sum(a1, scratch) / (REAL)m, mgx = wg_sum(a2, scratch) / (REAL)m;
-  for (long e = lid; e < m; e += ls) {
+  NC_GROUP_FOR(long, e, 0, lid, m, ls) {
     const REAL gw = dy[dyo + base + e] * (wo >= 0 ? w[wo + g * cpg + e / s] : (REAL)1);
     dx[dxo + base + e] = rs * (gw - mg - (x[xo + base + e] - mu) * rs * mgx);
   }

@@ -88,6 +88,10 @@ static nc_status ew_launch(ew_call *c, nc_tensor *target, nc_operand *in) {
   }
 }
 
+static bool has_shape(const nc_tensor *t, int ndim, const int64_t *shape) {
+  return t->ndim == ndim && (ndim == 0 || memcmp(t->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0);
+}
+
 static nc_status ew_run(ew_call *c, nc_tensor *dst, nc_tensor **out) {
   nc_tensor *ts[4] = {NULL, NULL, NULL, dst};
   nc_device *dev = NULL;
@@ -115,7 +119,10 @@ static nc_status ew_run(ew_call *c, nc_tensor *dst, nc_tensor **out) {
     }
     nc_tensor *ready;
     s = nc_input_for(in[i].t, c->in_dtype[i], target, &ready);
-    if (s == NC_OK) {
+    if (s == NC_OK && has_shape(ready, ndim, shape)) {
+      held[i] = ready; /* already the result's shape: no expanded header needed */
+      in[i].t = held[i];
+    } else if (s == NC_OK) {
       s = nc_tensor_expand(ready, ndim, shape, &held[i]);
       nc_tensor_release(ready);
       in[i].t = held[i];

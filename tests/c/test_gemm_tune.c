@@ -1,6 +1,7 @@
 /* The GEMM autotuner on the first OpenCL device, as a tiny search (2 candidates, 128^3) in a
  * private cache directory: it picks a candidate, writes its choice to disk atomically, a fresh
- * lookup reads it back, and GEMMs with the choice stay correct. Skips (77) without OpenCL. */
+ * lookup reads it back, and GEMMs with the choice stay correct; the GEMM kernel handle, resolved
+ * for the default variant before tuning, follows the choice. Skips (77) without OpenCL. */
 #include <stdlib.h>
 #include <unistd.h>
 #include "check.h"
@@ -25,6 +26,22 @@ int main(void) {
     printf("no OpenCL device: skipped\n");
     return 77;
   }
+  /* A product before tuning resolves the GEMM handle for the default variant. */
+  int64_t s[2] = {70, 70};
+  double *a = ref_random(70 * 70), *want = calloc(70 * 70, sizeof(double));
+  for (int i = 0; i < 70; i++)
+    for (int k = 0; k < 70; k++)
+      for (int j = 0; j < 70; j++) want[i * 70 + j] += a[i * 70 + k] * a[k * 70 + j];
+  nc_tensor *t = ref_tensor(dev, NC_FLOAT32, 2, s, a), *c = NULL;
+  CHECK_OK(nc_mm(t, t, &c));
+  CHECK(ref_tensor_error(c, want, 70 * 70) < 1e-5);
+  nc_tensor_release(c);
+  c = NULL;
+  nc_gemm_config first;
+  CHECK_OK(nc_cl_gemm_config(dev, NC_FLOAT32, &first));
+  const nc_cl_handle *h = nc_cl_handle_peek(dev, NC_CL_K_GEMM, NC_FLOAT32);
+  CHECK(h && h->tiles[0] == first.mwg && h->tiles[1] == first.nwg && h->tiles[5] == first.vw);
+
   nc_gemm_config best;
   double gflops = 0;
   CHECK_OK(nc_cl_gemm_tune(dev, 2, 128, &best, &gflops));
@@ -42,15 +59,12 @@ int main(void) {
   nc_gemm_config again;
   CHECK_OK(nc_cl_gemm_config(dev, NC_FLOAT32, &again));
   CHECK(memcmp(&again, &best, sizeof best) == 0);
-  /* A product with the tuned variant. */
-  int64_t s[2] = {70, 70};
-  double *a = ref_random(70 * 70), *want = calloc(70 * 70, sizeof(double));
-  for (int i = 0; i < 70; i++)
-    for (int k = 0; k < 70; k++)
-      for (int j = 0; j < 70; j++) want[i * 70 + j] += a[i * 70 + k] * a[k * 70 + j];
-  nc_tensor *t = ref_tensor(dev, NC_FLOAT32, 2, s, a), *c = NULL;
+  /* A product with the tuned variant, through a handle built for it. */
   CHECK_OK(nc_mm(t, t, &c));
   CHECK(ref_tensor_error(c, want, 70 * 70) < 1e-5);
+  h = nc_cl_handle_peek(dev, NC_CL_K_GEMM, NC_FLOAT32);
+  const int tiles[6] = {best.mwg, best.nwg, best.kwg, best.tm, best.tnv, best.vw};
+  CHECK(h && memcmp(h->tiles, tiles, sizeof tiles) == 0);
   nc_tensor_release(t), nc_tensor_release(c);
   free(a), free(want);
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -50,13 +50,12 @@ nc_status nc_cpu_fill(nc_tensor *t, double v) {
   case DT: {                                                                       \
     T *p = base_of(t);                                                             \
     const T val = NC_CONVERT(DT, T, v);                                            \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)")                   \
-    for (int64_t r = 0; r < it.rows; r++) {                                        \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, , r, it.rows, {              \
       int64_t o;                                                                   \
       nc_cpu_iter_row(&it, r, &o);                                                 \
       const int64_t s = it.strides[0][it.ndim - 1];                                \
       for (int64_t i = 0; i < it.inner; i++) p[o + i * s] = val;                   \
-    }                                                                              \
+    });                                                                            \
     break;                                                                         \
   }
     NC_CPU_TYPES(X)
@@ -71,8 +70,7 @@ nc_status nc_cpu_fill(nc_tensor *t, double v) {
   {                                                                                   \
     DT_ *dp = base_of(dst);                                                           \
     const ST_ *sp = base_of(src);                                                     \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)")                      \
-    for (int64_t r = 0; r < it.rows; r++) {                                           \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, , r, it.rows, {                 \
       int64_t o[2];                                                                   \
       nc_cpu_iter_row(&it, r, o);                                                     \
       const int64_t ds = it.strides[0][it.ndim - 1], ss = it.strides[1][it.ndim - 1]; \
@@ -82,7 +80,7 @@ nc_status nc_cpu_fill(nc_tensor *t, double v) {
         for (int64_t i = 0; i < it.inner; i++) d[i] = NC_CONVERT(DDT, DT_, s[i]);     \
       else                                                                            \
         for (int64_t i = 0; i < it.inner; i++) d[i * ds] = NC_CONVERT(DDT, DT_, s[i * ss]); \
-    }                                                                                 \
+    });                                                                               \
   }
 
 nc_status nc_cpu_copy(nc_tensor *dst, const nc_tensor *src) {
@@ -121,8 +119,8 @@ nc_status nc_cpu_arange(nc_tensor *t, double start, double step) {
 #define X(DT, T)                                                                          \
   case DT: {                                                                              \
     T *p = (T *)base_of(t) + t->offset;                                                   \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)")                          \
-    for (int64_t i = 0; i < numel; i++) p[i] = NC_CONVERT(DT, T, start + (double)i * step); \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, , i, numel,                          \
+                        { p[i] = NC_CONVERT(DT, T, start + (double)i * step); });           \
     break;                                                                                \
   }
     NC_CPU_TYPES(X)
@@ -143,8 +141,7 @@ nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, 
   if (t->dtype == NC_FLOAT32) {
     float *p = (float *)base_of(t) + t->offset;
     const float fa = (float)a, fb = (float)b;
-#pragma omp parallel for if (numel > NC_CPU_PARALLEL_MIN / 8)
-    for (int64_t i = 0; i < numel; i++) {
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN / 8, , i, numel, {
       uint32_t w[4];
       nc_philox_element(seed, offset + (uint64_t)i, w);
       if (kind == NC_RANDOM_UNIFORM) {
@@ -153,11 +150,10 @@ nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, 
         float u1 = u24(w[0]) + 0x1p-24f, u2 = u24(w[1]);
         p[i] = fa + fb * (sqrtf(-2.0f * logf(u1)) * cosf(6.2831853071795865f * u2));
       }
-    }
+    });
   } else if (t->dtype == NC_FLOAT64) {
     double *p = (double *)base_of(t) + t->offset;
-#pragma omp parallel for if (numel > NC_CPU_PARALLEL_MIN / 8)
-    for (int64_t i = 0; i < numel; i++) {
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN / 8, , i, numel, {
       uint32_t w[4];
       nc_philox_element(seed, offset + (uint64_t)i, w);
       if (kind == NC_RANDOM_UNIFORM) {
@@ -166,7 +162,7 @@ nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, 
         double u1 = u53(w[0], w[1]) + 0x1p-53, u2 = u53(w[2], w[3]);
         p[i] = a + b * (sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
       }
-    }
+    });
   } else {
     return nc_error(NC_ERR_DTYPE, "random fill needs a floating dtype, got %s", nc_dtype_name(t->dtype));
   }

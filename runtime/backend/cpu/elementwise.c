@@ -199,13 +199,11 @@ static nc_status unsupported(const char *family, nc_op op, nc_dtype dt) {
     TD *D = base_of(out);                                                                                 \
     const TX *X = base_of(x);                                                                             \
     const int64_t ds = it.strides[0][it.ndim - 1], xs = it.strides[1][it.ndim - 1];                       \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN) reduction(&& : ok)") for (int64_t blk = 0; \
-                                                                                         blk < nblk;      \
-                                                                                         blk++) {         \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, reduction(&& : ok), blk, nblk, {                     \
       int64_t o[2], len;                                                                                  \
       nc_cpu_iter_block(&it, blk, o, &len);                                                               \
       ok = ROWFN(op, D + o[0], ds, X + o[1], xs, len, ##__VA_ARGS__) && ok;                               \
-    }                                                                                                     \
+    });                                                                                                   \
   } while (0)
 
 nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p) {
@@ -369,13 +367,11 @@ COMPARE(uint8, uint8_t)
     const T *A = a->t ? (const T *)base_of(a->t) : &sa, *B = b->t ? (const T *)base_of(b->t) : &sb;       \
     const int64_t ds = it.strides[0][it.ndim - 1], as = it.strides[1][it.ndim - 1],                       \
                   bs = it.strides[2][it.ndim - 1];                                                        \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN) reduction(&& : ok)") for (int64_t blk = 0; \
-                                                                                         blk < nblk;      \
-                                                                                         blk++) {         \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, reduction(&& : ok), blk, nblk, {                     \
       int64_t o[3], len;                                                                                  \
       nc_cpu_iter_block(&it, blk, o, &len);                                                               \
       ok = ROWFN(op, D + o[0], ds, A + o[1], as, B + o[2], bs, len) && ok;                                \
-    }                                                                                                     \
+    });                                                                                                   \
   } while (0)
 
 nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b) {
@@ -445,14 +441,14 @@ nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_
     const T *A = a->t ? (const T *)base_of(a->t) : &sa, *B = b->t ? (const T *)base_of(b->t) : &sb;         \
     const int64_t ds = it.strides[0][it.ndim - 1], cs = it.strides[1][it.ndim - 1],                         \
                   as = it.strides[2][it.ndim - 1], bs = it.strides[3][it.ndim - 1];                         \
-    _Pragma("omp parallel for if (numel > NC_CPU_PARALLEL_MIN)") for (int64_t blk = 0; blk < nblk; blk++) { \
+    NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, , blk, nblk, {                                         \
       int64_t o[4], n;                                                                                      \
       nc_cpu_iter_block(&it, blk, o, &n);                                                                   \
       T *d = D + o[0];                                                                                      \
       const uint8_t *c = C + o[1];                                                                          \
       const T *x = A + o[2], *y = B + o[3];                                                                 \
       for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? x[i * as] : y[i * bs];                        \
-    }                                                                                                       \
+    });                                                                                                     \
   } while (0)
 
 nc_status nc_cpu_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b) {

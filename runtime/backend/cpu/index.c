@@ -38,30 +38,30 @@ static coords locate(const nc_tensor *out, const nc_tensor *x, const nc_tensor *
   return r;
 }
 
-#define TAKE(T)                                                                                \
-  do {                                                                                         \
-    T *o = base_of(out);                                                                       \
-    const T *src = base_of(x);                                                                 \
-    _Pragma("omp parallel for if (n > NC_CPU_PARALLEL_MIN)") for (int64_t i = 0; i < n; i++) { \
-      coords c = locate(out, x, idx, dim, gather ? IDX_ALL : IDX_NONE, i);                     \
-      const int64_t v = gather ? ix[c.i] : ix[idx->offset + c.c * idx->strides[0]];            \
-      o[c.o] = src[c.x + v * x->strides[dim]];                                                 \
-    }                                                                                          \
+#define TAKE(T)                                                                     \
+  do {                                                                              \
+    T *o = base_of(out);                                                            \
+    const T *src = base_of(x);                                                      \
+    NC_CPU_PARALLEL_FOR(n > NC_CPU_PARALLEL_MIN, , i, n, {                          \
+      coords c = locate(out, x, idx, dim, gather ? IDX_ALL : IDX_NONE, i);          \
+      const int64_t v = gather ? ix[c.i] : ix[idx->offset + c.c * idx->strides[0]]; \
+      o[c.o] = src[c.x + v * x->strides[dim]];                                      \
+    });                                                                             \
   } while (0)
 
-#define SCATTER(T, ADD)                                                                            \
-  do {                                                                                             \
-    T *o = base_of(out);                                                                           \
-    const T *src = base_of(x);                                                                     \
-    const int64_t m = idx->shape[dim], is = idx->strides[dim], ss = x->strides[dim];               \
-    _Pragma("omp parallel for if (n * m > NC_CPU_PARALLEL_MIN)") for (int64_t i = 0; i < n; i++) { \
-      coords c = locate(out, x, idx, dim, IDX_BUT_DIM, i);                                         \
-      if (!c.inside) continue;                                                                     \
-      T acc = o[c.o];                                                                              \
-      for (int64_t j = 0; j < m; j++)                                                              \
-        if (ix[c.i + j * is] == c.c) acc = ADD(acc, src[c.x + j * ss]);                            \
-      o[c.o] = acc;                                                                                \
-    }                                                                                              \
+#define SCATTER(T, ADD)                                                              \
+  do {                                                                               \
+    T *o = base_of(out);                                                             \
+    const T *src = base_of(x);                                                       \
+    const int64_t m = idx->shape[dim], is = idx->strides[dim], ss = x->strides[dim]; \
+    NC_CPU_PARALLEL_FOR(n *m > NC_CPU_PARALLEL_MIN, , i, n, {                        \
+      coords c = locate(out, x, idx, dim, IDX_BUT_DIM, i);                           \
+      if (!c.inside) continue;                                                       \
+      T acc = o[c.o];                                                                \
+      for (int64_t j = 0; j < m; j++)                                                \
+        if (ix[c.i + j * is] == c.c) acc = ADD(acc, src[c.x + j * ss]);              \
+      o[c.o] = acc;                                                                  \
+    });                                                                              \
   } while (0)
 
 #define PLAIN_ADD(a, b) ((a) + (b))

@@ -53,7 +53,7 @@ enum { DECAY_NONE, DECAY_L2, DECAY_DECOUPLED };
     const int mode = !a->use_momentum ? MOMENTUM_NONE : a->first ? MOMENTUM_FIRST : MOMENTUM_UPDATE;         \
     const bool wd = a->use_weight_decay, nest = a->nesterov;                                                 \
     const int64_t n = nc_tensor_numel(param), nblocks = BLOCKS(n);                                           \
-    _Pragma("omp parallel for if (n > NC_CPU_PARALLEL_MIN)") for (int64_t blk = 0; blk < nblocks; blk++) {   \
+    NC_CPU_PARALLEL_FOR(n > NC_CPU_PARALLEL_MIN, , blk, nblocks, {                                           \
       const int64_t lo = blk * NC_CPU_BLOCK, len = n - lo < NC_CPU_BLOCK ? n - lo : NC_CPU_BLOCK;            \
       T *pp = p + lo, *bb = b ? b + lo : NULL;                                                               \
       const T *gg = g + lo;                                                                                  \
@@ -76,7 +76,7 @@ enum { DECAY_NONE, DECAY_L2, DECAY_DECOUPLED };
         else                                                                                                 \
           sgd_run_##S(pp, gg, bb, len, k, false, MOMENTUM_UPDATE, false);                                    \
       }                                                                                                      \
-    }                                                                                                        \
+    });                                                                                                      \
   }                                                                                                          \
                                                                                                              \
   typedef struct {                                                                                           \
@@ -121,7 +121,7 @@ enum { DECAY_NONE, DECAY_L2, DECAY_DECOUPLED };
                                    (T)a->one_minus_alpha, (T)a->eps,          (T)a->momentum};               \
     const int variant = (a->use_weight_decay ? 4 : 0) | (a->centered ? 2 : 0) | (a->use_momentum ? 1 : 0);   \
     const int64_t n = nc_tensor_numel(param), nblocks = BLOCKS(n);                                           \
-    _Pragma("omp parallel for if (n > NC_CPU_PARALLEL_MIN)") for (int64_t blk = 0; blk < nblocks; blk++) {   \
+    NC_CPU_PARALLEL_FOR(n > NC_CPU_PARALLEL_MIN, , blk, nblocks, {                                           \
       const int64_t lo = blk * NC_CPU_BLOCK, len = n - lo < NC_CPU_BLOCK ? n - lo : NC_CPU_BLOCK;            \
       T *pp = p + lo, *sqq = sq + lo, *gaa = ga ? ga + lo : NULL, *bb = b ? b + lo : NULL;                   \
       const T *gg = g + lo;                                                                                  \
@@ -151,7 +151,7 @@ enum { DECAY_NONE, DECAY_L2, DECAY_DECOUPLED };
           rmsprop_run_##S(pp, gg, sqq, gaa, bb, len, k, true, true, true);                                   \
           break;                                                                                             \
       }                                                                                                      \
-    }                                                                                                        \
+    });                                                                                                      \
   }                                                                                                          \
                                                                                                              \
   typedef struct {                                                                                           \
@@ -194,7 +194,7 @@ enum { DECAY_NONE, DECAY_L2, DECAY_DECOUPLED };
     const int decay = !a->use_weight_decay ? DECAY_NONE : a->decoupled ? DECAY_DECOUPLED : DECAY_L2;         \
     const bool ams = a->amsgrad;                                                                             \
     const int64_t n = nc_tensor_numel(param), nblocks = BLOCKS(n);                                           \
-    _Pragma("omp parallel for if (n > NC_CPU_PARALLEL_MIN)") for (int64_t blk = 0; blk < nblocks; blk++) {   \
+    NC_CPU_PARALLEL_FOR(n > NC_CPU_PARALLEL_MIN, , blk, nblocks, {                                           \
       const int64_t lo = blk * NC_CPU_BLOCK, len = n - lo < NC_CPU_BLOCK ? n - lo : NC_CPU_BLOCK;            \
       T *pp = p + lo, *mm1 = m1 + lo, *mm2 = m2 + lo, *mmx = mx ? mx + lo : NULL;                            \
       const T *gg = g + lo;                                                                                  \
@@ -213,7 +213,7 @@ enum { DECAY_NONE, DECAY_L2, DECAY_DECOUPLED };
         else                                                                                                 \
           adam_run_##S(pp, gg, mm1, mm2, mmx, len, k, DECAY_DECOUPLED, false);                               \
       }                                                                                                      \
-    }                                                                                                        \
+    });                                                                                                      \
   }                                                                                                          \
                                                                                                              \
   /* Part k covers the flat elements [k * chunk, (k + 1) * chunk): the split depends only on the             \

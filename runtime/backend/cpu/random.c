@@ -9,15 +9,15 @@ static inline double u53(uint32_t a, uint32_t b) {
   return (double)(((uint64_t)(a >> 5) << 26) | (b >> 6)) * 0x1p-53;
 }
 
-#define BERNOULLI(T, U)                                                                            \
-  do {                                                                                             \
-    T *o = (T *)base_of(out) + out->offset;                                                        \
-    const T *pp = base_of(p);                                                                      \
-    _Pragma("omp parallel for if (n > NC_CPU_PARALLEL_MIN / 8)") for (int64_t i = 0; i < n; i++) { \
-      uint32_t w[4];                                                                               \
-      nc_philox_element(seed, offset + (uint64_t)i, w);                                            \
-      o[i] = (U) < pp[nc_cpu_offset(p->ndim, p->shape, p->strides, p->offset, i)];                 \
-    }                                                                                              \
+#define BERNOULLI(T, U)                                                            \
+  do {                                                                             \
+    T *o = (T *)base_of(out) + out->offset;                                        \
+    const T *pp = base_of(p);                                                      \
+    NC_CPU_PARALLEL_FOR(n > NC_CPU_PARALLEL_MIN / 8, , i, n, {                     \
+      uint32_t w[4];                                                               \
+      nc_philox_element(seed, offset + (uint64_t)i, w);                            \
+      o[i] = (U) < pp[nc_cpu_offset(p->ndim, p->shape, p->strides, p->offset, i)]; \
+    });                                                                            \
   } while (0)
 
 nc_status nc_cpu_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset,
@@ -32,11 +32,10 @@ nc_status nc_cpu_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t s
   }
   if (op != NC_OP_RANDINT) return nc_error(NC_ERR_UNSUPPORTED, "cpu sample: %s", nc_op_get(op)->name);
   int64_t *o = (int64_t *)base_of(out) + out->offset;
-#pragma omp parallel for if (n > NC_CPU_PARALLEL_MIN / 8)
-  for (int64_t i = 0; i < n; i++) {
+  NC_CPU_PARALLEL_FOR(n > NC_CPU_PARALLEL_MIN / 8, , i, n, {
     uint32_t w[4];
     nc_philox_element(seed, offset + (uint64_t)i, w);
     o[i] = (int64_t)((uint64_t)lo + (((uint64_t)w[1] << 32) | w[0]) % range);
-  }
+  });
   return NC_OK;
 }

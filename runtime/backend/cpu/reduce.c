@@ -385,8 +385,7 @@ nc_status nc_cpu_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tenso
   if (nstates && !fs && !is)
     return nc_error(NC_ERR_OOM, "out of host memory for %lld partial sums", (long long)nstates);
 
-#pragma omp parallel for if (work > NC_CPU_PARALLEL_MIN)
-  for (int64_t u = 0; u < (nstates ? nstates : outer); u++) {
+  NC_CPU_PARALLEL_FOR(work > NC_CPU_PARALLEL_MIN, , u, nstates ? nstates : outer, {
     const int64_t row = nstates ? u / pl.nblk : u, blk = nstates ? u % pl.nblk : 0;
     const int64_t start = blk * NC_CPU_BLOCK,
                   len = nstates ? (pl.inner - start < NC_CPU_BLOCK ? pl.inner - start : NC_CPU_BLOCK)
@@ -404,7 +403,7 @@ nc_status nc_cpu_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tenso
       else
         store(out, idx, row, 0, s.a, s.n);
     }
-  }
+  });
   if (nstates) {
 #pragma omp parallel for if (outer > 64)
     for (int64_t row = 0; row < outer; row++) {

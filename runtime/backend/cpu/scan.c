@@ -5,20 +5,19 @@
 
 static inline void *base_of(const nc_tensor *t) { return nc_storage_host_ptr(t->storage); }
 
-#define CUMSUM_ROWS(T, ACC, ADD)                                                                        \
-  do {                                                                                                  \
-    const T *X = base_of(x);                                                                            \
-    T *D = base_of(out);                                                                                \
-    _Pragma("omp parallel for if (outer * inner > NC_CPU_PARALLEL_MIN)") for (int64_t r = 0; r < outer; \
-                                                                              r++) {                    \
-      const T *px = X + nc_cpu_offset(k, x->shape, x->strides, x->offset, r);                           \
-      T *pd = D + nc_cpu_offset(k, out->shape, out->strides, out->offset, r);                           \
-      ACC acc = 0;                                                                                      \
-      for (int64_t j = 0; j < inner; j++) {                                                             \
-        acc = ADD(acc, px[j * xs]);                                                                     \
-        pd[j * ds] = (T)acc;                                                                            \
-      }                                                                                                 \
-    }                                                                                                   \
+#define CUMSUM_ROWS(T, ACC, ADD)                                              \
+  do {                                                                        \
+    const T *X = base_of(x);                                                  \
+    T *D = base_of(out);                                                      \
+    NC_CPU_PARALLEL_FOR(outer *inner > NC_CPU_PARALLEL_MIN, , r, outer, {     \
+      const T *px = X + nc_cpu_offset(k, x->shape, x->strides, x->offset, r); \
+      T *pd = D + nc_cpu_offset(k, out->shape, out->strides, out->offset, r); \
+      ACC acc = 0;                                                            \
+      for (int64_t j = 0; j < inner; j++) {                                   \
+        acc = ADD(acc, px[j * xs]);                                           \
+        pd[j * ds] = (T)acc;                                                  \
+      }                                                                       \
+    });                                                                       \
   } while (0)
 
 #define PLAIN_ADD(a, b) ((a) + (b))

@@ -6,27 +6,26 @@
 
 static inline void *base_of(const nc_tensor *t) { return nc_storage_host_ptr(t->storage); }
 
-#define SOFTMAX_ROWS(T)                                                                                 \
-  do {                                                                                                  \
-    const T *X = base_of(x);                                                                            \
-    T *D = base_of(out);                                                                                \
-    _Pragma("omp parallel for if (outer * inner > NC_CPU_PARALLEL_MIN)") for (int64_t r = 0; r < outer; \
-                                                                              r++) {                    \
-      const T *px = X + nc_cpu_offset(k, x->shape, x->strides, x->offset, r);                           \
-      T *pd = D + nc_cpu_offset(k, out->shape, out->strides, out->offset, r);                           \
-      double m = -INFINITY, sum = 0;                                                                    \
-      for (int64_t j = 0; j < inner; j++) {                                                             \
-        double v = px[j * xs];                                                                          \
-        m = (v > m || isnan(v)) ? v : m;                                                                \
-      }                                                                                                 \
-      for (int64_t j = 0; j < inner; j++) sum += exp((double)px[j * xs] - m);                           \
-      if (log_out) {                                                                                    \
-        const double ls = log(sum);                                                                     \
-        for (int64_t j = 0; j < inner; j++) pd[j * ds] = (T)(((double)px[j * xs] - m) - ls);            \
-      } else {                                                                                          \
-        for (int64_t j = 0; j < inner; j++) pd[j * ds] = (T)(exp((double)px[j * xs] - m) / sum);        \
-      }                                                                                                 \
-    }                                                                                                   \
+#define SOFTMAX_ROWS(T)                                                                          \
+  do {                                                                                           \
+    const T *X = base_of(x);                                                                     \
+    T *D = base_of(out);                                                                         \
+    NC_CPU_PARALLEL_FOR(outer *inner > NC_CPU_PARALLEL_MIN, , r, outer, {                        \
+      const T *px = X + nc_cpu_offset(k, x->shape, x->strides, x->offset, r);                    \
+      T *pd = D + nc_cpu_offset(k, out->shape, out->strides, out->offset, r);                    \
+      double m = -INFINITY, sum = 0;                                                             \
+      for (int64_t j = 0; j < inner; j++) {                                                      \
+        double v = px[j * xs];                                                                   \
+        m = (v > m || isnan(v)) ? v : m;                                                         \
+      }                                                                                          \
+      for (int64_t j = 0; j < inner; j++) sum += exp((double)px[j * xs] - m);                    \
+      if (log_out) {                                                                             \
+        const double ls = log(sum);                                                              \
+        for (int64_t j = 0; j < inner; j++) pd[j * ds] = (T)(((double)px[j * xs] - m) - ls);     \
+      } else {                                                                                   \
+        for (int64_t j = 0; j < inner; j++) pd[j * ds] = (T)(exp((double)px[j * xs] - m) / sum); \
+      }                                                                                          \
+    });                                                                                          \
   } while (0)
 
 nc_status nc_cpu_softmax(nc_op op, nc_tensor *out, const nc_tensor *x) {

@@ -33,6 +33,20 @@ static inline void nc_cpu_iter_row(const nc_cpu_iter *it, int64_t r, int64_t *of
 /* Work below this many elements runs on one thread. */
 #define NC_CPU_PARALLEL_MIN 32768
 
+/* for (int64_t i = 0; i < n; i++) body, under `omp parallel for clauses` when cond holds and as
+ * a plain loop otherwise. Entering a parallel construct costs microseconds even when an if
+ * clause turns it down, which would be most of a tiny op's time. */
+#define NC_CPU_PRAGMA_(x) _Pragma(#x)
+#define NC_CPU_PARALLEL_FOR(cond, clauses, i, n, ...)                          \
+  do {                                                                         \
+    if (cond) {                                                                \
+      NC_CPU_PRAGMA_(omp parallel for clauses)                                 \
+      for (int64_t i = 0; i < (n); i++) __VA_ARGS__                            \
+    } else {                                                                   \
+      for (int64_t i = 0; i < (n); i++) __VA_ARGS__                            \
+    }                                                                          \
+  } while (0)
+
 /* Rows are cut into blocks of at most NC_CPU_BLOCK elements, so that a contiguous tensor (one
  * long row after merging) still spreads over threads. */
 #define NC_CPU_BLOCK 8192

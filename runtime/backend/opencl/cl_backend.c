@@ -59,12 +59,6 @@ static nc_status dtype_supported(nc_device *dev, nc_dtype dt) {
   return NC_OK;
 }
 
-static nc_status kernel_for(nc_device *dev, cl_kernel *k, const char *fmt, const char *a, const char *b) {
-  char name[96];
-  snprintf(name, sizeof name, fmt, a, b);
-  return nc_cl_kernel(dev, "core", "", name, k);
-}
-
 /* A scalar of dtype dt holding v, as a kernel argument. */
 typedef union {
   cl_float f;
@@ -88,15 +82,15 @@ static nc_cl_arg scalar_arg(nc_dtype dt, double v, scalar *s) {
 nc_status nc_cl_fill(nc_tensor *t, double v) {
   nc_device *dev = nc_tensor_device(t);
   NC_TRY(dtype_supported(dev, t->dtype));
-  cl_kernel k;
-  NC_TRY(kernel_for(dev, &k, "fill_%s%s", nc_dtype_name(t->dtype), ""));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_FILL, t->dtype, &k));
   cl_mem m = nc_cl_mem(t);
   nc_cl_layout l;
   nc_cl_layout_of(t, &l);
   scalar s;
   cl_long n = nc_tensor_numel(t);
   nc_cl_arg args[] = {NC_CL_ARG(m), NC_CL_ARG(l), scalar_arg(t->dtype, v, &s), NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 4, args, nc_cl_global_size(dev, n), 0);
+  return nc_cl_launch(dev, k->kernel, 4, args, nc_cl_global_size(dev, n), 0);
 }
 
 nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
@@ -115,14 +109,14 @@ nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
     if (err != CL_SUCCESS) return nc_cl_fail(err, "copying a device buffer", dev);
     return NC_OK;
   }
-  cl_kernel k;
-  NC_TRY(kernel_for(dev, &k, "copy_%s_%s", nc_dtype_name(dst->dtype), nc_dtype_name(src->dtype)));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_COPY_FROM_FLOAT32 + (int)src->dtype, dst->dtype, &k));
   cl_mem dm = nc_cl_mem(dst), sm = nc_cl_mem(src);
   nc_cl_layout dl, sl;
   nc_cl_layout_of(dst, &dl);
   nc_cl_layout_of(src, &sl);
   nc_cl_arg args[] = {NC_CL_ARG(dm), NC_CL_ARG(dl), NC_CL_ARG(sm), NC_CL_ARG(sl), NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 5, args, nc_cl_global_size(dev, n), 0);
+  return nc_cl_launch(dev, k->kernel, 5, args, nc_cl_global_size(dev, n), 0);
 }
 
 /* A real for an nc_acc kernel parameter (double where the device has fp64). */
@@ -133,26 +127,26 @@ static nc_cl_arg acc_arg(nc_device *dev, double v, scalar *s) {
 nc_status nc_cl_arange(nc_tensor *t, double start, double step) {
   nc_device *dev = nc_tensor_device(t);
   NC_TRY(dtype_supported(dev, t->dtype));
-  cl_kernel k;
-  NC_TRY(kernel_for(dev, &k, "arange_%s%s", nc_dtype_name(t->dtype), ""));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_ARANGE, t->dtype, &k));
   cl_mem m = nc_cl_mem(t);
   cl_long off = t->offset, n = nc_tensor_numel(t);
   scalar a, b;
   nc_cl_arg args[] = {NC_CL_ARG(m), NC_CL_ARG(off), acc_arg(dev, start, &a), acc_arg(dev, step, &b), NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 5, args, nc_cl_global_size(dev, n), 0);
+  return nc_cl_launch(dev, k->kernel, 5, args, nc_cl_global_size(dev, n), 0);
 }
 
 nc_status nc_cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b) {
   nc_device *dev = nc_tensor_device(t);
   NC_TRY(dtype_supported(dev, t->dtype));
-  cl_kernel k;
-  NC_TRY(kernel_for(dev, &k, kind == NC_RANDOM_UNIFORM ? "uniform_%s%s" : "normal_%s%s", nc_dtype_name(t->dtype), ""));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, kind == NC_RANDOM_UNIFORM ? NC_CL_K_UNIFORM : NC_CL_K_NORMAL, t->dtype, &k));
   cl_mem m = nc_cl_mem(t);
   cl_long off = t->offset, n = nc_tensor_numel(t);
   cl_ulong sd = seed, of = offset;
   scalar sa, sb;
   nc_cl_arg args[] = {NC_CL_ARG(m),  NC_CL_ARG(off), NC_CL_ARG(sd), NC_CL_ARG(of), scalar_arg(t->dtype, a, &sa),
                       scalar_arg(t->dtype, b, &sb), NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 7, args, nc_cl_global_size(dev, n), 0);
+  return nc_cl_launch(dev, k->kernel, 7, args, nc_cl_global_size(dev, n), 0);
 }
 

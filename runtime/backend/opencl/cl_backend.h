@@ -22,6 +22,91 @@ typedef struct nc_cl_program {
 
 typedef struct nc_cl_staging nc_cl_staging;
 
+/* ---- kernel slots ------------------------------------------------------------------------------
+ * Every kernel the backend launches has a slot. The per-op fast elementwise kernels
+ * ("<op>_<T>" of elementwise.cl) take their op's id; the others are listed here:
+ * X(ID, program, name, naming), where naming says how (name, dtype) become the kernel's name
+ * and build options:
+ *   TYPED  "<name>_<T>"                 T: the dtype's name
+ *   BYTES  "<name>_<size of T>"          (kernels that only move elements)
+ *   COPY   "copy_<T>_<name>"             (name: the source dtype; one slot per source dtype)
+ *   REAL   "<name>", built with -DREAL=double for float64 (the layer kernels)
+ *   TILED  "<name>", built with a GEMM tile variant's options (cl_linalg.h) */
+#define NC_CL_KERNELS(X)                                                     \
+  X(UNARY, "elementwise", "unary", TYPED)                                    \
+  X(BINARY, "elementwise", "binary", TYPED)                                  \
+  X(COMPARE, "elementwise", "compare", TYPED)                                \
+  X(WHERE, "elementwise", "where", TYPED)                                    \
+  X(FILL, "core", "fill", TYPED)                                             \
+  X(ARANGE, "core", "arange", TYPED)                                         \
+  X(UNIFORM, "core", "uniform", TYPED)                                       \
+  X(NORMAL, "core", "normal", TYPED)                                         \
+  X(COPY_FROM_FLOAT32, "core", "float32", COPY)                              \
+  X(COPY_FROM_FLOAT64, "core", "float64", COPY)                              \
+  X(COPY_FROM_INT32, "core", "int32", COPY)                                  \
+  X(COPY_FROM_INT64, "core", "int64", COPY)                                  \
+  X(COPY_FROM_UINT8, "core", "uint8", COPY)                                  \
+  X(COPY_FROM_BOOL, "core", "bool", COPY)                                    \
+  X(REDUCE_ROWS, "reduce", "reduce_rows", TYPED)                             \
+  X(REDUCE_SUM, "reduce", "reduce_sum", TYPED)                               \
+  X(REDUCE_GROUPS, "reduce", "reduce_groups", TYPED)                         \
+  X(REDUCE_PARTIALS, "reduce", "reduce_partials", TYPED)                     \
+  X(CUMSUM_ROWS, "reduce", "cumsum_rows", TYPED)                             \
+  X(CUMSUM_GROUPS, "reduce", "cumsum_groups", TYPED)                         \
+  X(SOFTMAX_ROWS, "reduce", "softmax_rows", TYPED)                           \
+  X(SOFTMAX_GROUPS, "reduce", "softmax_groups", TYPED)                       \
+  X(SCATTER_ADD, "index", "scatter_add", TYPED)                              \
+  X(TAKE, "index", "take", BYTES)                                            \
+  X(SORT_INIT, "sort", "sort_init", TYPED)                                   \
+  X(SORT_STEP, "sort", "sort_step", TYPED)                                   \
+  X(BERNOULLI, "random", "bernoulli", TYPED)                                 \
+  X(RANDINT, "random", "randint", TYPED)                                     \
+  X(SGD, "optim", "sgd", TYPED)                                              \
+  X(RMSPROP, "optim", "rmsprop", TYPED)                                      \
+  X(ADAM, "optim", "adam", TYPED)                                            \
+  X(SUM_SQUARES, "optim", "sum_squares", TYPED)                              \
+  X(BATCH_NORM_FWD, "norm", "batch_norm_fwd", REAL)                          \
+  X(BATCH_NORM_BWD, "norm", "batch_norm_bwd", REAL)                          \
+  X(ROW_NORM_FWD, "norm", "row_norm_fwd", REAL)                              \
+  X(ROW_NORM_BWD_DX, "norm", "row_norm_bwd_dx", REAL)                        \
+  X(ROW_NORM_BWD_DW, "norm", "row_norm_bwd_dw", REAL)                        \
+  X(MAX_POOL_FWD, "pool", "max_pool_fwd", REAL)                              \
+  X(AVG_POOL_FWD, "pool", "avg_pool_fwd", REAL)                              \
+  X(MAX_POOL_BWD, "pool", "max_pool_bwd", REAL)                              \
+  X(AVG_POOL_BWD, "pool", "avg_pool_bwd", REAL)                              \
+  X(CE_FWD, "loss", "ce_fwd", REAL)                                          \
+  X(CE_REDUCE, "loss", "ce_reduce", REAL)                                    \
+  X(CE_COUNT, "loss", "ce_count", REAL)                                      \
+  X(CE_BWD, "loss", "ce_bwd", REAL)                                          \
+  X(EMBEDDING_FWD_INT64, "embedding", "embedding_fwd_int64", REAL)           \
+  X(EMBEDDING_FWD_INT32, "embedding", "embedding_fwd_int32", REAL)           \
+  X(EMBEDDING_ZERO, "embedding", "embedding_zero", REAL)                     \
+  X(EMBEDDING_BWD_INT64, "embedding", "embedding_bwd_int64", REAL)           \
+  X(EMBEDDING_BWD_INT32, "embedding", "embedding_bwd_int32", REAL)           \
+  X(GEMM, "gemm", "gemm", TILED)                                             \
+  X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \
+  X(CONV2D_BWD_INPUT, "gemm+conv", "conv2d_bwd_input", TILED)                \
+  X(CONV2D_BWD_WEIGHT, "gemm+conv", "conv2d_bwd_weight", TILED)              \
+  X(CONV2D_COL2IM, "gemm+conv", "conv2d_col2im", TILED)                      \
+  X(CONV2D_SUM_SPLITS, "gemm+conv", "conv2d_sum_splits", TILED)
+
+/* Slots: 0 .. NC_OP_COUNT-1 are the ops' fast kernels, then NC_CL_K_<ID>. */
+typedef enum {
+  NC_CL_K_BEFORE_ = NC_OP_COUNT - 1,
+#define NC_CL_SLOT_ENUM_(id, program, name, naming) NC_CL_K_##id,
+  NC_CL_KERNELS(NC_CL_SLOT_ENUM_)
+#undef NC_CL_SLOT_ENUM_
+  NC_CL_SLOT_COUNT
+} nc_cl_slot;
+
+/* A resolved kernel: the cl_kernel and what launching it needs, immutable once published. */
+typedef struct nc_cl_handle {
+  cl_kernel kernel;
+  size_t local;     /* nc_cl_kernel_local_size of the kernel */
+  int tiles[6];     /* TILED slots: the GEMM variant it was built for (zeros otherwise) */
+  struct nc_cl_handle *next; /* the device's list of handles, which owns them */
+} nc_cl_handle;
+
 typedef struct {
   cl_platform_id platform;
   cl_device_id id;
@@ -36,6 +121,10 @@ typedef struct {
   nc_cl_program *programs;
   nc_cl_staging *staging;
   uint64_t programs_built, programs_loaded;
+  /* Kernel handles by slot and dtype: NULL until first resolved, then published with a
+   * release store (under programs_lock) and read with an acquire load, lock-free. */
+  const nc_cl_handle *handles[NC_CL_SLOT_COUNT][NC_DTYPE_COUNT];
+  nc_cl_handle *handle_list;
 } nc_cl_device;
 
 /* Finds every OpenCL device and hands each to add (the registry). Silent when there is no
@@ -60,11 +149,6 @@ void nc_cl_layout_of(const nc_tensor *t, nc_cl_layout *l);
  * neighbouring dims merged where every operand allows it, so kernels index fewer dims and more
  * operands take the contiguous path. A NULL entry (a scalar operand) gets a contiguous layout. */
 void nc_cl_layouts(int n, const nc_tensor *const *ts, nc_cl_layout *ls);
-
-/* Kernel `name` of kernels/<program>.cl (built with common.cl in front and `options`; the
- * build is cached in memory and on disk). program "a+b" builds a.cl and b.cl together. */
-nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options, const char *name,
-                       cl_kernel *out);
 
 /* An embedded kernel source (NULL if absent), and the on-disk cache directory (created). */
 const char *nc_cl_source(const char *file, size_t *len);
@@ -120,8 +204,29 @@ typedef union {
 } nc_cl_scalar;
 nc_cl_arg nc_cl_scalar_arg(nc_dtype dt, const nc_scalar *s, nc_cl_scalar *store);
 
-/* Kernel "<prefix>_<dtype name>" of a program. */
-nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt, cl_kernel *out);
+/* ---- kernel handles ------------------------------------------------------------------------------
+ * A launch finds its kernel by (slot, dtype) in the device's table: one acquire load, no name
+ * built and nothing hashed. The first use of a (slot, dtype) resolves it: builds the name and
+ * options, gets the program from the program cache (memory, then disk, then a build), creates
+ * the kernel and asks its work-group limit, and publishes the handle. */
+
+/* The handle of (slot, dt) on dev if resolved, else NULL. */
+static inline const nc_cl_handle *nc_cl_handle_peek(nc_device *dev, int slot, nc_dtype dt) {
+  nc_cl_device *cd = dev->impl;
+  return __atomic_load_n(&cd->handles[slot][dt], __ATOMIC_ACQUIRE);
+}
+
+/* Resolves (slot, dt) (the slow path of nc_cl_handle_get). TILED slots pass the variant's build
+ * options and tiles, and replace a handle held for another variant; others pass NULL for both. */
+nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *options, const int tiles[6],
+                        const nc_cl_handle **out);
+
+/* The handle of kernel slot (an op id or NC_CL_K_*, not TILED) for dtype dt. */
+static inline nc_status nc_cl_handle_get(nc_device *dev, int slot, nc_dtype dt, const nc_cl_handle **out) {
+  const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, dt);
+  if (h) return *out = h, NC_OK;
+  return nc_cl_resolve(dev, slot, dt, NULL, NULL, out);
+}
 
 /* The cl_mem under a tensor. */
 static inline cl_mem nc_cl_mem(const nc_tensor *t) { return (cl_mem)nc_storage_handle(t->storage); }

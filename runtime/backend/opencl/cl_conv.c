@@ -30,13 +30,11 @@ static cl_conv geometry(const nc_conv2d_desc *p) {
                    p->c_out / p->groups};
 }
 
-static nc_status conv_kernel(nc_device *dev, nc_dtype dt, const char *name, cl_kernel *k,
+static nc_status conv_kernel(nc_device *dev, nc_dtype dt, nc_cl_slot slot, const nc_cl_handle **k,
                              nc_gemm_config *cfg) {
   NC_TRY(nc_cl_check_real(dev, dt));
   NC_TRY(nc_cl_gemm_config(dev, dt, cfg));
-  char opts[256];
-  nc_gemm_config_options(cfg, dt, opts, sizeof opts);
-  return nc_cl_kernel(dev, "gemm+conv", opts, name, k);
+  return nc_cl_gemm_kernel(dev, slot, dt, cfg, k);
 }
 
 static void grid(const nc_gemm_config *cfg, int64_t m, int64_t n, int64_t z, size_t global[3],
@@ -52,8 +50,8 @@ nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_ten
                        nc_tensor *y) {
   nc_device *dev = nc_tensor_device(y);
   nc_gemm_config cfg;
-  cl_kernel k;
-  NC_TRY(conv_kernel(dev, y->dtype, "conv2d_fwd", &k, &cfg));
+  const nc_cl_handle *k;
+  NC_TRY(conv_kernel(dev, y->dtype, NC_CL_K_CONV2D_FWD, &k, &cfg));
   cl_conv geo = geometry(p);
   cl_mem xm = nc_cl_mem(x), wm = nc_cl_mem(w), bm = bias ? nc_cl_mem(bias) : nc_cl_mem(w), ym = nc_cl_mem(y);
   cl_int has_bias = bias != NULL;
@@ -61,7 +59,7 @@ nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_ten
                       NC_CL_ARG(bm),  NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
   size_t global[3], local[3];
   grid(&cfg, geo.og, geo.n * geo.oh * geo.ow, geo.groups, global, local);
-  return nc_cl_launch_nd(dev, k, 6, args, 3, global, local);
+  return nc_cl_launch_nd(dev, k->kernel, 6, args, 3, global, local);
 }
 
 /* Strided or few input channels per group: the columns' gradient per chunk of images as a batched GEMM
@@ -78,10 +76,8 @@ static nc_status backward_input_cols(const cl_conv *geo, const nc_gemm_config *c
   int64_t wshape[1] = {nb * kdim * ohw};
   nc_tensor *ws;
   NC_TRY(nc_tensor_empty(dev, dx->dtype, 1, wshape, 0, &ws));
-  cl_kernel k;
-  char opts[256];
-  nc_gemm_config_options(cfg, dx->dtype, opts, sizeof opts);
-  nc_status s = nc_cl_kernel(dev, "gemm+conv", opts, "conv2d_col2im", &k);
+  const nc_cl_handle *k;
+  nc_status s = nc_cl_gemm_kernel(dev, NC_CL_K_CONV2D_COL2IM, dx->dtype, cfg, &k);
   cl_mem wsm = nc_cl_mem(ws), dxm = nc_cl_mem(dx);
   for (cl_long n0 = 0; s == NC_OK && n0 < geo->n; n0 += nb) {
     cl_long cnt = geo->n - n0 < nb ? geo->n - n0 : nb;
@@ -110,7 +106,7 @@ static nc_status backward_input_cols(const cl_conv *geo, const nc_gemm_config *c
       cl_long total = cnt * geo->cg * geo->h * geo->w;
       nc_cl_arg args[] = {NC_CL_ARG(*geo), NC_CL_ARG(g),   NC_CL_ARG(n0),
                           NC_CL_ARG(cnt),  NC_CL_ARG(wsm), NC_CL_ARG(dxm)};
-      if (s == NC_OK) s = nc_cl_launch(dev, k, 6, args, nc_cl_global_size(dev, total), 0);
+      if (s == NC_OK) s = nc_cl_launch(dev, k->kernel, 6, args, nc_cl_global_size(dev, total), 0);
     }
   }
   nc_tensor_release(ws);
@@ -121,8 +117,8 @@ nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *
                                       nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
   nc_gemm_config cfg;
-  cl_kernel k;
-  NC_TRY(conv_kernel(dev, dx->dtype, "conv2d_bwd_input", &k, &cfg));
+  const nc_cl_handle *k;
+  NC_TRY(conv_kernel(dev, dx->dtype, NC_CL_K_CONV2D_BWD_INPUT, &k, &cfg));
   cl_conv geo = geometry(p);
   /* Strided convolutions would multiply mostly zeros in the implicit form (3 of 4 terms at
    * stride 2), and few channels per group would leave most of a tile's rows empty. */
@@ -131,15 +127,15 @@ nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *
   nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(dym), NC_CL_ARG(wm), NC_CL_ARG(dxm)};
   size_t global[3], local[3];
   grid(&cfg, geo.cg, geo.n * geo.h * geo.w, geo.groups, global, local);
-  return nc_cl_launch_nd(dev, k, 4, args, 3, global, local);
+  return nc_cl_launch_nd(dev, k->kernel, 4, args, 3, global, local);
 }
 
 nc_status nc_cl_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
                                        nc_tensor *dw) {
   nc_device *dev = nc_tensor_device(dw);
   nc_gemm_config cfg;
-  cl_kernel k;
-  NC_TRY(conv_kernel(dev, dw->dtype, "conv2d_bwd_weight", &k, &cfg));
+  const nc_cl_handle *k;
+  NC_TRY(conv_kernel(dev, dw->dtype, NC_CL_K_CONV2D_BWD_WEIGHT, &k, &cfg));
   cl_conv geo = geometry(p);
   int64_t m = geo.og, n = geo.cg * geo.kh * geo.kw, kt = geo.n * geo.oh * geo.ow;
   /* Enough work-groups to fill every compute unit a few times over, each with >= 8 K tiles. */
@@ -163,16 +159,14 @@ nc_status nc_cl_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor 
                       NC_CL_ARG(dym), NC_CL_ARG(xm),     NC_CL_ARG(wsm)};
   size_t global[3], local[3];
   grid(&cfg, m, n, geo.groups * splits, global, local);
-  nc_status s = nc_cl_launch_nd(dev, k, 6, args, 3, global, local);
+  nc_status s = nc_cl_launch_nd(dev, k->kernel, 6, args, 3, global, local);
   if (s == NC_OK && ws) {
-    cl_kernel sum;
-    char opts[256];
-    nc_gemm_config_options(&cfg, dw->dtype, opts, sizeof opts);
-    s = nc_cl_kernel(dev, "gemm+conv", opts, "conv2d_sum_splits", &sum);
+    const nc_cl_handle *sum;
+    s = nc_cl_gemm_kernel(dev, NC_CL_K_CONV2D_SUM_SPLITS, dw->dtype, &cfg, &sum);
     cl_long total = geo.groups * m * n;
     cl_mem dwm = nc_cl_mem(dw);
     nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(splits), NC_CL_ARG(total), NC_CL_ARG(dwm)};
-    if (s == NC_OK) s = nc_cl_launch(dev, sum, 4, sargs, nc_cl_global_size(dev, total), 0);
+    if (s == NC_OK) s = nc_cl_launch(dev, sum->kernel, 4, sargs, nc_cl_global_size(dev, total), 0);
   }
   /* The workspace returns to the pool; the queue is in order, so its reuse waits for us. */
   nc_tensor_release(ws);

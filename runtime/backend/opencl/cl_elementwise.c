@@ -9,11 +9,11 @@
 /* bool shares uint8's kernels where the arithmetic is the same (compare, unary predicates). */
 static nc_dtype as_uint8(nc_dtype dt) { return dt == NC_BOOL ? NC_UINT8 : dt; }
 
-static nc_status general(const char *prefix, nc_dtype kdt, nc_op op, nc_tensor *out, const nc_operand *a,
+static nc_status general(nc_cl_slot slot, nc_dtype kdt, nc_op op, nc_tensor *out, const nc_operand *a,
                          const nc_operand *b) {
   nc_device *dev = nc_tensor_device(out);
-  cl_kernel k;
-  NC_TRY(nc_cl_typed_kernel(dev, "elementwise", prefix, kdt, &k));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, slot, kdt, &k));
   const nc_tensor *ts[3] = {out, a->t, b->t};
   nc_cl_layout l[3];
   nc_cl_layouts(3, ts, l);
@@ -32,7 +32,7 @@ static nc_status general(const char *prefix, nc_dtype kdt, nc_op op, nc_tensor *
                       nc_cl_scalar_arg(kdt, &b->s, &sb),
                       NC_CL_ARG(mode),
                       NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 11, args, nc_cl_grid(dev, n), nc_cl_kernel_local_size(dev, k));
+  return nc_cl_launch(dev, k->kernel, 11, args, nc_cl_grid(dev, n), k->local);
 }
 
 static bool contiguous(const nc_tensor *t) { return !t || nc_tensor_is_contiguous(t); }
@@ -48,10 +48,8 @@ typedef struct {
 } fast_call;
 
 static nc_status fast(nc_device *dev, nc_op op, nc_dtype dt, fast_call *c, int64_t n) {
-  char name[64];
-  snprintf(name, sizeof name, "%s_%s", nc_op_get(op)->name, nc_dtype_name(dt));
-  cl_kernel k;
-  NC_TRY(nc_cl_kernel(dev, "elementwise", "", name, &k));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, (int)op, dt, &k));
   for (int64_t start = 0; start < n; start += FAST_SLICE) {
     cl_long m = n - start < FAST_SLICE ? n - start : FAST_SLICE, off[3];
     nc_cl_arg args[12];
@@ -63,7 +61,7 @@ static nc_status fast(nc_device *dev, nc_op op, nc_dtype dt, fast_call *c, int64
     }
     for (int i = 0; i < c->nextra; i++) args[na++] = c->extra[i];
     args[na++] = NC_CL_ARG(m);
-    NC_TRY(nc_cl_launch(dev, k, na, args, nc_cl_grid(dev, m), nc_cl_kernel_local_size(dev, k)));
+    NC_TRY(nc_cl_launch(dev, k->kernel, na, args, nc_cl_grid(dev, m), k->local));
   }
   return NC_OK;
 }
@@ -73,7 +71,7 @@ nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sca
   NC_TRY(nc_cl_check_dtype(dev, x->dtype));
   if (op == NC_OP_ISNAN || op == NC_OP_ISINF) {
     nc_operand a = nc_operand_tensor((nc_tensor *)x), b = nc_operand_scalar(nc_scalar_int(0));
-    return general("compare", as_uint8(x->dtype), op, out, &a, &b);
+    return general(NC_CL_K_COMPARE, as_uint8(x->dtype), op, out, &a, &b);
   }
   const nc_scalar zero = nc_scalar_int(0);
   nc_cl_scalar p0, p1;
@@ -88,8 +86,8 @@ nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sca
                    .nextra = 2};
     return fast(dev, op, x->dtype, &c, n);
   }
-  cl_kernel k;
-  NC_TRY(nc_cl_typed_kernel(dev, "elementwise", "unary", x->dtype, &k));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_UNARY, x->dtype, &k));
   const nc_tensor *ts[2] = {out, x};
   nc_cl_layout l[2];
   nc_cl_layouts(2, ts, l);
@@ -97,15 +95,15 @@ nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sca
   cl_int cop = (cl_int)op;
   nc_cl_arg args[] = {NC_CL_ARG(cop), NC_CL_ARG(mo), NC_CL_ARG(l[0]), NC_CL_ARG(mx), NC_CL_ARG(l[1]), lo, hi,
                       NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 8, args, nc_cl_grid(dev, n), nc_cl_kernel_local_size(dev, k));
+  return nc_cl_launch(dev, k->kernel, 8, args, nc_cl_grid(dev, n), k->local);
 }
 
 nc_status nc_cl_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b) {
   nc_device *dev = nc_tensor_device(out);
   const nc_dtype dt = a->t ? a->t->dtype : b->t->dtype;
   NC_TRY(nc_cl_check_dtype(dev, dt));
-  if (nc_op_get(op)->result == NC_RES_BOOL) return general("compare", as_uint8(dt), op, out, a, b);
-  if (!(contiguous(out) && contiguous(a->t) && contiguous(b->t))) return general("binary", dt, op, out, a, b);
+  if (nc_op_get(op)->result == NC_RES_BOOL) return general(NC_CL_K_COMPARE, as_uint8(dt), op, out, a, b);
+  if (!(contiguous(out) && contiguous(a->t) && contiguous(b->t))) return general(NC_CL_K_BINARY, dt, op, out, a, b);
   nc_cl_scalar sa, sb;
   cl_int mode = (a->t ? 0 : 1) | (b->t ? 0 : 2);
   cl_mem mo = nc_cl_mem(out);
@@ -121,8 +119,8 @@ nc_status nc_cl_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_o
 nc_status nc_cl_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b) {
   nc_device *dev = nc_tensor_device(out);
   NC_TRY(nc_cl_check_dtype(dev, out->dtype));
-  cl_kernel k;
-  NC_TRY(nc_cl_typed_kernel(dev, "elementwise", "where", out->dtype, &k));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_WHERE, out->dtype, &k));
   const nc_tensor *ts[4] = {out, cond, a->t, b->t};
   nc_cl_layout l[4];
   nc_cl_layouts(4, ts, l);
@@ -143,5 +141,5 @@ nc_status nc_cl_where(nc_tensor *out, const nc_tensor *cond, const nc_operand *a
                       nc_cl_scalar_arg(out->dtype, &b->s, &sb),
                       NC_CL_ARG(mode),
                       NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 12, args, nc_cl_grid(dev, n), nc_cl_kernel_local_size(dev, k));
+  return nc_cl_launch(dev, k->kernel, 12, args, nc_cl_grid(dev, n), k->local);
 }

@@ -2,6 +2,7 @@
  * variant the tuner chose for the device. */
 #include <stdio.h>
 #include "core/check.h"
+#include <string.h>
 #include "cl_linalg.h"
 
 nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt) {
@@ -12,10 +13,6 @@ nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt) {
   return NC_OK;
 }
 
-const char *nc_cl_real_options(nc_dtype dt) {
-  return dt == NC_FLOAT64 ? "-DREAL=double -DNC_REAL_DOUBLE=1" : "";
-}
-
 void nc_gemm_config_options(const nc_gemm_config *c, nc_dtype dt, char *buf, size_t n) {
   snprintf(buf, n, "-DREAL=%s -DMWG=%d -DNWG=%d -DKWG=%d -DTM=%d -DTNV=%d -DVW=%d",
            dt == NC_FLOAT64 ? "double" : "float", c->mwg, c->nwg, c->kwg, c->tm, c->tnv, c->vw);
@@ -24,6 +21,16 @@ void nc_gemm_config_options(const nc_gemm_config *c, nc_dtype dt, char *buf, siz
 void nc_gemm_config_local(const nc_gemm_config *c, size_t local[2]) {
   local[0] = (size_t)(c->nwg / (c->vw * c->tnv));
   local[1] = (size_t)(c->mwg / c->tm);
+}
+
+nc_status nc_cl_gemm_kernel(nc_device *dev, nc_cl_slot slot, nc_dtype dt, const nc_gemm_config *cfg,
+                            const nc_cl_handle **out) {
+  const int tiles[6] = {cfg->mwg, cfg->nwg, cfg->kwg, cfg->tm, cfg->tnv, cfg->vw};
+  const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, dt);
+  if (h && memcmp(h->tiles, tiles, sizeof tiles) == 0) return *out = h, NC_OK;
+  char opts[256];
+  nc_gemm_config_options(cfg, dt, opts, sizeof opts);
+  return nc_cl_resolve(dev, slot, dt, opts, tiles, out);
 }
 
 bool nc_gemm_config_fits(nc_device *dev, const nc_gemm_config *c, nc_dtype dt) {
@@ -58,10 +65,8 @@ nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg) {
   nc_device *dev = nc_tensor_device(g->c);
   nc_dtype dt = g->c->dtype;
   NC_TRY(nc_cl_check_real(dev, dt));
-  char opts[256];
-  nc_gemm_config_options(cfg, dt, opts, sizeof opts);
-  cl_kernel k;
-  NC_TRY(nc_cl_kernel(dev, "gemm", opts, "gemm", &k));
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_gemm_kernel(dev, NC_CL_K_GEMM, dt, cfg, &k));
   cl_mem a = nc_cl_mem(g->a), b = nc_cl_mem(g->b), c = nc_cl_mem(g->c);
   cl_mem bias = g->bias ? nc_cl_mem(g->bias) : c;
   cl_long M = g->m, N = g->n, K = g->k;
@@ -100,5 +105,5 @@ nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg) {
   nc_gemm_config_local(cfg, local);
   size_t global[3] = {(size_t)((g->n + cfg->nwg - 1) / cfg->nwg) * local[0],
                       (size_t)((g->m + cfg->mwg - 1) / cfg->mwg) * local[1], (size_t)g->batch};
-  return nc_cl_launch_nd(dev, k, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
+  return nc_cl_launch_nd(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
 }

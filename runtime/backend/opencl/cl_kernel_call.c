@@ -1,6 +1,6 @@
 /* The generic launcher of the ops defined by their op-table row (KERNEL(name, sig)): the row's
  * kernel column names "<program>.cl:<kernel>", built for the first tensor's dtype (REAL is
- * double for float64), and the arguments follow one convention (cl_backend.h), so such an op
+ * double for float64; its handle resolved once, by op id), and the arguments follow one convention (cl_backend.h), so such an op
  * needs no host code of its own. */
 #include <string.h>
 #include "cl_linalg.h"
@@ -11,31 +11,13 @@ typedef union {
   cl_double d;
 } real_arg;
 
-/* "norm.cl:group_norm_fwd" -> program "norm", kernel "group_norm_fwd". */
-static nc_status kernel_of(const nc_op_info *o, char *program, size_t pn, char *name, size_t nn) {
-  const char *colon = strchr(o->kernel, ':'), *dot = strstr(o->kernel, ".cl:");
-  size_t plen = dot ? (size_t)(dot - o->kernel) : 0, klen = colon ? strspn(colon + 1,
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") : 0;
-  if (!colon || !dot || dot + 3 != colon || !plen || plen >= pn || !klen || klen >= nn)
-    return nc_error(NC_ERR_ARG, "%s: the op table names no kernel (\"%s\"; expected program.cl:kernel)", o->name,
-                    o->kernel);
-  memcpy(program, o->kernel, plen);
-  program[plen] = 0;
-  memcpy(name, colon + 1, klen);
-  name[klen] = 0;
-  return NC_OK;
-}
-
 nc_status nc_cl_kernel_call(const nc_kernel_call *c) {
-  const nc_op_info *o = nc_op_get(c->op);
   const nc_tensor *first = NULL;
   for (int i = 0; i < c->nt && !first; i++) first = c->t[i];
   nc_device *dev = nc_tensor_device(first);
   NC_TRY(nc_cl_check_real(dev, first->dtype));
-  char program[32], name[64];
-  NC_TRY(kernel_of(o, program, sizeof program, name, sizeof name));
-  cl_kernel k;
-  NC_TRY(nc_cl_kernel(dev, program, nc_cl_real_options(first->dtype), name, &k));
+  const nc_cl_handle *h;
+  NC_TRY(nc_cl_handle_get(dev, c->op, first->dtype, &h));
   nc_cl_arg args[2 * NC_KERNEL_MAX_TENSORS + 2 * NC_KERNEL_MAX_SCALARS];
   cl_mem mem[NC_KERNEL_MAX_TENSORS];
   cl_long off[NC_KERNEL_MAX_TENSORS], ints[NC_KERNEL_MAX_SCALARS];
@@ -59,5 +41,5 @@ nc_status nc_cl_kernel_call(const nc_kernel_call *c) {
   }
   if (c->rows <= 0) return NC_OK;
   size_t ls = nc_cl_group_size(dev), global = (size_t)c->rows * ls;
-  return nc_cl_launch_nd(dev, k, na, args, 1, &global, &ls);
+  return nc_cl_launch_nd(dev, h->kernel, na, args, 1, &global, &ls);
 }

@@ -14,6 +14,10 @@ typedef struct {
 void nc_gemm_config_options(const nc_gemm_config *c, nc_dtype dt, char *buf, size_t n);
 /* Work-group shape of a variant: (items along N, items along M). */
 void nc_gemm_config_local(const nc_gemm_config *c, size_t local[2]);
+/* The handle of a TILED kernel slot (NC_CL_K_GEMM, NC_CL_K_CONV2D_*) built with variant cfg: the
+ * one held when it was built with cfg, else resolved anew (the tuner tries several variants). */
+nc_status nc_cl_gemm_kernel(nc_device *dev, nc_cl_slot slot, nc_dtype dt, const nc_gemm_config *cfg,
+                            const nc_cl_handle **out);
 /* Whether the device can run a variant (work-group size and local memory). */
 bool nc_gemm_config_fits(nc_device *dev, const nc_gemm_config *c, nc_dtype dt);
 
@@ -76,9 +80,5 @@ nc_status nc_cl_flag_read(nc_tensor *flag, int64_t *bad);
 
 /* The layer kernels take float32, and float64 where the device has cl_khr_fp64. */
 nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt);
-
-/* "-DREAL=double -DNC_REAL_DOUBLE=1" for float64, "" for float32 (so --warmup's default build is the float32
- * variant). */
-const char *nc_cl_real_options(nc_dtype dt);
 
 #endif

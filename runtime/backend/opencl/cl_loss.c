@@ -23,10 +23,9 @@ nc_status nc_cl_cross_entropy(const nc_tensor *logits, const nc_tensor *targets,
   nc_device *dev = nc_tensor_device(logits);
   nc_dtype dt = logits->dtype;
   NC_TRY(nc_cl_check_real(dev, dt));
-  const char *opts = nc_cl_real_options(dt);
-  cl_kernel fwd, red;
-  NC_TRY(nc_cl_kernel(dev, "loss", opts, "ce_fwd", &fwd));
-  NC_TRY(nc_cl_kernel(dev, "loss", opts, "ce_reduce", &red));
+  const nc_cl_handle *fwd, *red;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_CE_FWD, dt, &fwd));
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_CE_REDUCE, dt, &red));
   int64_t npos = nc_tensor_numel(targets);
   cl_long c = logits->shape[1], s = npos / (logits->shape[0] > 0 ? logits->shape[0] : 1), ign = ignore_index,
           np = npos;
@@ -40,13 +39,13 @@ nc_status nc_cl_cross_entropy(const nc_tensor *logits, const nc_tensor *targets,
   nc_cl_arg args[] = {NC_CL_ARG(xm), NC_CL_ARG(tm),  NC_CL_ARG(c),
                       NC_CL_ARG(s),  NC_CL_ARG(ign), real_of(dt, label_smoothing, &eps),
                       NC_CL_ARG(lm), NC_CL_ARG(sm),  NC_CL_ARG(fm)};
-  if (st == NC_OK && npos > 0) st = one_group(dev, fwd, 9, args, npos);
+  if (st == NC_OK && npos > 0) st = one_group(dev, fwd->kernel, 9, args, npos);
   if (st == NC_OK && per) {
     cl_mem om = nc_cl_mem(loss);
     cl_int mean = reduction == NC_REDUCTION_MEAN;
     nc_cl_arg rargs[] = {NC_CL_ARG(lm),  NC_CL_ARG(tm),   NC_CL_ARG(np), NC_CL_ARG(c),
                          NC_CL_ARG(ign), NC_CL_ARG(mean), NC_CL_ARG(om)};
-    st = one_group(dev, red, 7, rargs, 1);
+    st = one_group(dev, red->kernel, 7, rargs, 1);
   }
   if (st == NC_OK) st = nc_cl_flag_read(flag, bad);
   nc_tensor_release(per);
@@ -60,10 +59,9 @@ nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *
   nc_device *dev = nc_tensor_device(logits);
   nc_dtype dt = logits->dtype;
   NC_TRY(nc_cl_check_real(dev, dt));
-  const char *opts = nc_cl_real_options(dt);
-  cl_kernel cnt, bwd;
-  NC_TRY(nc_cl_kernel(dev, "loss", opts, "ce_count", &cnt));
-  NC_TRY(nc_cl_kernel(dev, "loss", opts, "ce_bwd", &bwd));
+  const nc_cl_handle *cnt, *bwd;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_CE_COUNT, dt, &cnt));
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_CE_BWD, dt, &bwd));
   int64_t one = 1, npos = nc_tensor_numel(targets);
   cl_long n = logits->shape[0], c = logits->shape[1], s = npos / (n > 0 ? n : 1), ign = ignore_index,
           np = npos;
@@ -72,7 +70,7 @@ nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *
   cl_mem tm = nc_cl_mem(targets), cm = nc_cl_mem(count), gm = nc_cl_mem(dloss), xm = nc_cl_mem(logits),
          sm = nc_cl_mem(lse), dm = nc_cl_mem(dlogits);
   nc_cl_arg cargs[] = {NC_CL_ARG(tm), NC_CL_ARG(np), NC_CL_ARG(c), NC_CL_ARG(ign), NC_CL_ARG(cm)};
-  nc_status st = one_group(dev, cnt, 5, cargs, 1);
+  nc_status st = one_group(dev, cnt->kernel, 5, cargs, 1);
   real_arg eps;
   cl_int red = reduction;
   nc_cl_arg args[] = {
@@ -80,7 +78,7 @@ nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *
       NC_CL_ARG(n),   NC_CL_ARG(c),  NC_CL_ARG(s),  NC_CL_ARG(ign), real_of(dt, label_smoothing, &eps),
       NC_CL_ARG(red), NC_CL_ARG(dm)};
   cl_long total = n * c * s;
-  if (st == NC_OK) st = nc_cl_launch(dev, bwd, 12, args, nc_cl_global_size(dev, total), 0);
+  if (st == NC_OK) st = nc_cl_launch(dev, bwd->kernel, 12, args, nc_cl_global_size(dev, total), 0);
   nc_tensor_release(count);
   return st;
 }

@@ -21,9 +21,9 @@ size_t nc_cl_group_size(nc_device *dev) {
 /* The buffer of t, or of `fallback` when t is absent (the kernel does not touch it then). */
 static cl_mem mem_or(const nc_tensor *t, const nc_tensor *fallback) { return nc_cl_mem(t ? t : fallback); }
 
-static nc_status kernel(nc_device *dev, nc_dtype dt, const char *name, cl_kernel *k) {
+static nc_status kernel(nc_device *dev, nc_dtype dt, nc_cl_slot slot, const nc_cl_handle **k) {
   NC_TRY(nc_cl_check_real(dev, dt));
-  return nc_cl_kernel(dev, "norm", nc_cl_real_options(dt), name, k);
+  return nc_cl_handle_get(dev, slot, dt, k);
 }
 
 static nc_status launch_groups(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args,
@@ -36,8 +36,8 @@ nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc
                            nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
                            double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd) {
   nc_device *dev = nc_tensor_device(x);
-  cl_kernel k;
-  NC_TRY(kernel(dev, x->dtype, "batch_norm_fwd", &k));
+  const nc_cl_handle *k;
+  NC_TRY(kernel(dev, x->dtype, NC_CL_K_BATCH_NORM_FWD, &k));
   cl_long n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1);
   cl_mem xm = nc_cl_mem(x), wm = mem_or(weight, x), bm = mem_or(bias, x), rmm = mem_or(running_mean, x),
          rvm = mem_or(running_var, x), ym = nc_cl_mem(y), smm = nc_cl_mem(save_mean),
@@ -61,15 +61,15 @@ nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc
                       NC_CL_ARG(n),
                       NC_CL_ARG(c),
                       NC_CL_ARG(s)};
-  return launch_groups(dev, k, 17, args, c);
+  return launch_groups(dev, k->kernel, 17, args, c);
 }
 
 nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                     const nc_tensor *mean, const nc_tensor *invstd, bool training,
                                     nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias) {
   nc_device *dev = nc_tensor_device(x);
-  cl_kernel k;
-  NC_TRY(kernel(dev, x->dtype, "batch_norm_bwd", &k));
+  const nc_cl_handle *k;
+  NC_TRY(kernel(dev, x->dtype, NC_CL_K_BATCH_NORM_BWD, &k));
   cl_long n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1);
   cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), wm = mem_or(weight, x), mm = nc_cl_mem(mean),
          im = nc_cl_mem(invstd), dxm = mem_or(dx, x), dwm = mem_or(dweight, x), dbm = mem_or(dbias, x);
@@ -78,7 +78,7 @@ nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, con
                       NC_CL_ARG(mm),  NC_CL_ARG(im),  NC_CL_ARG(tr),  NC_CL_ARG(dxm),
                       NC_CL_ARG(wdx), NC_CL_ARG(dwm), NC_CL_ARG(wdw), NC_CL_ARG(dbm),
                       NC_CL_ARG(wdb), NC_CL_ARG(n),   NC_CL_ARG(c),   NC_CL_ARG(s)};
-  return launch_groups(dev, k, 16, args, c);
+  return launch_groups(dev, k->kernel, 16, args, c);
 }
 
 static int64_t rows_of(const nc_tensor *rstd) { return nc_tensor_numel(rstd); }
@@ -86,8 +86,8 @@ static int64_t rows_of(const nc_tensor *rstd) { return nc_tensor_numel(rstd); }
 nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
                          double eps, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd) {
   nc_device *dev = nc_tensor_device(x);
-  cl_kernel k;
-  NC_TRY(kernel(dev, x->dtype, "row_norm_fwd", &k));
+  const nc_cl_handle *k;
+  NC_TRY(kernel(dev, x->dtype, NC_CL_K_ROW_NORM_FWD, &k));
   int64_t r = rows_of(rstd);
   cl_long d = nc_tensor_numel(x) / (r ? r : 1);
   cl_int irms = rms, has_w = weight != NULL, has_b = bias != NULL;
@@ -105,7 +105,7 @@ nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, 
                       NC_CL_ARG(mm),
                       NC_CL_ARG(rm),
                       NC_CL_ARG(d)};
-  return launch_groups(dev, k, 11, args, r);
+  return launch_groups(dev, k->kernel, 11, args, r);
 }
 
 nc_status nc_cl_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
@@ -117,20 +117,20 @@ nc_status nc_cl_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor
   cl_int irms = rms, has_w = weight != NULL;
   cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), wm = mem_or(weight, x), mm = mem_or(mean, rstd),
          rm = nc_cl_mem(rstd);
-  cl_kernel k;
+  const nc_cl_handle *k;
   if (dx) {
-    NC_TRY(kernel(dev, x->dtype, "row_norm_bwd_dx", &k));
+    NC_TRY(kernel(dev, x->dtype, NC_CL_K_ROW_NORM_BWD_DX, &k));
     cl_mem dxm = nc_cl_mem(dx);
     nc_cl_arg args[] = {NC_CL_ARG(irms), NC_CL_ARG(dym), NC_CL_ARG(xm),  NC_CL_ARG(wm), NC_CL_ARG(has_w),
                         NC_CL_ARG(mm),   NC_CL_ARG(rm),  NC_CL_ARG(dxm), NC_CL_ARG(d)};
-    NC_TRY(launch_groups(dev, k, 9, args, r));
+    NC_TRY(launch_groups(dev, k->kernel, 9, args, r));
   }
   if (!dweight && !dbias) return NC_OK;
-  NC_TRY(kernel(dev, x->dtype, "row_norm_bwd_dw", &k));
+  NC_TRY(kernel(dev, x->dtype, NC_CL_K_ROW_NORM_BWD_DW, &k));
   cl_mem dwm = mem_or(dweight, x), dbm = mem_or(dbias, x);
   cl_int wdw = dweight != NULL, wdb = dbias != NULL;
   nc_cl_arg args[] = {NC_CL_ARG(irms), NC_CL_ARG(dym), NC_CL_ARG(xm),  NC_CL_ARG(mm),
                       NC_CL_ARG(rm),   NC_CL_ARG(dwm), NC_CL_ARG(wdw), NC_CL_ARG(dbm),
                       NC_CL_ARG(wdb),  NC_CL_ARG(rl),  NC_CL_ARG(d)};
-  return nc_cl_launch(dev, k, 11, args, nc_cl_global_size(dev, d), 0);
+  return nc_cl_launch(dev, k->kernel, 11, args, nc_cl_global_size(dev, d), 0);
 }

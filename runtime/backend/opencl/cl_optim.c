@@ -28,17 +28,17 @@ static buf_arg buf_of(const nc_tensor *t) { return (buf_arg){nc_cl_mem(t), t->of
  * touches (its flag is off). */
 static buf_arg state_of(const nc_tensor *t, const nc_tensor *param) { return buf_of(t ? t : param); }
 
-static nc_status kernel(nc_device *dev, const char *prefix, nc_dtype dt, cl_kernel *k) {
+static nc_status kernel(nc_device *dev, nc_cl_slot slot, nc_dtype dt, const nc_cl_handle **k) {
   NC_TRY(nc_cl_check_dtype(dev, dt));
-  return nc_cl_typed_kernel(dev, "optim", prefix, dt, k);
+  return nc_cl_handle_get(dev, slot, dt, k);
 }
 
 nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
                          const nc_sgd_kernel_args *a) {
   nc_device *dev = nc_tensor_device(param);
   const nc_dtype dt = param->dtype;
-  cl_kernel k;
-  NC_TRY(kernel(dev, "sgd", dt, &k));
+  const nc_cl_handle *k;
+  NC_TRY(kernel(dev, NC_CL_K_SGD, dt, &k));
   buf_arg p = buf_of(param), g = buf_of(grad), b = state_of(buf, param);
   cl_long n = nc_tensor_numel(param);
   cl_int use_wd = a->use_weight_decay, mode = !a->use_momentum ? 0 : a->first ? 1 : 2, nest = a->nesterov;
@@ -57,7 +57,7 @@ nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf
                       NC_CL_ARG(use_wd),
                       NC_CL_ARG(mode),
                       NC_CL_ARG(nest)};
-  return nc_cl_launch(dev, k, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
+  return nc_cl_launch(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }
 
@@ -65,8 +65,8 @@ nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor 
                              nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a) {
   nc_device *dev = nc_tensor_device(param);
   const nc_dtype dt = param->dtype;
-  cl_kernel k;
-  NC_TRY(kernel(dev, "rmsprop", dt, &k));
+  const nc_cl_handle *k;
+  NC_TRY(kernel(dev, NC_CL_K_RMSPROP, dt, &k));
   buf_arg p = buf_of(param), g = buf_of(grad), sq = buf_of(square_avg), ga = state_of(grad_avg, param),
           b = state_of(buf, param);
   cl_long n = nc_tensor_numel(param);
@@ -92,7 +92,7 @@ nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor 
                       NC_CL_ARG(use_wd),
                       NC_CL_ARG(centered),
                       NC_CL_ARG(use_mom)};
-  return nc_cl_launch(dev, k, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
+  return nc_cl_launch(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }
 
@@ -100,8 +100,8 @@ nc_status nc_cl_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *ex
                           nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a) {
   nc_device *dev = nc_tensor_device(param);
   const nc_dtype dt = param->dtype;
-  cl_kernel k;
-  NC_TRY(kernel(dev, "adam", dt, &k));
+  const nc_cl_handle *k;
+  NC_TRY(kernel(dev, NC_CL_K_ADAM, dt, &k));
   buf_arg p = buf_of(param), g = buf_of(grad), m1 = buf_of(exp_avg), m2 = buf_of(exp_avg_sq),
           mx = state_of(max_exp_avg_sq, param);
   cl_long n = nc_tensor_numel(param);
@@ -128,14 +128,14 @@ nc_status nc_cl_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *ex
                       real(dt, a->bias_correction2_sqrt, &r[7]),
                       NC_CL_ARG(decay),
                       NC_CL_ARG(ams)};
-  return nc_cl_launch(dev, k, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
+  return nc_cl_launch(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }
 
 nc_status nc_cl_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x) {
   nc_device *dev = nc_tensor_device(x);
-  cl_kernel k;
-  NC_TRY(kernel(dev, "sum_squares", x->dtype, &k));
+  const nc_cl_handle *k;
+  NC_TRY(kernel(dev, NC_CL_K_SUM_SQUARES, x->dtype, &k));
   const size_t ls = nc_cl_local_size(dev);
   cl_long n = nc_tensor_numel(x), pat = parts->offset + at;
   int64_t groups = (n + (int64_t)ls - 1) / (int64_t)ls;
@@ -145,5 +145,5 @@ nc_status nc_cl_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x) {
   nc_cl_layouts(1, ts, &lx);
   cl_mem mp = nc_cl_mem(parts), mx = nc_cl_mem(x);
   nc_cl_arg args[] = {NC_CL_ARG(mp), NC_CL_ARG(pat), NC_CL_ARG(mx), NC_CL_ARG(lx), NC_CL_ARG(n)};
-  return nc_cl_launch(dev, k, 5, args, (size_t)groups * ls, ls);
+  return nc_cl_launch(dev, k->kernel, 5, args, (size_t)groups * ls, ls);
 }

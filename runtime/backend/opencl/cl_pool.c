@@ -32,17 +32,17 @@ nc_status nc_cl_pool2d(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y
   cl_pool geo = geometry(p);
   cl_mem xm = nc_cl_mem(x), ym = nc_cl_mem(y);
   cl_long total = p->planes * p->oh * p->ow;
-  cl_kernel k;
+  const nc_cl_handle *k;
   if (p->kind == NC_POOL_MAX) {
-    NC_TRY(nc_cl_kernel(dev, "pool", nc_cl_real_options(y->dtype), "max_pool_fwd", &k));
+    NC_TRY(nc_cl_handle_get(dev, NC_CL_K_MAX_POOL_FWD, y->dtype, &k));
     cl_mem im = nc_cl_mem(indices);
     nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(xm), NC_CL_ARG(ym), NC_CL_ARG(im)};
-    return nc_cl_launch(dev, k, 4, args, nc_cl_global_size(dev, total), 0);
+    return nc_cl_launch(dev, k->kernel, 4, args, nc_cl_global_size(dev, total), 0);
   }
-  NC_TRY(nc_cl_kernel(dev, "pool", nc_cl_real_options(y->dtype), "avg_pool_fwd", &k));
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_AVG_POOL_FWD, y->dtype, &k));
   cl_int adaptive = p->kind == NC_POOL_ADAPTIVE_AVG;
   nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(adaptive), NC_CL_ARG(xm), NC_CL_ARG(ym)};
-  return nc_cl_launch(dev, k, 4, args, nc_cl_global_size(dev, total), 0);
+  return nc_cl_launch(dev, k->kernel, 4, args, nc_cl_global_size(dev, total), 0);
 }
 
 nc_status nc_cl_pool2d_backward(const nc_pool2d_desc *p, const nc_tensor *dy, const nc_tensor *indices,
@@ -52,15 +52,15 @@ nc_status nc_cl_pool2d_backward(const nc_pool2d_desc *p, const nc_tensor *dy, co
   cl_pool geo = geometry(p);
   cl_mem dym = nc_cl_mem(dy), dxm = nc_cl_mem(dx);
   cl_long total = p->planes * p->h * p->w;
-  cl_kernel k;
+  const nc_cl_handle *k;
   if (p->kind == NC_POOL_MAX) {
-    NC_TRY(nc_cl_kernel(dev, "pool", nc_cl_real_options(dx->dtype), "max_pool_bwd", &k));
+    NC_TRY(nc_cl_handle_get(dev, NC_CL_K_MAX_POOL_BWD, dx->dtype, &k));
     cl_mem im = nc_cl_mem(indices);
     nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(dym), NC_CL_ARG(im), NC_CL_ARG(dxm)};
-    return nc_cl_launch(dev, k, 4, args, nc_cl_global_size(dev, total), 0);
+    return nc_cl_launch(dev, k->kernel, 4, args, nc_cl_global_size(dev, total), 0);
   }
-  NC_TRY(nc_cl_kernel(dev, "pool", nc_cl_real_options(dx->dtype), "avg_pool_bwd", &k));
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_AVG_POOL_BWD, dx->dtype, &k));
   cl_int adaptive = p->kind == NC_POOL_ADAPTIVE_AVG;
   nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(adaptive), NC_CL_ARG(dym), NC_CL_ARG(dxm)};
-  return nc_cl_launch(dev, k, 4, args, nc_cl_global_size(dev, total), 0);
+  return nc_cl_launch(dev, k->kernel, 4, args, nc_cl_global_size(dev, total), 0);
 }

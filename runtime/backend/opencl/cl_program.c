@@ -3,7 +3,10 @@
  * version). Built programs stay in memory for the process and their binaries go to
  * $NETCL_CACHE_DIR (default $XDG_CACHE_HOME/netcl or ~/.cache/netcl), written atomically
  * (temporary file, fsync, rename). A cache file that is short, corrupt or for another key is
- * ignored and the program is rebuilt from source. */
+ * ignored and the program is rebuilt from source.
+ *
+ * Launches do not come here: they take kernel handles from the device's table by (slot, dtype)
+ * (cl_backend.h); only a handle's first resolution builds a name and looks its program up. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -219,36 +222,124 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   return NC_OK;
 }
 
-nc_status nc_cl_kernel(nc_device *dev, const char *program, const char *options, const char *name, cl_kernel *out) {
-  nc_cl_device *cd;
-  NC_TRY(nc_cl_ready(dev, &cd));
-  pthread_mutex_lock(&cd->programs_lock);
+/* Kernel `name` of kernels/<program>.cl (common.cl in front, built with `options`; "a+b" builds
+ * a.cl and b.cl together), created once per program; programs_lock held. */
+static nc_status kernel_locked(nc_device *dev, nc_cl_device *cd, const char *program, const char *options,
+                               const char *name, cl_kernel *out) {
   nc_cl_program *entry;
-  nc_status s = build_program(dev, cd, program, options, &entry);
-  if (s != NC_OK) goto out;
+  NC_TRY(build_program(dev, cd, program, options, &entry));
   for (nc_cl_kernel_entry *k = entry->kernels; k; k = k->next)
-    if (strcmp(k->name, name) == 0) {
-      *out = k->kernel;
-      goto out;
-    }
+    if (strcmp(k->name, name) == 0) return *out = k->kernel, NC_OK;
   cl_int err;
   cl_kernel k = nc_cl.clCreateKernel(entry->program, name, &err);
-  if (err != CL_SUCCESS) {
-    s = nc_error(NC_ERR_DEVICE, "kernel %s not found in program %s.cl: %s", name, program, nc_cl_strerror(err));
-    goto out;
-  }
+  if (err != CL_SUCCESS)
+    return nc_error(NC_ERR_DEVICE, "kernel %s not found in program %s.cl: %s", name, program, nc_cl_strerror(err));
   nc_cl_kernel_entry *ke = calloc(1, sizeof *ke);
   if (!ke) {
     nc_cl.clReleaseKernel(k);
-    s = nc_error(NC_ERR_OOM, "out of host memory");
-    goto out;
+    return nc_error(NC_ERR_OOM, "out of host memory");
   }
   snprintf(ke->name, sizeof ke->name, "%s", name);
   ke->kernel = k;
   ke->next = entry->kernels;
   entry->kernels = ke;
   *out = k;
-out:
+  return NC_OK;
+}
+
+/* The options of the REAL slots: "" for float32, so that --warmup's default build is the float32
+ * variant. */
+static const char *real_options(nc_dtype dt) { return dt == NC_FLOAT64 ? "-DREAL=double -DNC_REAL_DOUBLE=1" : ""; }
+
+/* ---- kernel handles -------------------------------------------------------------------------- */
+enum { TYPED, BYTES, COPY, REAL, TILED };
+
+static const struct {
+  const char *program, *name;
+  int naming;
+} slots[NC_CL_SLOT_COUNT - NC_OP_COUNT] = {
+#define NC_CL_SLOT_ROW_(id, program, name, naming) [NC_CL_K_##id - NC_OP_COUNT] = {program, name, naming},
+    NC_CL_KERNELS(NC_CL_SLOT_ROW_)
+#undef NC_CL_SLOT_ROW_
+};
+
+/* The copy slots are indexed by the source dtype. */
+_Static_assert(NC_CL_K_COPY_FROM_FLOAT64 - NC_CL_K_COPY_FROM_FLOAT32 == NC_FLOAT64 &&
+                   NC_CL_K_COPY_FROM_INT32 - NC_CL_K_COPY_FROM_FLOAT32 == NC_INT32 &&
+                   NC_CL_K_COPY_FROM_INT64 - NC_CL_K_COPY_FROM_FLOAT32 == NC_INT64 &&
+                   NC_CL_K_COPY_FROM_UINT8 - NC_CL_K_COPY_FROM_FLOAT32 == NC_UINT8 &&
+                   NC_CL_K_COPY_FROM_BOOL - NC_CL_K_COPY_FROM_FLOAT32 == NC_BOOL,
+               "copy slots follow nc_dtype");
+
+/* The handle of (slot, dt) for tiles: the one held if it matches (another thread may have
+ * resolved it meanwhile), else a new one, published; programs_lock held. */
+static nc_status publish_locked(nc_device *dev, nc_cl_device *cd, int slot, nc_dtype dt, const char *program,
+                                const char *opts, const char *name, const int tiles[6], const nc_cl_handle **out) {
+  const nc_cl_handle *held = cd->handles[slot][dt];
+  if (held && memcmp(held->tiles, tiles, sizeof held->tiles) == 0) return *out = held, NC_OK;
+  cl_kernel k = NULL;
+  NC_TRY(kernel_locked(dev, cd, program, opts, name, &k));
+  nc_cl_handle *h = calloc(1, sizeof *h);
+  if (!h) return nc_error(NC_ERR_OOM, "out of host memory");
+  h->kernel = k;
+  h->local = nc_cl_kernel_local_size(dev, k);
+  memcpy(h->tiles, tiles, sizeof h->tiles);
+  /* A handle replaced (a TILED slot's new variant) stays on the list: a launch may hold it. */
+  h->next = cd->handle_list;
+  cd->handle_list = h;
+  __atomic_store_n(&cd->handles[slot][dt], h, __ATOMIC_RELEASE);
+  *out = h;
+  return NC_OK;
+}
+
+nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *options, const int tiles[6],
+                        const nc_cl_handle **out) {
+  if (slot < 0 || slot >= NC_CL_SLOT_COUNT || !nc_dtype_valid(dt))
+    return nc_error(NC_ERR_ARG, "no OpenCL kernel slot %d for dtype %d", slot, (int)dt);
+  static const int no_tiles[6];
+  if (!tiles) tiles = no_tiles;
+  const char *program = "elementwise", *opts = "";
+  char name[96];
+  char prog[32];
+  if (slot < NC_OP_COUNT && nc_op_entry((nc_op)slot) == NC_ENTRY_KERNEL) {
+    /* an op defined by its op-table row: the row names "<program>.cl:<kernel>" */
+    const nc_op_info *o = nc_op_get((nc_op)slot);
+    const char *colon = strchr(o->kernel, ':'), *dot = strstr(o->kernel, ".cl:");
+    size_t plen = dot ? (size_t)(dot - o->kernel) : 0,
+           klen = colon ? strspn(colon + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") : 0;
+    if (!colon || !dot || dot + 3 != colon || !plen || plen >= sizeof prog || !klen || klen >= sizeof name)
+      return nc_error(NC_ERR_ARG, "%s: the op table names no kernel (\"%s\"; expected program.cl:kernel)", o->name,
+                      o->kernel);
+    memcpy(prog, o->kernel, plen);
+    prog[plen] = 0;
+    memcpy(name, colon + 1, klen);
+    name[klen] = 0;
+    program = prog;
+    opts = real_options(dt);
+  } else if (slot < NC_OP_COUNT) {
+    snprintf(name, sizeof name, "%s_%s", nc_op_get((nc_op)slot)->name, nc_dtype_name(dt));
+  } else {
+    const int row = slot - NC_OP_COUNT;
+    program = slots[row].program;
+    switch (slots[row].naming) {
+      case TYPED: snprintf(name, sizeof name, "%s_%s", slots[row].name, nc_dtype_name(dt)); break;
+      case BYTES: snprintf(name, sizeof name, "%s_%zu", slots[row].name, nc_dtype_size(dt)); break;
+      case COPY: snprintf(name, sizeof name, "copy_%s_%s", nc_dtype_name(dt), slots[row].name); break;
+      case REAL:
+        snprintf(name, sizeof name, "%s", slots[row].name);
+        opts = real_options(dt);
+        break;
+      default:
+        if (!options) return nc_error(NC_ERR_ARG, "kernel %s needs a GEMM variant", slots[row].name);
+        snprintf(name, sizeof name, "%s", slots[row].name);
+        opts = options;
+        break;
+    }
+  }
+  nc_cl_device *cd;
+  NC_TRY(nc_cl_ready(dev, &cd));
+  pthread_mutex_lock(&cd->programs_lock);
+  nc_status s = publish_locked(dev, cd, slot, dt, program, opts, name, tiles, out);
   pthread_mutex_unlock(&cd->programs_lock);
   return s;
 }
@@ -268,10 +359,4 @@ nc_status nc_cl_build_all(nc_device *dev) {
     NC_TRY(s);
   }
   return NC_OK;
-}
-
-nc_status nc_cl_typed_kernel(nc_device *dev, const char *program, const char *prefix, nc_dtype dt, cl_kernel *out) {
-  char name[96];
-  snprintf(name, sizeof name, "%s_%s", prefix, nc_dtype_name(dt));
-  return nc_cl_kernel(dev, program, "", name, out);
 }

@@ -40,9 +40,9 @@ static nc_cl_arg real(nc_dtype dt, double v, real_arg *store) {
   }
 }
 
-static nc_status kernel(nc_device *dev, const char *prefix, nc_dtype dt, cl_kernel *k) {
+static nc_status kernel(nc_device *dev, nc_cl_slot slot, nc_dtype dt, const nc_cl_handle **k) {
   NC_TRY(nc_cl_check_dtype(dev, dt));
-  return nc_cl_typed_kernel(dev, "reduce", prefix, dt, k);
+  return nc_cl_handle_get(dev, slot, dt, k);
 }
 
 nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
@@ -70,15 +70,15 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
       NC_CL_ARG(cop), NC_CL_ARG(mo),      NC_CL_ARG(lo),         NC_CL_ARG(mi),
       NC_CL_ARG(li),  NC_CL_ARG(has_idx), real(dt, args->p, &p), real(dt, args->correction, &corr)};
   enum { NHEAD = sizeof head / sizeof head[0] };
-  cl_kernel k;
+  const nc_cl_handle *k;
 
   if (inner < ROWS_MAX) {
-    NC_TRY(kernel(dev, "reduce_rows", dt, &k));
+    NC_TRY(kernel(dev, NC_CL_K_REDUCE_ROWS, dt, &k));
     nc_cl_arg a[NHEAD + 4];
     memcpy(a, head, sizeof head);
     a[NHEAD] = NC_CL_ARG(mx), a[NHEAD + 1] = NC_CL_ARG(lx), a[NHEAD + 2] = NC_CL_ARG(outer),
     a[NHEAD + 3] = NC_CL_ARG(inner);
-    return nc_cl_launch(dev, k, NHEAD + 4, a, nc_cl_grid(dev, outer), nc_cl_kernel_local_size(dev, k));
+    return nc_cl_launch(dev, k->kernel, NHEAD + 4, a, nc_cl_grid(dev, outer), k->local);
   }
 
   const int64_t target = busy_groups(dev);
@@ -97,7 +97,7 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
   }
   cl_mem mp = partial ? nc_cl_mem(partial) : mo;
   const bool sum = op == NC_OP_SUM || op == NC_OP_MEAN;
-  nc_status s = kernel(dev, sum ? "reduce_sum" : "reduce_groups", dt, &k);
+  nc_status s = kernel(dev, sum ? NC_CL_K_REDUCE_SUM : NC_CL_K_REDUCE_GROUPS, dt, &k);
   if (s == NC_OK) {
     nc_cl_arg a[NHEAD + 8];
     memcpy(a, head, sizeof head);
@@ -106,18 +106,16 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
     a[NHEAD + 6] = NC_CL_ARG(mp);
     a[NHEAD + 7] = NC_CL_ARG(blocked);
     int64_t units = outer * chunks, groups = units < target * 8 ? units : target * 8;
-    const size_t lk = nc_cl_kernel_local_size(dev, k);
-    s = nc_cl_launch(dev, k, NHEAD + 8, a, (size_t)groups * lk, lk);
+    s = nc_cl_launch(dev, k->kernel, NHEAD + 8, a, (size_t)groups * k->local, k->local);
   }
-  if (s == NC_OK && chunks > 1) s = kernel(dev, "reduce_partials", dt, &k);
+  if (s == NC_OK && chunks > 1) s = kernel(dev, NC_CL_K_REDUCE_PARTIALS, dt, &k);
   if (s == NC_OK && chunks > 1) {
     nc_cl_arg a[NHEAD + 4];
     memcpy(a, head, sizeof head);
     a[NHEAD] = NC_CL_ARG(mp), a[NHEAD + 1] = NC_CL_ARG(outer), a[NHEAD + 2] = NC_CL_ARG(inner),
     a[NHEAD + 3] = NC_CL_ARG(chunks);
     int64_t groups = outer < target * 8 ? outer : target * 8;
-    const size_t lk = nc_cl_kernel_local_size(dev, k);
-    s = nc_cl_launch(dev, k, NHEAD + 4, a, (size_t)groups * lk, lk);
+    s = nc_cl_launch(dev, k->kernel, NHEAD + 4, a, (size_t)groups * k->local, k->local);
   }
   /* The in-order queue runs the kernels before any later user of the recycled buffer. */
   nc_tensor_release(partial);
@@ -125,21 +123,20 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
 }
 
 /* cumsum and softmax: rows of the last dim, one per work-item when short, else per group. */
-static nc_status along_rows(const char *family, nc_op op, nc_tensor *out, const nc_tensor *x) {
+static nc_status along_rows(nc_cl_slot rows_slot, nc_cl_slot groups_slot, nc_op op, nc_tensor *out,
+                            const nc_tensor *x) {
   nc_device *dev = nc_tensor_device(out);
   cl_long inner = x->ndim ? x->shape[x->ndim - 1] : 1;
   cl_long outer = inner ? nc_tensor_numel(x) / inner : 0;
   const bool rows = inner < ROWS_MAX;
-  char prefix[32];
-  snprintf(prefix, sizeof prefix, "%s_%s", family, rows ? "rows" : "groups");
-  cl_kernel k;
-  NC_TRY(kernel(dev, prefix, x->dtype, &k));
+  const nc_cl_handle *k;
+  NC_TRY(kernel(dev, rows ? rows_slot : groups_slot, x->dtype, &k));
   nc_cl_layout lo, lx;
   own_layout(out, &lo);
   own_layout(x, &lx);
   cl_mem mo = nc_cl_mem(out), mx = nc_cl_mem(x);
   cl_int cop = (cl_int)op;
-  const size_t ls = nc_cl_kernel_local_size(dev, k);
+  const size_t ls = k->local;
   int64_t groups = outer < busy_groups(dev) * 8 ? outer : busy_groups(dev) * 8;
   size_t global = rows ? nc_cl_grid(dev, outer) : (size_t)groups * ls;
   cl_int blocked = !dev->info.is_gpu;
@@ -147,12 +144,12 @@ static nc_status along_rows(const char *family, nc_op op, nc_tensor *out, const 
                    NC_CL_ARG(lx),  NC_CL_ARG(outer), NC_CL_ARG(inner), NC_CL_ARG(blocked)};
   /* cumsum takes no op code; only softmax_groups takes the access pattern */
   const bool has_op = op != NC_OP_CUMSUM, has_blocked = has_op && !rows;
-  return nc_cl_launch(dev, k, 6 + has_op + has_blocked, has_op ? a : a + 1, global, ls);
+  return nc_cl_launch(dev, k->kernel, 6 + has_op + has_blocked, has_op ? a : a + 1, global, ls);
 }
 
 nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x) {
-  return along_rows("cumsum", op, out, x);
+  return along_rows(NC_CL_K_CUMSUM_ROWS, NC_CL_K_CUMSUM_GROUPS, op, out, x);
 }
 nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x) {
-  return along_rows("softmax", op, out, x);
+  return along_rows(NC_CL_K_SOFTMAX_ROWS, NC_CL_K_SOFTMAX_GROUPS, op, out, x);
 }
