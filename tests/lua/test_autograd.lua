@@ -1,4 +1,4 @@
--- The autograd engine through Lua (API.md "netcl.autograd"): tapes, accumulation, retain,
+-- The autograd engine through Lua: tapes, accumulation, retain,
 -- no_grad, detach, views, Function, misuse errors, saved-tensor release, and a small MLP trained
 -- with hand-written gradient steps.
 local lu = require "luaunit"

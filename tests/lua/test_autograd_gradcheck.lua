@@ -1,4 +1,4 @@
--- Gradient checks: every differentiable op (ag.ops(), generated from NC_AG_OPS) against float64
+-- Gradient checks: every differentiable op (ag.ops(), generated from the op table's gradient column) against float64
 -- central differences. An op without a case here fails its test, so adding an op to the table
 -- without a gradient case fails the suite.
 local lu = require "luaunit"

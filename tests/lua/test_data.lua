@@ -1,4 +1,4 @@
--- netcl.data (API.md "netcl.data"): TensorDataset, DataLoader (batching, drop_last, seeded
+-- netcl.data: TensorDataset, DataLoader (batching, drop_last, seeded
 -- shuffles, devices, transforms, any dataset), idx files and MNIST-family datasets, on the
 -- device under test.
 local lu = require "luaunit"

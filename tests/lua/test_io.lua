@@ -1,4 +1,4 @@
--- netcl.io (API.md "netcl.io"): safetensors and npy round trips on the device under test,
+-- netcl.io: safetensors and npy round trips on the device under test,
 -- every kind of bad file, checkpoints of models and optimizers, and files exchanged with an
 -- independent Python reader/writer (tests/interop/formats.py).
 local lu = require "luaunit"

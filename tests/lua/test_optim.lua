@@ -1,4 +1,4 @@
--- netcl.optim (API.md "netcl.optim"): ten steps of every optimizer and variant against the
+-- netcl.optim: ten steps of every optimizer and variant against the
 -- update formulas as PyTorch's documentation states them, computed here in plain Lua; backends
 -- against each other; schedulers against their closed forms; clip_grad_norm against a hand
 -- computation; state_dict round trips; bad input. With python3-torch installed, trajectories

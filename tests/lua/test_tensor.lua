@@ -1,4 +1,4 @@
--- Tensor and Device userdata (API.md "netcl (core)") on the device under test, each result
+-- Tensor and Device userdata on the device under test, each result
 -- checked against the CPU backend or against values worked out here.
 local lu = require "luaunit"
 local nc = require "netcl"

@@ -1,4 +1,4 @@
--- netcl.models: ready-made networks built from netcl.nn (API.md "netcl.models"; docs/nn.md).
+-- netcl.models: ready-made networks built from netcl.nn (docs/nn.md).
 local resnet = require "netcl.models.resnet"
 
 return {

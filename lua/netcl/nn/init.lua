@@ -1,4 +1,4 @@
--- netcl.nn: modules, layers and losses (API.md "netcl.nn"; docs/nn.md). Layers are Lua classes
+-- netcl.nn: modules, layers and losses (docs/nn.md). Layers are Lua classes
 -- over the differentiable ops of netcl.autograd; parameters are leaf Nodes.
 local module = require "netcl.nn.module"
 

@@ -1,4 +1,4 @@
--- nn.Module: the base class of layers and models (API.md "netcl.nn"). A module keeps its
+-- nn.Module: the base class of layers and models (docs/nn.md). A module keeps its
 -- parameters (leaf Nodes that require grad), buffers (Tensors such as running statistics) and
 -- submodules in ordered registries, so that names, state-dict order and optimizer order are the
 -- order of assignment, as in PyTorch.
