@@ -14,13 +14,6 @@ nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname) {
   return nc_operand_scalar(nc_scalar_int(0));
 }
 
-int64_t nc_lua_checkint(lua_State *L, int idx, const char *fname) {
-  int ok;
-  lua_Integer v = lua_tointegerx(L, idx, &ok);
-  if (!ok) nc_lua_argerror(L, fname, idx, "expected an integer, got %s", luaL_typename(L, idx));
-  return (int64_t)v;
-}
-
 bool nc_lua_differentiable(nc_op op) { return nc_ag_op_known(nc_op_get(op)->name); }
 
 nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname) {
@@ -30,8 +23,6 @@ nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname) {
   nc_lua_argerror(L, fname, idx, "expected a number, got %s", luaL_typename(L, idx));
   return nc_scalar_int(0);
 }
-
-int nc_lua_opts(lua_State *L, int idx) { return lua_type(L, idx) == LUA_TTABLE ? lua_absindex(L, idx) : 0; }
 
 nc_tensor *nc_lua_opt_out(lua_State *L, int opts, const char *fname) {
   if (!opts) return NULL;

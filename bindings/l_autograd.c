@@ -73,14 +73,6 @@ nc_tensor *nc_lua_ag_checktensor(lua_State *L, int idx, const char *fname) {
   return nc_lua_checktensor_f(L, idx, fname);
 }
 
-nc_tensor *nc_lua_ag_opttensor(lua_State *L, int idx, const char *fname) {
-  return lua_isnoneornil(L, idx) ? NULL : nc_lua_ag_checktensor(L, idx, fname);
-}
-
-nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname) {
-  return lua_isnoneornil(L, idx) ? NULL : nc_lua_checknodelike(L, idx, fname);
-}
-
 /* ---- active tape ---------------------------------------------------------------------------------- */
 static void push_state(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &STATE_KEY) == LUA_TTABLE) return;

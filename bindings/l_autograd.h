@@ -39,9 +39,6 @@ int nc_lua_ag_result(lua_State *L, nc_status s, nc_node **out, const char *fname
 void nc_lua_ag_push(lua_State *L, nc_node *n);
 /* A plain Tensor argument (masks, indices, targets, buffers); a Node gives its value. */
 nc_tensor *nc_lua_ag_checktensor(lua_State *L, int idx, const char *fname);
-/* The same, or NULL when the argument is none or nil; likewise for nodes. */
-nc_tensor *nc_lua_ag_opttensor(lua_State *L, int idx, const char *fname);
-nc_node *nc_lua_ag_optnode(lua_State *L, int idx, const char *fname);
 
 /* The tape ops record onto: the active one (tape:record/scope), or NULL under no_grad or
  * when none is active. */

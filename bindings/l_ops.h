@@ -7,14 +7,8 @@
 /* A Tensor or a number (integers stay exact) at idx. */
 nc_operand nc_lua_checkoperand(lua_State *L, int idx, const char *fname);
 
-/* An integer at idx (a float with an integral value counts). */
-int64_t nc_lua_checkint(lua_State *L, int idx, const char *fname);
-
 /* A number or boolean at idx as a scalar (true = 1). */
 nc_scalar nc_lua_checkscalar(lua_State *L, int idx, const char *fname);
-
-/* The options table at idx (a table that is not a Tensor), or 0 when idx holds none. */
-int nc_lua_opts(lua_State *L, int idx);
 
 /* opts.out: the destination Tensor, or NULL. */
 nc_tensor *nc_lua_opt_out(lua_State *L, int opts, const char *fname);

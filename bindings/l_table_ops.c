@@ -43,7 +43,7 @@
   }                                                       \
   at++;
 #define LB_READ_const_tensor(x) x##_t = nc_lua_ag_checktensor(L, at++, fname);
-#define LB_READ_integer(x) x = nc_lua_checkint(L, at++, fname);
+#define LB_READ_integer(x) x = nc_lua_checkinteger(L, at++, fname);
 #define LB_READ_number(x, d)
 #define LB_READ_flag(x, d)
 #define LB_READ_saved(x)
