@@ -2,7 +2,6 @@
  * kernel column names "<program>.cl:<kernel>", built for the first tensor's dtype (REAL is
  * double for float64; its handle resolved once, by op id), and the arguments follow one convention (cl_backend.h), so such an op
  * needs no host code of its own. */
-#include <string.h>
 #include "cl_linalg.h"
 #include "core/check.h"
 
