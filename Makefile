@@ -30,12 +30,13 @@ build: deps $(BUILD)/CMakeCache.txt
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (the rockspec test is a
-# plain Release build through LuaRocks: the main pass runs it).
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, less the tests labelled
+# `slow` (soak runs, tutorials, samples trained to a target) and the rockspec test (a plain
+# Release build through LuaRocks): the main pass runs those.
 sanitize: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DNETCL_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -E package.rockspec
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -E package.rockspec -LE slow
 
 # Trains the Fashion-MNIST sample on the default device (docs/training.md); the checkpoint and
 # its chart go to $(BUILD)/demo. DEMO_ARGS adds options: make demo DEMO_ARGS="--epochs 5".
