@@ -100,10 +100,18 @@ void nc_lua_register_op(lua_State *L, int module, int methods, const char *name,
   }
 }
 
-nc_op nc_lua_opname(lua_State *L, char *fname, size_t n) {
-  nc_op op = (nc_op)lua_tointeger(L, lua_upvalueindex(1));
-  snprintf(fname, n, "netcl.%s", nc_op_get(op)->name);
-  return op;
+/* "netcl.<name>" of every op, built by the compiler: error messages name the op without a
+ * string being formatted on each call. */
+static const char *const qualified_names[NC_OP_COUNT] = {
+#define QUALIFIED_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) [NC_OP_##id] = "netcl." name,
+    NC_OPS(QUALIFIED_)
+#undef QUALIFIED_
+};
+
+nc_op nc_lua_opname(lua_State *L, const char **fname) {
+  lua_Integer op = lua_tointeger(L, lua_upvalueindex(1));
+  *fname = op >= 0 && op < NC_OP_COUNT ? qualified_names[op] : "netcl";
+  return (nc_op)op;
 }
 
 nc_ag_operand nc_lua_ag_checkoperand(lua_State *L, int idx, const char *fname) {

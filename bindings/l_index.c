@@ -16,8 +16,8 @@
 
 /* x:index_select(d, idx, opts), x:gather(d, idx, opts); the op code is upvalue 1. */
 static int l_take(lua_State *L) {
-  char fname[64];
-  nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
   bool gather = op == NC_OP_GATHER;
   nc_tensor *x = nc_lua_ag_checktensor(L, 1, fname), *r = NULL;
   int dim = nc_lua_checkdim(L, 2, x->ndim ? x->ndim : 1, fname);
@@ -117,8 +117,8 @@ static int check_list(lua_State *L, int idx, nc_tensor ***ts, nc_node ***ns, con
 
 /* nc.cat(list, d?), nc.stack(list, d?); the op code is upvalue 1. */
 static int l_join(lua_State *L) {
-  char fname[64];
-  bool stack = nc_lua_opname(L, fname, sizeof fname) == NC_OP_STACK;
+  const char *fname;
+  bool stack = nc_lua_opname(L, &fname) == NC_OP_STACK;
   lua_settop(L, 2); /* scratch userdata goes above the arguments */
   nc_tensor **ts = NULL, *r;
   nc_node **ns = NULL, *out;

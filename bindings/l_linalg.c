@@ -235,8 +235,8 @@ static const struct {
 
 /* a:matmul(b), a:mm(b), a:bmm(b), nc.matmul(a, b), ... (op as upvalue) */
 static int l_product(lua_State *L) {
-  char fname[64];
-  nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
   size_t i = 0;
   while (products[i].op != op) i++;
   operands a = take(L, "xx", false, fname);
@@ -329,8 +329,9 @@ static int pool_kind(nc_op op) {
 
 /* max_pool2d(x, k, opts), avg_pool2d(x, k, opts), adaptive_avg_pool2d(x, size) (op as upvalue) */
 static int l_pool(lua_State *L) {
-  char fname[64];
-  nc_pool2d_desc p = pool_desc(L, pool_kind(nc_lua_opname(L, fname, sizeof fname)), 2, fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
+  nc_pool2d_desc p = pool_desc(L, pool_kind(op), 2, fname);
   operands a = take(L, "x", false, fname);
   if (a.ag) {
     nc_node *out;

@@ -26,8 +26,8 @@ static nc_op unary_variant(lua_State *L, nc_op op, int opts, const char *fname) 
 
 /* x:name(opts), nc.name(x, opts) */
 static int l_unary(lua_State *L) {
-  char fname[64];
-  nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
   int opts = nc_lua_checkopts(L, 2, fname, op == NC_OP_GELU ? "approximate out" : "out");
   op = unary_variant(L, op, opts, fname);
   if (nc_lua_isnode(L, 1) && nc_lua_differentiable(op)) {
@@ -42,8 +42,8 @@ static int l_unary(lua_State *L) {
 }
 
 static int l_unary_(lua_State *L) {
-  char fname[64];
-  nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname);
   op = unary_variant(L, op, nc_lua_checkopts(L, 2, fname, op == NC_OP_GELU ? "approximate" : ""), fname);
   NC_LUA_CHECK(L, fname, nc_unary_into(op, x, x));
@@ -90,8 +90,8 @@ static int l_clamp_(lua_State *L) {
 /* nc.name(a, b, opts), a:name(b, opts) and the metamethods: Tensors, Nodes or numbers on either
  * side. */
 static int l_binary(lua_State *L) {
-  char fname[64];
-  nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
   int opts = nc_lua_checkopts(L, 3, fname, "out");
   if (nc_lua_has_node(L, 1, 2) && nc_lua_differentiable(op)) {
     nc_lua_no_out(L, opts, fname);
@@ -107,8 +107,8 @@ static int l_binary(lua_State *L) {
 }
 
 static int l_binary_(lua_State *L) {
-  char fname[64];
-  nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
   nc_tensor *x = nc_lua_checktensor_f(L, 1, fname);
   nc_operand b = nc_lua_checkoperand(L, 2, fname);
   NC_LUA_CHECK(L, fname, nc_binary_into(op, x, nc_operand_tensor(x), b));

@@ -31,8 +31,8 @@ void nc_lua_register_op(lua_State *L, int module, int methods, const char *name,
 enum { NC_LUA_FUNCTION = 1, NC_LUA_METHOD = 2, NC_LUA_BOTH = 3, NC_LUA_OPERATOR = 4 };
 void nc_lua_bind_op(lua_State *L, int module, const char *name, lua_CFunction fn, int op, int where);
 
-/* The op code given as upvalue 1; its Lua name "netcl.<name>" goes to fname. */
-nc_op nc_lua_opname(lua_State *L, char *fname, size_t n);
+/* The op code given as upvalue 1; *fname is set to its Lua name, "netcl.<name>" (static). */
+nc_op nc_lua_opname(lua_State *L, const char **fname);
 
 /* Whether op has a differentiable form (DIFF in the op table's gradient column): a Node operand
  * then records it; otherwise the op applies to the Node's value. */

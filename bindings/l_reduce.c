@@ -80,8 +80,8 @@ static bool is_dims_table(lua_State *L, int idx) { return lua_istable(L, idx) &&
 
 /* nc.<op>(x, dims?, opts), x:<op>(dims?, opts); the op code is upvalue 1. */
 static int l_reduce(lua_State *L) {
-  char fname[64];
-  nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
   nc_tensor *x = nc_lua_ag_checktensor(L, 1, fname), *r = NULL, *ri = NULL;
   int dims_at = 2, opts_at = 3;
   if (lua_istable(L, 2) && !is_dims_table(L, 2)) dims_at = 0, opts_at = 2;
@@ -131,8 +131,8 @@ static int one_dim(lua_State *L, int idx, const nc_tensor *x, const char *fname)
 
 /* x:cumsum(d?, opts), x:softmax(d?, opts), x:log_softmax(d?, opts); opts may take d's place. */
 static int l_along(lua_State *L) {
-  char fname[64];
-  nc_op op = nc_lua_opname(L, fname, sizeof fname);
+  const char *fname;
+  nc_op op = nc_lua_opname(L, &fname);
   nc_tensor *x = nc_lua_ag_checktensor(L, 1, fname), *r = NULL;
   int opts = nc_lua_checkopts(L, lua_istable(L, 2) ? 2 : 3, fname, "out");
   int dim = one_dim(L, 2, x, fname);
