@@ -384,8 +384,18 @@ nc_dtype nc_lua_opt_dtype(lua_State *L, int opts, nc_dtype def, const char *fnam
 }
 
 /* ---- GC accounting -------------------------------------------------------------------------------- */
+/* Lua sees a Tensor as a small box, so the collector is told of the memory behind it: each new
+ * tensor's bytes advance the incremental collector as if Lua had allocated them. Small tensors
+ * are summed per thread (a Lua state runs on one thread at a time) and reported once 64 KiB have
+ * accumulated: a loop that makes many small tensors frees them at the pace it makes them, so
+ * their blocks return to the pool instead of the pool allocating new ones. */
+#define NC_LUA_ACCOUNT_BATCH (64u * 1024u)
+static _Thread_local size_t pending_bytes;
+
 void nc_lua_account(lua_State *L, size_t nbytes) {
-  if (nbytes < 1024) return;
-  size_t kb = nbytes / 1024;
+  pending_bytes += nbytes;
+  if (pending_bytes < NC_LUA_ACCOUNT_BATCH) return;
+  size_t kb = pending_bytes / 1024;
+  pending_bytes = 0;
   lua_gc(L, LUA_GCSTEP, kb > 0x3fffffff ? 0x3fffffff : (int)kb);
 }
