@@ -63,10 +63,18 @@ function M.tmpdir()
 end
 
 -- Path of the netcl-lua binary running this suite (arg[-1]).
+-- The netcl-lua running this suite, as a path (a bare name is looked up on PATH, as the shell did).
 function M.netcl_lua()
   local i = -1
   while arg[i - 1] do i = i - 1 end
-  return arg[i]
+  local exe = arg[i]
+  if not exe:find("/", 1, true) then
+    local p = io.popen("command -v '" .. exe .. "'")
+    local path = p and p:read("l")
+    if p then p:close() end
+    exe = path or exe
+  end
+  return exe
 end
 
 return M

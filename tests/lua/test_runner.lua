@@ -44,12 +44,24 @@ function TestRunner:test_list_devices()
   lu.assertStrContains(out3, "bad device spec 'tpu'")
 end
 
+function TestRunner:test_child_process_sees_the_same_devices()
+  -- listing devices loads the OpenCL drivers; a netcl-lua started afterwards, by this process,
+  -- must still see every device (some ICD loaders used to truncate OCL_ICD_FILENAMES in place)
+  local nc = require "netcl"
+  local specs = {}
+  for _, d in ipairs(nc.devices()) do specs[#specs + 1] = d.spec end
+  local out, code = sh(exe .. " -e 'for _, d in ipairs(require(\"netcl\").devices()) do print(d.spec) end'")
+  lu.assertEquals(code, 0, out)
+  lu.assertEquals(out, table.concat(specs, "\n") .. "\n")
+end
+
 function TestRunner:test_stock_lua_requires_netcl()
   local build = exe:match("^(.*)/bin/netcl%-lua$")
   local lua = sh("command -v lua5.4"):match("^(%S+)")
-  if not lua or not build then
-    lu.skip("lua5.4 not installed")
-  end
+  if not lua then lu.skip("lua5.4 not installed") end
+  local module = build and io.open(build .. "/lib/lua/5.4/netcl/core.so")
+  if not module then lu.skip("netcl-lua is not in a build tree (no <build>/lib/lua/5.4/netcl/core.so)") end
+  module:close()
   local preload = os.getenv("NETCL_TEST_PRELOAD") -- sanitizer builds
   preload = preload and ("LD_PRELOAD=" .. preload .. " ASAN_OPTIONS=detect_leaks=0 ") or ""
   local cmd = preload .. string.format("LUA_CPATH='%s/lib/lua/5.4/?.so;;' LUA_PATH='lua/?.lua;lua/?/init.lua;;' %s -e " ..
@@ -61,9 +73,12 @@ function TestRunner:test_stock_lua_requires_netcl()
 end
 
 function TestRunner:test_opencl_is_loaded_at_run_time()
-  -- libnetcl must start on machines with no libOpenCL at all: it may not link it
-  local build = exe:match("^(.*)/bin/netcl%-lua$")
-  local out = sh("readelf -d " .. build .. "/libnetcl.so " .. exe)
+  -- libnetcl must start on machines with no libOpenCL at all: neither it nor netcl-lua may link
+  -- it. The library is the one the loader picks for netcl-lua (a build tree, an install or a
+  -- packed copy alike).
+  local lib = sh("ldd " .. exe):match("libnetcl%.so[%w.]*%s+=>%s+(%S+)")
+  lu.assertNotNil(lib, "netcl-lua links libnetcl dynamically")
+  local out = sh("readelf -d " .. lib .. " " .. exe)
   lu.assertStrContains(out, "libnetcl")
   lu.assertNotStrContains(out, "libOpenCL")
   -- and with OpenCL hidden, everything runs on the CPU backend

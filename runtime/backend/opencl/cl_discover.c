@@ -97,14 +97,29 @@ static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
   info->fp64 = fp64 != 0;
 }
 
+/* The ICD loader reads OCL_ICD_FILENAMES ("a.so:b.so") when it first lists platforms, and some
+ * versions of ocl-icd split it in place, in the environment itself: the process, and every
+ * process it starts, is left with the first driver only (seen on a machine listing PoCL and
+ * NVIDIA's driver, where a netcl-lua started by netcl-lua no longer saw the GPU). The value is
+ * kept before the loader's first call and put back when the loader has changed it. */
+static cl_int list_platforms(cl_uint n, cl_platform_id *plats, cl_uint *count) {
+  const char *before = getenv("OCL_ICD_FILENAMES");
+  char *saved = before ? strdup(before) : NULL;
+  cl_int err = nc_cl.clGetPlatformIDs(n, plats, count);
+  const char *after = getenv("OCL_ICD_FILENAMES");
+  if (saved && (!after || strcmp(after, saved))) setenv("OCL_ICD_FILENAMES", saved, 1);
+  free(saved);
+  return err;
+}
+
 void nc_opencl_discover(nc_status (*add)(nc_device *dev)) {
   if (!nc_cl_load()) return;
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, fill_dispatch);
   cl_uint np = 0;
-  if (nc_cl.clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return;
+  if (list_platforms(0, NULL, &np) != CL_SUCCESS || np == 0) return;
   cl_platform_id *plats = calloc(np, sizeof *plats);
-  if (!plats || nc_cl.clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
+  if (!plats || list_platforms(np, plats, NULL) != CL_SUCCESS) {
     free(plats);
     return;
   }
