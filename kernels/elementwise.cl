@@ -147,13 +147,19 @@ inline long nc_ipow(long a, long b) {
     out[nc_offset(&lo, i)] = c[nc_offset(&lc, i)] ? OPERAND(a, la, sa, 1, i) : OPERAND(b, lb, sb, 2, i); \
   }
 
-/* ---- fast kernels: contiguous operands from element offsets, the host launches >= n items ----------- */
+/* ---- fast kernels: contiguous operands from element offsets. The host launches G >= n / 4
+ * items (NC_FAST_PER_ITEM); item i takes elements i, i + G, i + 2G and i + 3G, so every load of
+ * a round is coalesced and each item has four in flight. ------------------------------------------ */
+#define NC_FAST_PER_ITEM 4
 #define FAST_UNARY_K(N, T, ID, name, expr)                                                        \
   __kernel void name##_##N(__global T *out, long oo, __global const T *x, long xo, T lo, T hi, long n) { \
-    const long i = get_global_id(0);                                                              \
-    if (i < n) {                                                                                  \
-      const T v = x[xo + i];                                                                      \
-      out[oo + i] = expr;                                                                         \
+    const long g = get_global_size(0);                                                            \
+    for (int k = 0; k < NC_FAST_PER_ITEM; k++) {                                                  \
+      const long i = get_global_id(0) + k * g;                                                    \
+      if (i < n) {                                                                                \
+        const T v = x[xo + i];                                                                    \
+        out[oo + i] = expr;                                                                       \
+      }                                                                                           \
     }                                                                                             \
     NC_FAULT_OOB(NC_OP_##ID, out, oo, n)                                                          \
   }
@@ -161,10 +167,13 @@ inline long nc_ipow(long a, long b) {
 #define FAST_BINARY_K(N, T, ID, name, expr)                                                       \
   __kernel void name##_##N(__global T *out, long oo, __global const T *a, long ao, __global const T *b, long bo, \
                            T sa, T sb, int mode, long n) {                                        \
-    const long i = get_global_id(0);                                                              \
-    if (i < n) {                                                                                  \
-      const T v = (mode & 1) ? sa : a[ao + i], w = (mode & 2) ? sb : b[bo + i];                   \
-      out[oo + i] = NC_FAULT_VALUE(NC_OP_##ID, i, n, expr);                                       \
+    const long g = get_global_size(0);                                                            \
+    for (int k = 0; k < NC_FAST_PER_ITEM; k++) {                                                  \
+      const long i = get_global_id(0) + k * g;                                                    \
+      if (i < n) {                                                                                \
+        const T v = (mode & 1) ? sa : a[ao + i], w = (mode & 2) ? sb : b[bo + i];                 \
+        out[oo + i] = NC_FAULT_VALUE(NC_OP_##ID, i, n, expr);                                     \
+      }                                                                                           \
     }                                                                                             \
   }
 

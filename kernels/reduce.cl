@@ -261,15 +261,38 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
  * vectorize it (the op switch of rs_add inside the loop would stop them). The contiguous case
  * gets its own copy of the loop over rows: a branch between two barriers choosing between two
  * element loops makes PoCL 5.0's work-group compiler abort, a branch around the whole loop
- * (uniform: a kernel argument) does not. SUM_ROWS(LOAD): LOAD(j) reads element j of row `row`. */
+ * (uniform: a kernel argument) does not; so does the access pattern: blocked runs for CPU drivers,
+ * four strided loads in flight for GPUs. SUM_ROWS(LOAD, ITEMS): LOAD(j) reads element j of row
+ * `row`, ITEMS accumulates the item's share. */
 #define SUM_CONTIGUOUS(j) x[lx.offset + row * inner + (j)]
 #define SUM_STRIDED(j) NC_X(row * inner + (j))
-#define SUM_ROWS(N, A, ADD, LOAD)                                                                 \
+/* The items' share of [start, end) with four loads in flight: item lid adds elements lid,
+ * lid + ls, ... into four accumulators, four rounds at a time (the same trip count for every item
+ * of the group, each load guarded), then merges them in a fixed order. */
+#define SUM_STRIDED4(A, ADD, LOAD, acc, start, end)                                               \
+  {                                                                                               \
+    const long per_ = ((end) - (start) + ls - 1) / ls;                                            \
+    A a1_ = 0, a2_ = 0, a3_ = 0;                                                                  \
+    long j = (start) + lid, r_ = 0;                                                               \
+    for (; r_ + 4 <= per_; r_ += 4, j += 4 * (long)ls) {                                          \
+      if (j < (end)) acc = ADD(acc, LOAD(j));                                                     \
+      if (j + ls < (end)) a1_ = ADD(a1_, LOAD(j + ls));                                           \
+      if (j + 2 * (long)ls < (end)) a2_ = ADD(a2_, LOAD(j + 2 * (long)ls));                       \
+      if (j + 3 * (long)ls < (end)) a3_ = ADD(a3_, LOAD(j + 3 * (long)ls));                       \
+    }                                                                                             \
+    for (; r_ < per_; r_++, j += ls)                                                              \
+      if (j < (end)) acc = ADD(acc, LOAD(j));                                                     \
+    acc = ADD(ADD(acc, a1_), ADD(a2_, a3_));                                                      \
+  }
+
+#define SUM_BLOCKED(A, ADD, LOAD, acc, start, end) FOR_ITEM(j, start, end) acc = ADD(acc, LOAD(j));
+
+#define SUM_ROWS(N, A, ADD, LOAD, ITEMS)                                                                 \
   for (long u = get_group_id(0); u < outer * chunks; u += get_num_groups(0)) {                    \
     const long row = u / chunks, start = (u - row * chunks) * chunk_len;                          \
     const long end = min((long)NC_ROW_END(op, inner), start + chunk_len);                         \
     A acc = 0;                                                                                    \
-    FOR_ITEM(j, start, end) acc = ADD(acc, LOAD(j));                                              \
+    ITEMS(A, ADD, LOAD, acc, start, end)                                                          \
     rs_##N s = rs_init_##N(op, p);                                                                \
     s.a = acc;                                                                                    \
     sh[lid] = s;                                                                                  \
@@ -290,10 +313,14 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
                                long chunks, long chunk_len, __global rs_##N *partial, int blocked) { \
     __local rs_##N sh[NC_RLOCAL];                                                                 \
     const int lid = get_local_id(0), ls = get_local_size(0);                                      \
-    if (lx.contiguous) {                                                                          \
-      SUM_ROWS(N, A, ADD, SUM_CONTIGUOUS)                                                         \
+    if (lx.contiguous && blocked) {                                                               \
+      SUM_ROWS(N, A, ADD, SUM_CONTIGUOUS, SUM_BLOCKED)                                            \
+    } else if (lx.contiguous) {                                                                   \
+      SUM_ROWS(N, A, ADD, SUM_CONTIGUOUS, SUM_STRIDED4)                                           \
+    } else if (blocked) {                                                                         \
+      SUM_ROWS(N, A, ADD, SUM_STRIDED, SUM_BLOCKED)                                               \
     } else {                                                                                      \
-      SUM_ROWS(N, A, ADD, SUM_STRIDED)                                                            \
+      SUM_ROWS(N, A, ADD, SUM_STRIDED, SUM_STRIDED4)                                              \
     }                                                                                             \
   }
 
@@ -334,50 +361,53 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
   }
 
 
-/* ---- softmax: max, sum of exp(x - max), write ------------------------------------------------------ */
-#define SOFTMAX_WRITE(i, v, m, sum) out[nc_offset(&lo, i)] = op == NC_OP_LOG_SOFTMAX ? ((v) - (m)) - log(sum) : exp((v) - (m)) / (sum)
+/* ---- softmax: one pass for the max and the sum of exp(x - max) (online: the running sum is
+ * rescaled when the max grows, Milakov & Gimelshein 2018), then one pass that writes ----------------
+ * A running pair (m, s) means s = sum of exp(v - m) over the values seen. SM_TERM(v, m) is
+ * exp(v - m) with -inf contributing 0 even when m is -inf too, so rows that start with -inf (masked
+ * positions) stay exact; nan and +inf reach the sum as in the two-pass form, so such rows give nan
+ * as before. */
+#define SM_TERM(v, m) ((v) == -INFINITY ? 0 : exp((v) - (m)))
+#define SM_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
+#define SM_OUT(i) out[lo.contiguous ? lo.offset + (i) : nc_offset(&lo, (i))]
+#define SOFTMAX_WRITE(i, v, m, sum) SM_OUT(i) = op == NC_OP_LOG_SOFTMAX ? ((v) - (m)) - log(sum) : exp((v) - (m)) / (sum)
 
 #define SOFTMAX_K(N, T)                                                                           \
+  inline void sm_add_##N(T *m, T *s, T v) {                                                       \
+    const T m2 = SM_MAX(*m, v);                                                                   \
+    *s = *s * SM_TERM(*m, m2) + SM_TERM(v, m2);                                                   \
+    *m = m2;                                                                                      \
+  }                                                                                               \
+                                                                                                  \
   __kernel void softmax_rows_##N(int op, __global T *out, nc_layout lo, __global const T *x, nc_layout lx, long outer, \
                                  long inner) {                                                    \
     NC_GRID_LOOP(row, outer) {                                                                    \
       T m = -INFINITY, sum = 0;                                                                   \
-      for (long j = 0; j < inner; j++) {                                                          \
-        T v = NC_X(row * inner + j);                                                              \
-        m = (v > m || isnan(v)) ? v : m;                                                          \
-      }                                                                                           \
-      for (long j = 0; j < inner; j++) sum += exp(NC_X(row * inner + j) - m);                     \
+      for (long j = 0; j < inner; j++) sm_add_##N(&m, &sum, NC_X(row * inner + j));               \
       for (long j = 0; j < inner; j++) SOFTMAX_WRITE(row * inner + j, NC_X(row * inner + j), m, sum); \
     }                                                                                             \
   }                                                                                               \
                                                                                                   \
   __kernel void softmax_groups_##N(int op, __global T *out, nc_layout lo, __global const T *x, nc_layout lx, \
                                    long outer, long inner, int blocked) {                         \
-    __local T sh[NC_RLOCAL];                                                                      \
+    __local T sh_m[NC_RLOCAL], sh_s[NC_RLOCAL];                                                   \
     const int lid = get_local_id(0), ls = get_local_size(0);                                      \
     for (long row = get_group_id(0); row < outer; row += get_num_groups(0)) {                     \
-      T m = -INFINITY;                                                                            \
-      FOR_ITEM(j, 0, inner) {                                                                     \
-        T v = NC_X(row * inner + j);                                                              \
-        m = (v > m || isnan(v)) ? v : m;                                                          \
-      }                                                                                           \
-      sh[lid] = m;                                                                                \
+      T m = -INFINITY, sum = 0;                                                                   \
+      FOR_ITEM(j, 0, inner) sm_add_##N(&m, &sum, NC_X(row * inner + j));                          \
+      sh_m[lid] = m;                                                                              \
+      sh_s[lid] = sum;                                                                            \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
       for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
-        if (lid < w) sh[lid] = (sh[lid + w] > sh[lid] || isnan(sh[lid + w])) ? sh[lid + w] : sh[lid]; \
+        if (lid < w) {                                                                            \
+          const T m1 = sh_m[lid], m2 = sh_m[lid + w], mm = SM_MAX(m1, m2);                        \
+          sh_s[lid] = sh_s[lid] * SM_TERM(m1, mm) + sh_s[lid + w] * SM_TERM(m2, mm);              \
+          sh_m[lid] = mm;                                                                         \
+        }                                                                                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                             \
       }                                                                                           \
-      m = sh[0];                                                                                  \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
-      T sum = 0;                                                                                  \
-      FOR_ITEM(j, 0, inner) sum += exp(NC_X(row * inner + j) - m);                                \
-      sh[lid] = sum;                                                                              \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
-      for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
-        if (lid < w) sh[lid] += sh[lid + w];                                                      \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
-      }                                                                                           \
-      sum = sh[0];                                                                                \
+      m = sh_m[0];                                                                                \
+      sum = sh_s[0];                                                                              \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
       FOR_ITEM(j, 0, inner) SOFTMAX_WRITE(row * inner + j, NC_X(row * inner + j), m, sum);        \
     }                                                                                             \

@@ -160,6 +160,32 @@ function T.test_softmax()
   U.assert_values(nc.tensor({-math.huge, 0}):softmax(), {0, 1})
 end
 
+-- Masked rows, as attention makes them: a run of -inf before the values (the one-pass kernels'
+-- running max starts at -inf), on short rows (one per work-item) and long ones (one per group).
+function T.test_softmax_masked_rows()
+  for _, n in ipairs({8, 300}) do
+    local rows, expect, expect_log = {}, {}, {}
+    for r = 1, 3 do
+      local masked = r * n // 4
+      local row, m, s = {}, -math.huge, 0
+      for j = 1, n do row[j] = j <= masked and -math.huge or math.sin(j * r) * 3 end
+      for j = masked + 1, n do m = math.max(m, row[j]) end
+      for j = masked + 1, n do s = s + math.exp(row[j] - m) end
+      local e, l = {}, {}
+      for j = 1, n do
+        e[j] = j <= masked and 0 or math.exp(row[j] - m) / s
+        l[j] = j <= masked and -math.huge or row[j] - m - math.log(s)
+      end
+      rows[r], expect[r], expect_log[r] = row, e, l
+    end
+    local x = nc.tensor(rows)
+    U.assert_values(x:softmax(2), expect, 1e-5)
+    U.assert_values(x:log_softmax(2), expect_log, 1e-4)
+    local all = nc.full({2, n}, -math.huge)
+    lu.assertTrue(all:softmax(2):isnan():all():item(), "a row of -inf alone has no softmax (nan, as PyTorch)")
+  end
+end
+
 function T.test_errors()
   U.assert_error("netcl.sum: argument 2: dim 3 out of range for 2 dims", function() return a:sum(3) end)
   U.assert_error("netcl.mean: argument 2: dim -3 out of range", function() return a:mean(-3) end)

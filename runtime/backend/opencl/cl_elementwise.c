@@ -3,8 +3,10 @@
 #include "core/check.h"
 #include "cl_backend.h"
 
-/* Fast kernels index with one work-item per element; larger tensors go in slices. */
+/* Fast kernels take FAST_PER_ITEM elements per work-item (NC_FAST_PER_ITEM in
+ * kernels/elementwise.cl); larger tensors go in slices. */
 #define FAST_SLICE ((int64_t)1 << 30)
+#define FAST_PER_ITEM 4
 
 /* bool shares uint8's kernels where the arithmetic is the same (compare, unary predicates). */
 static nc_dtype as_uint8(nc_dtype dt) { return dt == NC_BOOL ? NC_UINT8 : dt; }
@@ -61,7 +63,7 @@ static nc_status fast(nc_device *dev, nc_op op, nc_dtype dt, fast_call *c, int64
     }
     for (int i = 0; i < c->nextra; i++) args[na++] = c->extra[i];
     args[na++] = NC_CL_ARG(m);
-    NC_TRY(nc_cl_launch(dev, k->kernel, na, args, nc_cl_grid(dev, m), k->local));
+    NC_TRY(nc_cl_launch(dev, k->kernel, na, args, nc_cl_grid(dev, (m + FAST_PER_ITEM - 1) / FAST_PER_ITEM), k->local));
   }
   return NC_OK;
 }
