@@ -26,10 +26,12 @@
  * the lid-th run of per_ consecutive elements; else elements lid, lid + ls, ... Every item runs
  * the same per_ rounds and skips the body past its share: a trip count that differs between the
  * items of a group makes PoCL 5.0 abort on these kernels (see NC_GROUP_FOR). */
-#define FOR_ITEM(j, start, end)                                                                   \
-  for (long step_ = blocked ? 1 : ls, per_ = ((end) - (start) + ls - 1) / ls, round_ = 0,         \
-            j = blocked ? (start) + lid * per_ : (start) + lid,                                   \
-            stop_ = blocked ? min((long)(end), (start) + (lid + 1) * per_) : (end);               \
+#define FOR_ITEM(j, start, end) FOR_SHARE(j, start, end, lid, ls)
+/* The same for item `me` of `cnt` items sharing [start, end). */
+#define FOR_SHARE(j, start, end, me, cnt)                                                         \
+  for (long step_ = blocked ? 1 : (cnt), per_ = ((end) - (start) + (cnt) - 1) / (cnt), round_ = 0, \
+            j = blocked ? (start) + (me) * per_ : (start) + (me),                                 \
+            stop_ = blocked ? min((long)(end), (start) + ((me) + 1) * per_) : (end);              \
        round_ < per_; round_++, j += step_)                                                       \
     if (j < stop_)
 
@@ -388,28 +390,34 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
     }                                                                                             \
   }                                                                                               \
                                                                                                   \
+  /* Rows of a group: `sub` items per row (a power of two dividing the group), ls / sub rows at a \
+   * time, so short rows do not leave most of a group idle in its tree. */                        \
   __kernel void softmax_groups_##N(int op, __global T *out, nc_layout lo, __global const T *x, nc_layout lx, \
-                                   long outer, long inner, int blocked) {                         \
+                                   long outer, long inner, int blocked, int sub) {                \
     __local T sh_m[NC_RLOCAL], sh_s[NC_RLOCAL];                                                   \
     const int lid = get_local_id(0), ls = get_local_size(0);                                      \
-    for (long row = get_group_id(0); row < outer; row += get_num_groups(0)) {                     \
+    const int lane = lid % sub, first = lid - lane, per_group = ls / sub;                         \
+    for (long base = get_group_id(0) * (long)per_group; base < outer;                             \
+         base += get_num_groups(0) * (long)per_group) {                                           \
+      const long row = base + lid / sub;                                                          \
+      const bool live = row < outer;                                                              \
       T m = -INFINITY, sum = 0;                                                                   \
-      FOR_ITEM(j, 0, inner) sm_add_##N(&m, &sum, NC_X(row * inner + j));                          \
+      FOR_SHARE(j, 0, inner, lane, sub) if (live) sm_add_##N(&m, &sum, NC_X(row * inner + j));    \
       sh_m[lid] = m;                                                                              \
       sh_s[lid] = sum;                                                                            \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
-      for (int w = ls / 2; w > 0; w >>= 1) {                                                      \
-        if (lid < w) {                                                                            \
+      for (int w = sub / 2; w > 0; w >>= 1) {                                                     \
+        if (lane < w) {                                                                           \
           const T m1 = sh_m[lid], m2 = sh_m[lid + w], mm = SM_MAX(m1, m2);                        \
           sh_s[lid] = sh_s[lid] * SM_TERM(m1, mm) + sh_s[lid + w] * SM_TERM(m2, mm);              \
           sh_m[lid] = mm;                                                                         \
         }                                                                                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                             \
       }                                                                                           \
-      m = sh_m[0];                                                                                \
-      sum = sh_s[0];                                                                              \
+      m = sh_m[first];                                                                            \
+      sum = sh_s[first];                                                                          \
       barrier(CLK_LOCAL_MEM_FENCE);                                                               \
-      FOR_ITEM(j, 0, inner) SOFTMAX_WRITE(row * inner + j, NC_X(row * inner + j), m, sum);        \
+      FOR_SHARE(j, 0, inner, lane, sub) if (live) SOFTMAX_WRITE(row * inner + j, NC_X(row * inner + j), m, sum); \
     }                                                                                             \
   }
 

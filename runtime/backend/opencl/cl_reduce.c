@@ -137,14 +137,23 @@ static nc_status along_rows(nc_cl_slot rows_slot, nc_cl_slot groups_slot, nc_op 
   cl_mem mo = nc_cl_mem(out), mx = nc_cl_mem(x);
   cl_int cop = (cl_int)op;
   const size_t ls = k->local;
-  int64_t groups = outer < busy_groups(dev) * 8 ? outer : busy_groups(dev) * 8;
-  size_t global = rows ? nc_cl_grid(dev, outer) : (size_t)groups * ls;
   cl_int blocked = !dev->info.is_gpu;
-  nc_cl_arg a[] = {NC_CL_ARG(cop), NC_CL_ARG(mo),    NC_CL_ARG(lo),    NC_CL_ARG(mx),
-                   NC_CL_ARG(lx),  NC_CL_ARG(outer), NC_CL_ARG(inner), NC_CL_ARG(blocked)};
-  /* cumsum takes no op code; only softmax_groups takes the access pattern */
-  const bool has_op = op != NC_OP_CUMSUM, has_blocked = has_op && !rows;
-  return nc_cl_launch(dev, k->kernel, 6 + has_op + has_blocked, has_op ? a : a + 1, global, ls);
+  /* softmax on GPUs: a row gets the power of two items nearest inner / 32 (at least 32, at most the
+   * group), and a group takes ls / sub rows at once; CPU drivers keep a row per group. */
+  cl_int sub = (cl_int)ls;
+  if (op != NC_OP_CUMSUM && !blocked) {
+    sub = 32;
+    while ((size_t)sub < ls && (cl_long)sub * 32 < inner) sub *= 2;
+    if ((size_t)sub > ls) sub = (cl_int)ls;
+  }
+  const int64_t per_group = (int64_t)ls / sub, row_groups = (outer + per_group - 1) / per_group;
+  int64_t groups = row_groups < busy_groups(dev) * 8 ? row_groups : busy_groups(dev) * 8;
+  size_t global = rows ? nc_cl_grid(dev, outer) : (size_t)(groups > 0 ? groups : 1) * ls;
+  nc_cl_arg a[] = {NC_CL_ARG(cop),   NC_CL_ARG(mo),    NC_CL_ARG(lo),      NC_CL_ARG(mx), NC_CL_ARG(lx),
+                   NC_CL_ARG(outer), NC_CL_ARG(inner), NC_CL_ARG(blocked), NC_CL_ARG(sub)};
+  /* cumsum takes no op code; only softmax_groups takes the access pattern and the row width */
+  const bool has_op = op != NC_OP_CUMSUM, has_pattern = has_op && !rows;
+  return nc_cl_launch(dev, k->kernel, 6 + has_op + 2 * has_pattern, has_op ? a : a + 1, global, ls);
 }
 
 nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x) {
