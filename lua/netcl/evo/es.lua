@@ -43,11 +43,13 @@ end
 function ES:_ask()
   local P, D = self.popsize, self.dim
   local idx = nc.randint(0, self.mu, {P}, {device = self.device})
-  local s = self.parent_sigma:index_select(1, idx) * (nc.randn({P}, self._topts) * self.tau):exp()
-  local X = self.parents:index_select(1, idx) + nc.randn({P, D}, self._topts) * s:view({P, 1})
+  local n = nc.randn({P}, self._topts)
+  local s = self.parent_sigma:index_select(1, idx) * (n * self.tau):exp()
+  local z = nc.randn({P, D}, self._topts)
+  local X = self.parents:index_select(1, idx) + z * s:view({P, 1})
   X = self:_clamp(X, self.bounds)
   self.offspring_sigma = s
-  self._last = {parent = idx}
+  self._last = {parent = idx, n = n, z = z}
   return X
 end
 

@@ -34,14 +34,14 @@ function GA:init(cfg)
   self._state_scalars = {"mutation_sigma"}
 end
 
--- tournament(fitness, n) -> int64 [n]: for each of n slots, the best of `tournament` rows
+-- tournament(fitness, n) -> int64 [n], the candidates [n, k]: for each of n slots, the best of `tournament` rows
 -- drawn uniformly with replacement.
 function GA:_tournament(fit, n)
   local P, k = self.popsize, self.tournament
   local cand = nc.randint(0, P, {n, k}, {device = self.device})
   local cf = fit:index_select(1, cand:view({n * k})):view({n, k})
   local _, w = cf:min(2)
-  return cand:gather(2, w:view({n, 1})):view({n})
+  return cand:gather(2, w:view({n, 1})):view({n}), cand
 end
 
 function GA:_ask()
@@ -49,7 +49,8 @@ function GA:_ask()
   local P, D, E = self.popsize, self.dim, self.elite
   local C = P - E
   local fit, X = self.fitness, self.X
-  local p1, p2 = self:_tournament(fit, C), self:_tournament(fit, C)
+  local p1, cand1 = self:_tournament(fit, C)
+  local p2, cand2 = self:_tournament(fit, C)
   local cross = nc.rand({C, D}, self._topts):lt(0.5) * nc.rand({C, 1}, self._topts):lt(self.crossover)
   local noise = nc.randn({C, D}, self._topts)
   if self.mutation_rate < 1 then
@@ -57,7 +58,8 @@ function GA:_ask()
   end
   local child = nc.where(cross, X:index_select(1, p2), X:index_select(1, p1)) + noise * self.mutation_sigma
   child = self:_clamp(child, self.bounds)
-  self._last = {p1 = p1, p2 = p2, cross = cross, noise = noise}
+  self._last = {p1 = p1, p2 = p2, cand1 = cand1, cand2 = cand2, cross = cross, noise = noise,
+                sigma = self.mutation_sigma}
   if E > 0 then
     local _, order = fit:sort()
     local elite = order:narrow(1, 1, E)
