@@ -77,7 +77,7 @@ end
 -- of model, copy i with the parameters of population row i (evo.flatten's layout), on x: a
 -- batch [N, ...] shared by all (flattened to [N, features]) or one batch per copy [P, N, in].
 -- Each Linear is one batched product: [P, N, in] x [P, in, out] (a shared batch's first layer
--- is one [N, in] x [in, P out] product). Dropout is skipped (the forward of eval mode).
+-- is one product of the stacked weights [P out, in] with the batch [in, N]). Dropout is skipped (the forward of eval mode).
 function M.population_forward(model, pop, x)
   local fname = "evo.population_forward"
   check_module(fname, model)
@@ -110,17 +110,18 @@ function M.population_forward(model, pop, x)
         error(string.format("%s: a Linear(%d, %d) got %d features", fname, nin, nout, feat), 2)
       end
       -- population slices: weight [P, out, in], bias [P, out]
-      local W = pop:narrow(2, off, nout * nin):reshape({P, nout, nin})
+      -- views of the population (no copy): weight [P, out, in], bias [P, 1, out]
+      local W = pop:narrow(2, off, nout * nin):view({P, nout, nin})
       off = off + nout * nin
       local b
       if lin.bias then
-        b = pop:narrow(2, off, nout):reshape({P, 1, nout})
+        b = pop:narrow(2, off, nout):view({P, 1, nout})
         off = off + nout
       end
       if shared then
         local N = h.shape[1]
-        -- [N, in] x [in, P out] -> [N, P, out] -> [P, N, out]
-        h = h:matmul(W:reshape({P * nout, nin}):transpose(1, 2)):view({N, P, nout}):transpose(1, 2)
+        -- every copy's weight stacked: [P out, in] x [in, N] -> [P, out, N] -> [P, N, out]
+        h = W:reshape({P * nout, nin}):matmul(h:transpose(1, 2)):view({P, nout, N}):transpose(2, 3)
         shared = false
       else
         h = nc.bmm(h, W:transpose(2, 3))
