@@ -251,6 +251,39 @@ static int l_manual_seed(lua_State *L) {
   return 0;
 }
 
+/* get_rng_state() -> {seed=, offset=}: the generator's key and counter, so a run can be saved
+ * and resumed with the same draws (set_rng_state puts them back). The 64-bit words travel as
+ * Lua integers (two's complement for values above 2^63). */
+static int l_get_rng_state(lua_State *L) {
+  const nc_rng *g = nc_lua_rng(L);
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, (lua_Integer)g->seed);
+  lua_setfield(L, -2, "seed");
+  lua_pushinteger(L, (lua_Integer)g->offset);
+  lua_setfield(L, -2, "offset");
+  return 1;
+}
+
+static int l_set_rng_state(lua_State *L) {
+  static const char *fname = "netcl.set_rng_state";
+  if (!lua_istable(L, 1))
+    return nc_lua_argerror(L, fname, 1, "expected a table {seed=, offset=} from netcl.get_rng_state, got %s",
+                           luaL_typename(L, 1));
+  lua_Integer v[2];
+  static const char *const keys[2] = {"seed", "offset"};
+  for (int i = 0; i < 2; i++) {
+    int isint;
+    lua_getfield(L, 1, keys[i]);
+    v[i] = lua_tointegerx(L, -1, &isint);
+    if (!isint) return nc_lua_errorf(L, "%s: field '%s' must be an integer, got %s", fname, keys[i], luaL_typename(L, -1));
+    lua_pop(L, 1);
+  }
+  nc_rng *g = nc_lua_rng(L);
+  g->seed = (uint64_t)v[0];
+  g->offset = (uint64_t)v[1];
+  return 0;
+}
+
 static int l_clock(lua_State *L) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -263,6 +296,7 @@ void nc_lua_add_creation(lua_State *L) {
       {"tensor", l_tensor},   {"zeros", l_zeros},       {"ones", l_ones},     {"full", l_full},
       {"empty", l_empty},     {"arange", l_arange},     {"linspace", l_linspace}, {"eye", l_eye},
       {"rand", l_rand},       {"randn", l_randn},       {"from_bytes", l_from_bytes},
-      {"manual_seed", l_manual_seed}, {"clock", l_clock}, {NULL, NULL}};
+      {"manual_seed", l_manual_seed}, {"clock", l_clock},
+      {"get_rng_state", l_get_rng_state}, {"set_rng_state", l_set_rng_state}, {NULL, NULL}};
   luaL_setfuncs(L, funcs, 0);
 }

@@ -73,18 +73,6 @@ local function parse_args(argv)
   return o
 end
 
--- The directory where dpkg installed dataset-fashion-mnist's train images.
-local function debian_data_dir()
-  local p = io.popen("dpkg -L dataset-fashion-mnist 2>/dev/null")
-  local listing = p and p:read("a") or ""
-  if p then p:close() end
-  for line in listing:gmatch("[^\n]+") do
-    local dir = line:match("^(.*)/train%-images%-idx3%-ubyte%.gz$") or line:match("^(.*)/train%-images%-idx3%-ubyte$")
-    if dir then return dir end
-  end
-  return nil
-end
-
 -- Conv-BN-ReLU-pool twice, then two Linear layers: about 0.2M parameters, ~91% test accuracy
 -- in 2-3 epochs with Adam, and cheap enough for a 2-core CPU.
 local function build_model()
@@ -94,12 +82,7 @@ local function build_model()
     nn.Flatten(), nn.Dropout(0.2), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
 end
 
--- Fashion-MNIST's pixel mean and standard deviation (training set, pixels scaled to [0, 1]).
-local MEAN, STD = 0.2860, 0.3530
-
-local function normalize(x)
-  return (x:to("float32") * (1 / (255 * STD))) - MEAN / STD
-end
+local normalize = data.normalize_fashion_mnist
 
 local function evaluate(model, loader)
   model:eval()
@@ -132,7 +115,7 @@ local function main(argv)
   local o = parse_args(argv)
   if o.device then nc.set_default_device(nc.device(o.device)) end
   local dev = nc.default_device()
-  local dir = o.data or debian_data_dir()
+  local dir = o.data or data.debian_dataset_dir("dataset-fashion-mnist", "train-images-idx3-ubyte")
   if not dir then
     fail("Fashion-MNIST not found: install Debian's dataset-fashion-mnist (make deps) or pass --data DIR")
   end

@@ -23,4 +23,33 @@ function M.load_idx(path, opts)
   return t
 end
 
+--- data.debian_dataset_dir(package, file) -> the folder where Debian's dataset package
+-- `package` installed `file` (plain or .gz), or nil. For the samples:
+-- data.debian_dataset_dir("dataset-fashion-mnist", "train-images-idx3-ubyte").
+function M.debian_dataset_dir(package, file)
+  if type(package) ~= "string" or not package:match("^[%w.+-]+$") then
+    error("netcl.data.debian_dataset_dir: argument 1: expected a Debian package name, got " .. tostring(package), 2)
+  end
+  if type(file) ~= "string" then
+    error("netcl.data.debian_dataset_dir: argument 2: expected a file name, got " .. type(file), 2)
+  end
+  local p = io.popen("dpkg -L " .. package .. " 2>/dev/null")
+  local listing = p and p:read("a") or ""
+  if p then p:close() end
+  local pat = file:gsub("%p", "%%%0")
+  for line in listing:gmatch("[^\n]+") do
+    local dir = line:match("^(.*)/" .. pat .. "%.gz$") or line:match("^(.*)/" .. pat .. "$")
+    if dir then return dir end
+  end
+  return nil
+end
+
+--- Fashion-MNIST's pixel mean and standard deviation (training set, pixels scaled to [0, 1]).
+M.FASHION_MNIST_MEAN, M.FASHION_MNIST_STD = 0.2860, 0.3530
+
+--- data.normalize_fashion_mnist(x) -> float32 (x / 255 - mean) / std, for uint8 images.
+function M.normalize_fashion_mnist(x)
+  return (x:to("float32") * (1 / (255 * M.FASHION_MNIST_STD))) - M.FASHION_MNIST_MEAN / M.FASHION_MNIST_STD
+end
+
 return M
