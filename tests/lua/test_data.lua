@@ -183,8 +183,9 @@ end
 
 function TestDataLoader:test_errors()
   local ds = data.TensorDataset(nc.zeros({4, 2}))
-  H.assert_error(function() data.DataLoader(ds, {num_workers = 2}) end,
-    "netcl.data.DataLoader: num_workers > 0 is not supported yet")
+  H.assert_error(function() data.DataLoader(ds, {num_workers = -1}) end,
+    "netcl.data.DataLoader: num_workers must be an integer >= 0, got -1")
+  H.assert_error(function() data.DataLoader(ds, {num_workers = 2, prefetch = 65}) end, "prefetch must be at most 64")
   H.assert_error(function() data.DataLoader(ds, {batchsize = 2}) end, "unknown option 'batchsize'")
   H.assert_error(function() data.DataLoader(ds, {batch_size = 0}) end, "batch_size must be an integer >= 1, got 0")
   H.assert_error(function() data.DataLoader(ds, {shuffle = "yes"}) end, "shuffle must be a boolean")

@@ -33,6 +33,7 @@
 #include "idx.h"
 #include "batch.h"
 #include "shuffle.h"
+#include "workers.h"
 #include "optim.h"
 
 #ifdef __cplusplus
