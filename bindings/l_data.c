@@ -51,6 +51,23 @@ static int l_next_seed(lua_State *L) {
   return 1;
 }
 
+/* uniforms(seed, call, n, k) -> {n * k numbers}: the per-sample draws of a random transform
+ * (netcl/shuffle.h), sample j's d-th draw at [j * k + d + 1]. */
+static int l_uniforms(lua_State *L) {
+  const char *fname = "netcl.data.transforms";
+  lua_Integer seed = nc_lua_checkinteger(L, 1, fname), call = nc_lua_checkinteger(L, 2, fname),
+              n = nc_lua_checkinteger(L, 3, fname), k = nc_lua_checkinteger(L, 4, fname);
+  if (n < 0 || k < 1 || k > 64 || n > (1 << 24)) return nc_lua_argerror(L, fname, 3, "bad draw count %lld x %lld", (long long)n, (long long)k);
+  double *v = lua_newuserdatauv(L, (size_t)(n * k + 1) * sizeof(double), 0);
+  nc_sample_uniforms(v, n, (int)k, (uint64_t)seed, (uint64_t)call);
+  lua_createtable(L, (int)(n * k), 0);
+  for (lua_Integer i = 0; i < n * k; i++) {
+    lua_pushnumber(L, v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
 /* ---- worker processes: the ring of batches (netcl/workers.h) -------------------------------- */
 
 #define RING_MT "netcl.data.Ring"
@@ -189,7 +206,7 @@ void nc_lua_add_data(lua_State *L) {
   }
   lua_pop(L, 1);
   static const luaL_Reg funcs[] = {{"permutation", l_permutation}, {"gather", l_gather},
-                                   {"next_seed", l_next_seed},     {"ring", l_ring},
+                                   {"next_seed", l_next_seed},     {"ring", l_ring}, {"uniforms", l_uniforms},
                                    {"worker_exit", l_worker_exit}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   lua_setfield(L, -2, "_data");

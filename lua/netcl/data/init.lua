@@ -7,6 +7,7 @@ local M = {}
 M.TensorDataset = require "netcl.data.dataset"
 M.DataLoader = require "netcl.data.loader"
 M.mnist = require "netcl.data.mnist"
+M.transforms = require "netcl.data.transforms"
 
 --- data.load_idx(path, {device=}) -> Tensor: an idx file, plain or gzip. Datasets stay in host
 -- memory by default (device "cpu"); the DataLoader moves each batch to its device.
