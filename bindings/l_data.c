@@ -1,6 +1,8 @@
 /* Data-loader primitives (core._data): seeded permutations, row gathers, and seeds drawn from
  * the netcl generator. The DataLoader in lua/netcl/data/ is built on these. */
+#include <errno.h>
 #include <string.h>
+#include <time.h>
 #include "l_common.h"
 
 #define CHECK(fname, expr) NC_LUA_CHECK(L, fname, expr)
@@ -66,6 +68,17 @@ static int l_uniforms(lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   return 1;
+}
+
+/* sleep(seconds): waits without using the CPU (stands for file I/O in benchmarks and tests of
+ * the workers). */
+static int l_sleep(lua_State *L) {
+  double s = nc_lua_checknumber(L, 1, "netcl.data.sleep");
+  if (!(s >= 0) || s > 3600) return nc_lua_argerror(L, "netcl.data.sleep", 1, "expected 0..3600 seconds, got %g", s);
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+  return 0;
 }
 
 /* ---- worker processes: the ring of batches (netcl/workers.h) -------------------------------- */
@@ -206,7 +219,7 @@ void nc_lua_add_data(lua_State *L) {
   }
   lua_pop(L, 1);
   static const luaL_Reg funcs[] = {{"permutation", l_permutation}, {"gather", l_gather},
-                                   {"next_seed", l_next_seed},     {"ring", l_ring}, {"uniforms", l_uniforms},
+                                   {"next_seed", l_next_seed},     {"ring", l_ring}, {"uniforms", l_uniforms}, {"sleep", l_sleep},
                                    {"worker_exit", l_worker_exit}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   lua_setfield(L, -2, "_data");
