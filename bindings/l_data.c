@@ -81,6 +81,27 @@ static int l_sleep(lua_State *L) {
   return 0;
 }
 
+/* cifar10({paths...}, device) -> x uint8 [N, 3, 32, 32], y int64 [N]: the records of the
+ * files, in order (netcl/cifar.h). */
+static int l_cifar10(lua_State *L) {
+  const char *fname = "netcl.data.cifar10";
+  if (!lua_istable(L, 1)) return nc_lua_argerror(L, fname, 1, "expected a list of paths");
+  int n = (int)luaL_len(L, 1);
+  if (n < 1 || n > 64) return nc_lua_argerror(L, fname, 1, "expected 1..64 paths, got %d", n);
+  const char *paths[64];
+  for (int i = 0; i < n; i++) {
+    lua_rawgeti(L, 1, i + 1);
+    paths[i] = nc_lua_checklstring(L, -1, NULL, fname);
+    lua_pop(L, 1); /* the table keeps the string alive */
+  }
+  nc_device *dev = nc_lua_checkdevice(L, 2, fname);
+  nc_tensor *x, *y;
+  CHECK(fname, nc_cifar10_load(paths, n, dev, &x, &y));
+  nc_lua_pushtensor_new(L, x);
+  nc_lua_pushtensor_new(L, y);
+  return 2;
+}
+
 /* ---- worker processes: the ring of batches (netcl/workers.h) -------------------------------- */
 
 #define RING_MT "netcl.data.Ring"
@@ -219,7 +240,7 @@ void nc_lua_add_data(lua_State *L) {
   }
   lua_pop(L, 1);
   static const luaL_Reg funcs[] = {{"permutation", l_permutation}, {"gather", l_gather},
-                                   {"next_seed", l_next_seed},     {"ring", l_ring}, {"uniforms", l_uniforms}, {"sleep", l_sleep},
+                                   {"next_seed", l_next_seed},     {"ring", l_ring}, {"uniforms", l_uniforms}, {"sleep", l_sleep}, {"cifar10", l_cifar10},
                                    {"worker_exit", l_worker_exit}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   lua_setfield(L, -2, "_data");

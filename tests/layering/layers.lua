@@ -65,6 +65,7 @@ M.PUBLIC_HEADERS = {
   ["netcl/batch.h"] = "data",
   ["netcl/shuffle.h"] = "data",
   ["netcl/workers.h"] = "data",
+  ["netcl/cifar.h"] = "data",
   -- the umbrella
   ["netcl/netcl.h"] = "top",
 }

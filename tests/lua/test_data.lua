@@ -306,6 +306,40 @@ function TestMnist:test_fashion_mnist()
     elapsed, nc.clock() - t1, dev.spec))
 end
 
+TestCifar = {}
+
+-- CIFAR-10 binary batches: record r has label labels[r] and pixel i = (r * 7 + i) % 256.
+local function cifar_records(labels)
+  local parts = {}
+  for r, lab in ipairs(labels) do
+    parts[#parts + 1] = string.char(lab) .. bytes(3072, function(i) return (r - 1) * 7 + i - 1 end)
+  end
+  return table.concat(parts)
+end
+
+function TestCifar:test_splits_layout_and_errors()
+  local root = dir .. "/cifar"
+  os.execute("mkdir -p " .. root .. "/cifar-10-batches-bin")
+  local base = root .. "/cifar-10-batches-bin/"
+  write(base .. "test_batch.bin", cifar_records({3, 8}))
+  local x, y = data.cifar10(root, "test", {device = dev})
+  lu.assertEquals(x.shape, {2, 3, 32, 32})
+  lu.assertEquals(x.dtype, "uint8")
+  lu.assertEquals(x.device, dev)
+  lu.assertEquals(y:tolist(), {3, 8})
+  lu.assertEquals(y.dtype, "int64")
+  -- channel planes in order: x[2][3][1][2] is record 2's pixel 2048 + 1
+  lu.assertEquals(x[2][3][1][2]:item(), (7 + 2049) % 256)
+  H.assert_error(function() data.cifar10(root, "train") end, "netcl.data.cifar10: " .. root .. ": no data_batch_1.bin")
+  for i = 1, 5 do write(base .. "data_batch_" .. i .. ".bin", cifar_records({i, i + 1})) end
+  local _, ty = data.cifar10(base, "train")
+  lu.assertEquals(ty:tolist(), {1, 2, 2, 3, 3, 4, 4, 5, 5, 6})
+  write(base .. "data_batch_4.bin", cifar_records({1}):sub(1, 3000))
+  H.assert_error(function() data.cifar10(root, "train") end, "data_batch_4.bin: 3000 bytes are not a whole number of CIFAR-10 records")
+  H.assert_error(function() data.cifar10(root, "val") end, 'split must be "train" or "test", got val')
+  H.assert_error(function() data.cifar10(root, "test", {dev = "cpu"}) end, "unknown option 'dev' (accepted: {device=})")
+end
+
 local rc = lu.LuaUnit.run()
 os.execute("rm -rf " .. dir)
 os.exit(rc)

@@ -1,4 +1,5 @@
--- netcl.data: datasets, the DataLoader, and dataset files (MNIST-family idx files).
+-- netcl.data: datasets, the DataLoader, transforms, and dataset files (MNIST-family idx files,
+-- CIFAR-10 binary batches).
 -- docs/data.md describes batching, shuffling and devices.
 local nc = require "netcl"
 
@@ -7,6 +8,7 @@ local M = {}
 M.TensorDataset = require "netcl.data.dataset"
 M.DataLoader = require "netcl.data.loader"
 M.mnist = require "netcl.data.mnist"
+M.cifar10 = require "netcl.data.cifar"
 M.transforms = require "netcl.data.transforms"
 
 --- data.load_idx(path, {device=}) -> Tensor: an idx file, plain or gzip. Datasets stay in host

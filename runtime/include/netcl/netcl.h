@@ -34,6 +34,7 @@
 #include "batch.h"
 #include "shuffle.h"
 #include "workers.h"
+#include "cifar.h"
 #include "optim.h"
 
 #ifdef __cplusplus
