@@ -340,6 +340,52 @@ function TestCifar:test_splits_layout_and_errors()
   H.assert_error(function() data.cifar10(root, "test", {dev = "cpu"}) end, "unknown option 'dev' (accepted: {device=})")
 end
 
+TestNpyDataset = {}
+
+-- A format 1.0 npy file: magic, version, header length, the header dict padded to 64 bytes.
+local function npy(descr, fortran, shape, payload)
+  local dims = {}
+  for i, d in ipairs(shape) do dims[i] = tostring(d) end
+  local header = string.format("{'descr': '%s', 'fortran_order': %s, 'shape': (%s,), }", descr,
+    fortran and "True" or "False", table.concat(dims, ", "))
+  header = header .. string.rep(" ", 63 - (10 + #header) % 64) .. "\n"
+  return "\x93NUMPY\x01\x00" .. string.pack("<I2", #header) .. header .. payload
+end
+
+function TestNpyDataset:test_mapped_files_as_a_dataset()
+  local nio = require "netcl.io"
+  local x = nc.arange(0, 30, 1, {device = "cpu"}):view({10, 3})
+  local y = nc.arange(0, 10, 1, {dtype = "int64", device = "cpu"})
+  local px, py = dir .. "/x.npy", dir .. "/y.npy"
+  nio.save_npy(x, px)
+  nio.save_npy(y, py)
+  local ds = data.npy_dataset(px, py)
+  lu.assertEquals(ds:len(), 10)
+  local xi, yi = ds:get(4)
+  lu.assertEquals(xi:tolist(), {9, 10, 11})
+  lu.assertEquals(yi:item(), 3)
+  local seen = {}
+  for xb, yb in data.DataLoader(ds, {batch_size = 4, shuffle = true, seed = 2, device = dev}):iter() do
+    local xs, ys = xb:to("cpu"):tolist(), yb:to("cpu"):tolist()
+    for k = 1, #ys do
+      lu.assertEquals(xs[k], {3 * ys[k], 3 * ys[k] + 1, 3 * ys[k] + 2})
+      seen[ys[k]] = true
+    end
+  end
+  for k = 0, 9 do lu.assertTrue(seen[k]) end
+  -- writes to the mapped tensor stay in this process: the file keeps its data
+  ds.tensors[1]:fill_(-1)
+  lu.assertEquals(nio.load_npy(px):tolist()[2], {3, 4, 5})
+  -- a column-major file is read in row-major order
+  local pf = dir .. "/f.npy"
+  write(pf, npy("<f4", true, {2, 3}, string.pack("<ffffff", 1, 4, 2, 5, 3, 6)))
+  lu.assertEquals(data.npy_dataset(pf).tensors[1]:tolist(), {{1, 2, 3}, {4, 5, 6}})
+  H.assert_error(function() data.npy_dataset(dir .. "/none.npy") end, "none.npy: cannot open")
+  H.assert_error(function() data.npy_dataset(px, dir .. "/f.npy") end, "argument 2 has 2 rows, argument 1 has 10")
+  write(dir .. "/cut.npy", npy("<f4", false, {4}, string.pack("<fff", 1, 2, 3)))
+  H.assert_error(function() data.npy_dataset(dir .. "/cut.npy") end, "cut.npy: the shape needs 16 bytes of data, the file holds 12")
+end
+
 local rc = lu.LuaUnit.run()
 os.execute("rm -rf " .. dir)
 os.exit(rc)

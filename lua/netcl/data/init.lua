@@ -26,4 +26,25 @@ function M.load_idx(path, opts)
   return t
 end
 
+--- data.npy_dataset(path1, path2, ...) -> TensorDataset: one tensor per .npy file (rows along the
+-- first dim), each a CPU tensor over the file mapped with mmap, so a dataset larger than memory
+-- is paged in as batches read it (column-major files are read into memory instead).
+function M.npy_dataset(...)
+  local n = select("#", ...)
+  if n == 0 then error("netcl.data.npy_dataset: needs at least one path", 2) end
+  local tensors = {}
+  for i = 1, n do
+    local path = select(i, ...)
+    if type(path) ~= "string" then
+      error(string.format("netcl.data.npy_dataset: argument %d: expected a path string, got %s", i, type(path)), 2)
+    end
+    local ok, t = pcall(nc._io.map_npy, path, "netcl.data.npy_dataset")
+    if not ok then error((tostring(t):gsub("^%[netcl%][^:]*:%d+: ", "")), 2) end
+    tensors[i] = t
+  end
+  local ok, ds = pcall(M.TensorDataset, table.unpack(tensors, 1, n))
+  if not ok then error((tostring(ds):gsub("^[^:]*:%d+: ", "")), 2) end
+  return ds
+end
+
 return M
