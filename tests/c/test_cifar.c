@@ -75,7 +75,10 @@ static void test_bad_files(void) {
   CHECK_ERR(nc_cifar10_parse(c, n, cpu, &x, &y), NC_ERR_FORMAT, "record 2 has label 10; CIFAR-10 labels are 0..9");
   char p[256], q[256];
   snprintf(p, sizeof p, "%s/test_batch.bin", dir);
-  write_file(p, b, n + 7);
+  unsigned char *longer = calloc(n + 7, 1);
+  memcpy(longer, b, n);
+  write_file(p, longer, n + 7);
+  free(longer);
   const char *one[1] = {p};
   CHECK_ERR(nc_cifar10_load(one, 1, cpu, &x, &y), NC_ERR_FORMAT, "test_batch.bin: 6153 bytes are not a whole number");
   snprintf(q, sizeof q, "%s/missing.bin", dir);
