@@ -128,6 +128,16 @@ static int l_load_npy(lua_State *L) {
   return 1;
 }
 
+/* map_npy(path, fname?) -> CPU Tensor over the mapped file (netcl/npy.h) */
+static int l_map_npy(lua_State *L) {
+  const char *fname = fname_arg(L, 2, "netcl.data.npy_dataset");
+  const char *path = path_arg(L, fname);
+  nc_tensor *t;
+  CHECK(fname, nc_npy_map(path, &t));
+  nc_lua_pushtensor_owned(L, t);
+  return 1;
+}
+
 /* save_npy(path, Tensor, fname?) */
 static int l_save_npy(lua_State *L) {
   const char *fname = fname_arg(L, 3, "netcl.io.save_npy");
@@ -154,6 +164,7 @@ void nc_lua_add_io(lua_State *L) {
   static const luaL_Reg funcs[] = {{"load_safetensors", l_load_safetensors},
                                    {"save_safetensors", l_save_safetensors},
                                    {"load_npy", l_load_npy},
+                                   {"map_npy", l_map_npy},
                                    {"save_npy", l_save_npy},
                                    {"load_idx", l_load_idx},
                                    {NULL, NULL}};

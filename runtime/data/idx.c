@@ -25,6 +25,7 @@ typedef struct {
   const unsigned char *p; /* input not yet handed to zlib (or not yet read, when plain) */
   size_t left;
   bool gz, gz_done, z_live;
+  bool gz_cut; /* the input ended inside a gzip member (before its CRC-32 and length trailer) */
   z_stream z;
 } source;
 
@@ -75,7 +76,9 @@ static nc_status gz_read(source *s, unsigned char *dst, size_t n, size_t *got) {
         return nc_error(NC_ERR_FORMAT, "%zu bytes of garbage after the gzip stream", rest);
       }
     } else if (r == Z_BUF_ERROR && src_input_left(s) == 0) {
-      s->gz_done = true; /* input ends inside the stream: the caller sees a short read */
+      /* input ends inside the stream: the caller sees a short read, or, when every byte the
+       * dims need came out, an error at the end (the trailer's CRC was never checked) */
+      s->gz_done = s->gz_cut = true;
     } else if (r == Z_MEM_ERROR) {
       return nc_error(NC_ERR_OOM, "out of memory decompressing");
     } else if (r != Z_OK && r != Z_BUF_ERROR) {
@@ -191,6 +194,10 @@ static nc_status parse(source *s, nc_device *dev, nc_tensor **out) {
   if (st == NC_OK && got)
     st = nc_error(NC_ERR_FORMAT, "wrong dims: the file holds more data than dims %s of %s need (%zu bytes)",
                   dims, TYPES[type].name, need);
+  if (st == NC_OK && s->gz_cut)
+    st = nc_error(NC_ERR_FORMAT,
+                  "truncated gzip stream: it ends before its trailer, so its CRC-32 and length could not "
+                  "be checked");
   nc_dtype dt = TYPES[type].dtype;
   const void *host = raw;
   if (st == NC_OK && TYPES[type].code != 0x08) {

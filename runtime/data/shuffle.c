@@ -24,3 +24,14 @@ void nc_shuffle_permutation(int64_t *out, int64_t n, uint64_t seed, uint64_t str
     out[j] = t;
   }
 }
+
+void nc_sample_uniforms(double *out, int64_t n, int k, uint64_t seed, uint64_t call) {
+  const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+  for (int64_t j = 0; j < n; j++)
+    for (int d = 0; d < k; d++) {
+      const uint32_t ctr[4] = {(uint32_t)d, (uint32_t)j, (uint32_t)call, (uint32_t)(call >> 32)};
+      uint32_t w[4];
+      nc_philox4x32(ctr, key, w);
+      out[j * k + d] = (double)(((uint64_t)w[1] << 32 | w[0]) >> 11) * 0x1p-53;
+    }
+}

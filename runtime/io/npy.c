@@ -2,9 +2,14 @@
  *   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
  * padded with spaces and a final newline. The parser reads exactly that grammar (quoted keys,
  * a quoted descr, True/False, a tuple of integers) and nothing more general. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "core/check.h"
 #include "io/file.h"
 #include "netcl/copy.h"
@@ -183,8 +188,8 @@ static nc_status from_fortran(nc_tensor *rev, nc_tensor **out) {
   return s;
 }
 
-nc_status nc_npy_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **out) {
-  const unsigned char *b = buf;
+/* The header of a whole file in b: h, and where its data start (they fill the rest). */
+static nc_status parse_file(const unsigned char *b, size_t len, header *h, size_t *data_at) {
   if (len < 10)
     return nc_error(NC_ERR_FORMAT, "file is %zu bytes, too short for an npy header (truncated?)", len);
   if (memcmp(b, MAGIC, sizeof MAGIC) != 0) return nc_error(NC_ERR_FORMAT, "not an npy file (bad magic)");
@@ -204,18 +209,27 @@ nc_status nc_npy_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **
   }
   if (hlen > len - hstart)
     return nc_error(NC_ERR_FORMAT, "header length %zu is past the end of the file (%zu bytes)", hlen, len);
-  header h;
-  NC_TRY(parse_header((const char *)b + hstart, hlen, &h));
+  NC_TRY(parse_header((const char *)b + hstart, hlen, h));
   int64_t numel = 1;
-  for (int i = 0; i < h.ndim; i++) numel *= h.shape[i];
-  size_t esize = nc_dtype_size(h.dtype), have = len - hstart - hlen;
+  for (int i = 0; i < h->ndim; i++) numel *= h->shape[i];
+  size_t esize = nc_dtype_size(h->dtype), have = len - hstart - hlen;
   if ((uint64_t)numel > have / esize || (size_t)numel * esize != have) {
     bool big = (uint64_t)numel > SIZE_MAX / esize;
     return nc_error(NC_ERR_FORMAT, "the shape needs %s%zu bytes of data, the file holds %zu%s",
                     big ? "more than " : "", big ? SIZE_MAX : (size_t)numel * esize, have,
                     !big && (size_t)numel * esize < have ? " (extra bytes after the data)" : " (truncated?)");
   }
-  const unsigned char *data = b + hstart + hlen;
+  *data_at = hstart + hlen;
+  return NC_OK;
+}
+
+nc_status nc_npy_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **out) {
+  const unsigned char *b = buf;
+  header h;
+  size_t at;
+  NC_TRY(parse_file(b, len, &h, &at));
+  const size_t have = len - at;
+  const unsigned char *data = b + at;
   if (h.dtype == NC_BOOL) NC_TRY(check_bools(data, have));
   int64_t shape[NC_MAX_DIMS];
   for (int i = 0; i < h.ndim; i++) shape[i] = h.fortran ? h.shape[h.ndim - 1 - i] : h.shape[i];
@@ -286,4 +300,68 @@ nc_status nc_npy_save(const char *path, nc_tensor *t) {
     return s;
   }
   return nc_atomic_commit(&af);
+}
+
+/* ---- mapped files ---------------------------------------------------------------------------- */
+
+typedef struct {
+  void *map;
+  size_t size;
+} mapping;
+
+static void unmap(void *ud) {
+  mapping *m = ud;
+  munmap(m->map, m->size);
+  free(m);
+}
+
+nc_status nc_npy_map(const char *path, nc_tensor **out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nc_error(NC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    close(fd);
+    nc_tensor *t;
+    NC_TRY(nc_npy_load(path, nc_device_get(0), &t)); /* not a mappable file: read it (or report why not) */
+    *out = t;
+    return NC_OK;
+  }
+  size_t size = (size_t)st.st_size;
+  /* Private and writable: writes to the tensor are copy-on-write pages, never the file's. */
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) return nc_error(NC_ERR_IO, "%s: cannot map: %s", path, strerror(err));
+  header h;
+  size_t at = 0;
+  nc_status s = parse_file(p, size, &h, &at);
+  if (s == NC_OK && h.dtype == NC_BOOL) s = check_bools((const unsigned char *)p + at, size - at);
+  if (s != NC_OK) {
+    munmap(p, size);
+    nc_error_prefix(s, "%s", path);
+    return s;
+  }
+  if ((h.fortran && h.ndim > 1) || at % nc_dtype_size(h.dtype) != 0) {
+    /* Column-major data, or data not aligned for their type: a copy in row-major order. */
+    munmap(p, size);
+    return nc_npy_load(path, nc_device_get(0), out);
+  }
+  mapping *m = malloc(sizeof *m);
+  if (!m) {
+    munmap(p, size);
+    return nc_error(NC_ERR_OOM, "out of host memory");
+  }
+  m->map = p;
+  m->size = size;
+  nc_storage *st_ = NULL;
+  s = nc_storage_wrap_host((char *)p + at, size - at, unmap, m, &st_);
+  if (s != NC_OK) {
+    unmap(m);
+    return s;
+  }
+  int64_t strides[NC_MAX_DIMS];
+  nc_contiguous_strides(h.ndim, h.shape, strides);
+  s = nc_tensor_from_storage(st_, h.dtype, h.ndim, h.shape, strides, 0, out);
+  nc_storage_release(st_);
+  return s;
 }

@@ -138,6 +138,14 @@ static void test_files_and_members(void) {
   CHECK_ERR(nc_idx_parse(both, g1 + 4, cpu, &t), NC_ERR_FORMAT, "4 bytes of garbage after the gzip stream");
   CHECK_ERR(nc_idx_parse(g, glen / 2, cpu, &t), NC_ERR_FORMAT,
             "data are truncated: dims [1000] of ubyte need 1000 bytes");
+  /* every data byte present but the 8-byte trailer (CRC-32, length) cut, wholly or in part:
+   * the CRC cannot be checked, so it is an error, not a silent load */
+  for (size_t cut = 1; cut <= 8; cut += 7)
+    CHECK_ERR(nc_idx_parse(g, glen - cut, cpu, &t), NC_ERR_FORMAT, "truncated gzip stream: it ends before its trailer");
+  /* a wrong CRC in an intact trailer */
+  memcpy(both, g, glen);
+  both[glen - 8] ^= 1;
+  CHECK_ERR(nc_idx_parse(both, glen, cpu, &t), NC_ERR_FORMAT, "corrupt gzip data: incorrect data check");
   memcpy(both, g, glen);
   for (size_t i = 12; i < glen - 8; i++) both[i] ^= 0x5a;
   CHECK_ERR(nc_idx_parse(both, glen, cpu, &t), NC_ERR_FORMAT, "corrupt gzip data");

@@ -104,3 +104,15 @@ put("idx", "bad_gz-truncated", gzip.compress(idx(0x08, [100], bytes(100)), mtime
 put("idx", "bad_gz-corrupt", b"\x1f\x8b\x08\x00" + bytes(6) + b"\xff" * 20)
 put("idx", "bad_gz-garbage", gzip.compress(idx(0x08, [1], b"x"), mtime=0) + b"junk")
 put("idx", "bad_gz-bomb-dims", gzip.compress(idx(0x08, [60000, 784], b""), mtime=0))
+
+
+def cifar(labels):
+    return b"".join(bytes([lab]) + bytes((lab * 7 + i) % 256 for i in range(3072)) for lab in labels)
+
+
+put("cifar10", "ok_one", cifar([3]))
+put("cifar10", "ok_three", cifar([0, 9, 5]))
+put("cifar10", "bad_empty", b"")
+put("cifar10", "bad_truncated", cifar([1, 2])[:-1])
+put("cifar10", "bad_extra", cifar([1]) + b"x")
+put("cifar10", "bad_label", cifar([4, 10]))

@@ -64,6 +64,8 @@ M.PUBLIC_HEADERS = {
   ["netcl/idx.h"] = "data",
   ["netcl/batch.h"] = "data",
   ["netcl/shuffle.h"] = "data",
+  ["netcl/workers.h"] = "data",
+  ["netcl/cifar.h"] = "data",
   -- the umbrella
   ["netcl/netcl.h"] = "top",
 }

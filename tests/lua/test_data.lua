@@ -183,8 +183,9 @@ end
 
 function TestDataLoader:test_errors()
   local ds = data.TensorDataset(nc.zeros({4, 2}))
-  H.assert_error(function() data.DataLoader(ds, {num_workers = 2}) end,
-    "netcl.data.DataLoader: num_workers > 0 is not supported yet")
+  H.assert_error(function() data.DataLoader(ds, {num_workers = -1}) end,
+    "netcl.data.DataLoader: num_workers must be an integer >= 0, got -1")
+  H.assert_error(function() data.DataLoader(ds, {num_workers = 2, prefetch = 65}) end, "prefetch must be at most 64")
   H.assert_error(function() data.DataLoader(ds, {batchsize = 2}) end, "unknown option 'batchsize'")
   H.assert_error(function() data.DataLoader(ds, {batch_size = 0}) end, "batch_size must be an integer >= 1, got 0")
   H.assert_error(function() data.DataLoader(ds, {shuffle = "yes"}) end, "shuffle must be a boolean")
@@ -303,6 +304,86 @@ function TestMnist:test_fashion_mnist()
   lu.assertEquals(n, 235)
   print(string.format("fashion-mnist: train split read in %.2f s; one shuffled epoch of batches in %.2f s on %s",
     elapsed, nc.clock() - t1, dev.spec))
+end
+
+TestCifar = {}
+
+-- CIFAR-10 binary batches: record r has label labels[r] and pixel i = (r * 7 + i) % 256.
+local function cifar_records(labels)
+  local parts = {}
+  for r, lab in ipairs(labels) do
+    parts[#parts + 1] = string.char(lab) .. bytes(3072, function(i) return (r - 1) * 7 + i - 1 end)
+  end
+  return table.concat(parts)
+end
+
+function TestCifar:test_splits_layout_and_errors()
+  local root = dir .. "/cifar"
+  os.execute("mkdir -p " .. root .. "/cifar-10-batches-bin")
+  local base = root .. "/cifar-10-batches-bin/"
+  write(base .. "test_batch.bin", cifar_records({3, 8}))
+  local x, y = data.cifar10(root, "test", {device = dev})
+  lu.assertEquals(x.shape, {2, 3, 32, 32})
+  lu.assertEquals(x.dtype, "uint8")
+  lu.assertEquals(x.device, dev)
+  lu.assertEquals(y:tolist(), {3, 8})
+  lu.assertEquals(y.dtype, "int64")
+  -- channel planes in order: x[2][3][1][2] is record 2's pixel 2048 + 1
+  lu.assertEquals(x[2][3][1][2]:item(), (7 + 2049) % 256)
+  H.assert_error(function() data.cifar10(root, "train") end, "netcl.data.cifar10: " .. root .. ": no data_batch_1.bin")
+  for i = 1, 5 do write(base .. "data_batch_" .. i .. ".bin", cifar_records({i, i + 1})) end
+  local _, ty = data.cifar10(base, "train")
+  lu.assertEquals(ty:tolist(), {1, 2, 2, 3, 3, 4, 4, 5, 5, 6})
+  write(base .. "data_batch_4.bin", cifar_records({1}):sub(1, 3000))
+  H.assert_error(function() data.cifar10(root, "train") end, "data_batch_4.bin: 3000 bytes are not a whole number of CIFAR-10 records")
+  H.assert_error(function() data.cifar10(root, "val") end, 'split must be "train" or "test", got val')
+  H.assert_error(function() data.cifar10(root, "test", {dev = "cpu"}) end, "unknown option 'dev' (accepted: {device=})")
+end
+
+TestNpyDataset = {}
+
+-- A format 1.0 npy file: magic, version, header length, the header dict padded to 64 bytes.
+local function npy(descr, fortran, shape, payload)
+  local dims = {}
+  for i, d in ipairs(shape) do dims[i] = tostring(d) end
+  local header = string.format("{'descr': '%s', 'fortran_order': %s, 'shape': (%s,), }", descr,
+    fortran and "True" or "False", table.concat(dims, ", "))
+  header = header .. string.rep(" ", 63 - (10 + #header) % 64) .. "\n"
+  return "\x93NUMPY\x01\x00" .. string.pack("<I2", #header) .. header .. payload
+end
+
+function TestNpyDataset:test_mapped_files_as_a_dataset()
+  local nio = require "netcl.io"
+  local x = nc.arange(0, 30, 1, {device = "cpu"}):view({10, 3})
+  local y = nc.arange(0, 10, 1, {dtype = "int64", device = "cpu"})
+  local px, py = dir .. "/x.npy", dir .. "/y.npy"
+  nio.save_npy(x, px)
+  nio.save_npy(y, py)
+  local ds = data.npy_dataset(px, py)
+  lu.assertEquals(ds:len(), 10)
+  local xi, yi = ds:get(4)
+  lu.assertEquals(xi:tolist(), {9, 10, 11})
+  lu.assertEquals(yi:item(), 3)
+  local seen = {}
+  for xb, yb in data.DataLoader(ds, {batch_size = 4, shuffle = true, seed = 2, device = dev}):iter() do
+    local xs, ys = xb:to("cpu"):tolist(), yb:to("cpu"):tolist()
+    for k = 1, #ys do
+      lu.assertEquals(xs[k], {3 * ys[k], 3 * ys[k] + 1, 3 * ys[k] + 2})
+      seen[ys[k]] = true
+    end
+  end
+  for k = 0, 9 do lu.assertTrue(seen[k]) end
+  -- writes to the mapped tensor stay in this process: the file keeps its data
+  ds.tensors[1]:fill_(-1)
+  lu.assertEquals(nio.load_npy(px):tolist()[2], {3, 4, 5})
+  -- a column-major file is read in row-major order
+  local pf = dir .. "/f.npy"
+  write(pf, npy("<f4", true, {2, 3}, string.pack("<ffffff", 1, 4, 2, 5, 3, 6)))
+  lu.assertEquals(data.npy_dataset(pf).tensors[1]:tolist(), {{1, 2, 3}, {4, 5, 6}})
+  H.assert_error(function() data.npy_dataset(dir .. "/none.npy") end, "none.npy: cannot open")
+  H.assert_error(function() data.npy_dataset(px, dir .. "/f.npy") end, "argument 2 has 2 rows, argument 1 has 10")
+  write(dir .. "/cut.npy", npy("<f4", false, {4}, string.pack("<fff", 1, 2, 3)))
+  H.assert_error(function() data.npy_dataset(dir .. "/cut.npy") end, "cut.npy: the shape needs 16 bytes of data, the file holds 12")
 end
 
 local rc = lu.LuaUnit.run()

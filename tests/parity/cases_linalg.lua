@@ -258,6 +258,36 @@ local function group_norm_trials(case, size, dtype, H)
   return t
 end
 
+-- ---- image transforms (ops defined by their op-table rows) -------------------------------------------
+-- Batches [N, 3, H, W] per size, with per-sample parameters that cover boxes outside the image,
+-- up- and downscaling, flips, every step order of adjust_color, and several blur widths.
+local IMAGES = {{1, 3, 1, 1}, {2, 3, 3, 4}, {3, 3, 7, 5}, {4, 3, 16, 16}, {2, 3, 32, 32}}
+
+local function image_trials(case, size, dtype, H)
+  local shape = IMAGES[index_of(size)]
+  local n, h, w = shape[1], shape[3], shape[4]
+  local x = H.values(shape, dtype, {0, 1}, key(case, size, dtype, "x"))
+  local p, call = {}, nil
+  if case.name == "resized_crop" then
+    for j = 0, n - 1 do
+      p[#p + 1] = {j % 3 - 1, (2 * j) % 3 - 1, math.max(1, h - j % 2), math.max(1, w - (j + 1) % 2), j % 2}
+    end
+    local oh, ow = 2 * h + 1, math.max(1, w - 1)
+    call = function(ins) return ops.resized_crop(ins[1], ins[2], oh, ow, {fill = 0.25}) end
+  elseif case.name == "adjust_color" then
+    local orders = {0 + 4 * 1 + 16 * 2 + 64 * 3, 3 + 4 * 2 + 16 * 1 + 64 * 0, 1 + 4 * 3 + 16 * 0 + 64 * 2, 2 + 4 * 0 + 16 * 3 + 64 * 1}
+    for j = 0, n - 1 do
+      p[#p + 1] = {0.6 + 0.3 * j, 1.4 - 0.25 * j, 0.5 + 0.4 * j, (j % 3 - 1) * 0.2 + 0.05, orders[j % 4 + 1], j % 2}
+    end
+    call = function(ins) return ops.adjust_color(ins[1], ins[2]) end
+  else
+    for j = 0, n - 1 do p[#p + 1] = 0.5 + 0.6 * j end
+    local k = math.min(5, 2 * math.min(h, w) - 1)
+    call = function(ins) return ops.gaussian_blur(ins[1], ins[2], k) end
+  end
+  return over_layouts({x, nc.tensor(p, {dtype = dtype})}, call, standard_layouts(2), 10)
+end
+
 -- ---- embedding and cross entropy ---------------------------------------------------------------------
 local EMB = {{3, 1, {1}}, {7, 4, {2, 3}}, {33, 8, {5, 7}}, {1000, 16, {64}}, {500, 32, {4, 50}}}
 
@@ -324,6 +354,9 @@ return {
   {name = "batch_norm_backward", trials = norm_trials, dtypes = F},
   {name = "group_norm", trials = group_norm_trials, dtypes = F},
   {name = "group_norm_backward", trials = group_norm_trials, dtypes = F},
+  {name = "resized_crop", trials = image_trials, dtypes = F},
+  {name = "adjust_color", trials = image_trials, dtypes = F},
+  {name = "gaussian_blur", trials = image_trials, dtypes = F},
   {name = "layer_norm", trials = norm_trials, dtypes = F},
   {name = "layer_norm_backward", trials = norm_trials, dtypes = F},
   {name = "rms_norm", trials = norm_trials, dtypes = F},

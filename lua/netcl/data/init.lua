@@ -1,4 +1,5 @@
--- netcl.data: datasets, the DataLoader, and dataset files (MNIST-family idx files).
+-- netcl.data: datasets, the DataLoader, transforms, and dataset files (MNIST-family idx files,
+-- CIFAR-10 binary batches).
 -- docs/data.md describes batching, shuffling and devices.
 local nc = require "netcl"
 
@@ -7,6 +8,8 @@ local M = {}
 M.TensorDataset = require "netcl.data.dataset"
 M.DataLoader = require "netcl.data.loader"
 M.mnist = require "netcl.data.mnist"
+M.cifar10 = require "netcl.data.cifar"
+M.transforms = require "netcl.data.transforms"
 
 --- data.load_idx(path, {device=}) -> Tensor: an idx file, plain or gzip. Datasets stay in host
 -- memory by default (device "cpu"); the DataLoader moves each batch to its device.
@@ -50,6 +53,27 @@ M.FASHION_MNIST_MEAN, M.FASHION_MNIST_STD = 0.2860, 0.3530
 --- data.normalize_fashion_mnist(x) -> float32 (x / 255 - mean) / std, for uint8 images.
 function M.normalize_fashion_mnist(x)
   return (x:to("float32") * (1 / (255 * M.FASHION_MNIST_STD))) - M.FASHION_MNIST_MEAN / M.FASHION_MNIST_STD
+end
+
+--- data.npy_dataset(path1, path2, ...) -> TensorDataset: one tensor per .npy file (rows along the
+-- first dim), each a CPU tensor over the file mapped with mmap, so a dataset larger than memory
+-- is paged in as batches read it (column-major files are read into memory instead).
+function M.npy_dataset(...)
+  local n = select("#", ...)
+  if n == 0 then error("netcl.data.npy_dataset: needs at least one path", 2) end
+  local tensors = {}
+  for i = 1, n do
+    local path = select(i, ...)
+    if type(path) ~= "string" then
+      error(string.format("netcl.data.npy_dataset: argument %d: expected a path string, got %s", i, type(path)), 2)
+    end
+    local ok, t = pcall(nc._io.map_npy, path, "netcl.data.npy_dataset")
+    if not ok then error((tostring(t):gsub("^%[netcl%][^:]*:%d+: ", "")), 2) end
+    tensors[i] = t
+  end
+  local ok, ds = pcall(M.TensorDataset, table.unpack(tensors, 1, n))
+  if not ok then error((tostring(ds):gsub("^[^:]*:%d+: ", "")), 2) end
+  return ds
 end
 
 return M

@@ -1,6 +1,8 @@
 -- DataLoader: batches of a dataset on a target device, optionally shuffled with a seeded,
--- per-epoch permutation. Single-process: batches are assembled when the iterator asks for
--- them (host-to-device copies are asynchronous, so they overlap with the work queued before).
+-- per-epoch permutation. With num_workers = 0 batches are assembled when the iterator asks for
+-- them (host-to-device copies are asynchronous, so they overlap with the work queued before);
+-- with num_workers > 0, forked worker processes run the dataset's get and collate batches into
+-- a shared-memory ring (netcl/workers.h), and this process copies them to the device.
 local nc = require "netcl"
 local class = require "netcl.class"
 local TensorDataset = require "netcl.data.dataset"
@@ -54,13 +56,13 @@ function DataLoader:init(ds, opts)
   self.batch_size = check_int("batch_size", opts.batch_size or 1, 1)
   self.shuffle = check_bool("shuffle", opts.shuffle)
   self.drop_last = check_bool("drop_last", opts.drop_last)
-  local workers = check_int("num_workers", opts.num_workers or 0, 0)
-  if workers > 0 then
-    error(FNAME .. ": num_workers > 0 is not supported yet; batches are loaded in this process (num_workers = 0)", 3)
-  end
-  -- prefetch counts batches per worker, so with no workers it has nothing to size; it is
-  -- still checked, so a script written for workers fails early on a bad value.
-  check_int("prefetch", opts.prefetch or 2, 1)
+  self.num_workers = check_int("num_workers", opts.num_workers or 0, 0)
+  if self.num_workers > 256 then error(FNAME .. ": num_workers must be at most 256, got " .. self.num_workers, 3) end
+  -- prefetch: ring slots per worker (batches a worker may have ready ahead of the loop). With
+  -- no workers it has nothing to size; it is still checked, so a script written for workers
+  -- fails early on a bad value.
+  self.prefetch = check_int("prefetch", opts.prefetch or 2, 1)
+  if self.prefetch > 64 then error(FNAME .. ": prefetch must be at most 64, got " .. self.prefetch, 3) end
   if opts.transform ~= nil and not callable(opts.transform) then
     error(FNAME .. ": transform must be a function (or callable), got " .. type(opts.transform), 3)
   end
@@ -170,6 +172,101 @@ local function collate(ds, indices, start, count, device)
   return out
 end
 
+-- Bytes of one sample's fields in a packed batch (numbers as 8 bytes, booleans as 1).
+local function sample_bytes(sample)
+  local total = 0
+  for f = 1, sample.n do
+    local v = sample[f]
+    if nc.is_tensor(v) then
+      total = total + #v:contiguous():bytes()
+    else
+      total = total + 8
+    end
+  end
+  return total
+end
+
+-- The worker's loop: its batches (b = w, w + W, ...), each collated on the CPU and written into
+-- its slot; a Lua error goes to the main process with its traceback instead of a batch. It never
+-- returns: the process ends here, without running finalizers on the copy of the parent's state.
+local function worker_main(ring, w, workers, ds, indices, bs, n, batches)
+  local ok, err = pcall(function()
+    local cpu = nc.device("cpu")
+    nc.set_default_device(cpu) -- tensors a worker's get makes are CPU tensors
+    for b = w, batches - 1, workers do
+      local start = b * bs + 1
+      local count = math.min(bs, n - start + 1)
+      local ok2, out = xpcall(collate, debug.traceback, ds, indices, start, count, cpu)
+      if not ok2 then
+        -- The worker's traceback, cut where it enters the worker loop (what lies below is this
+        -- process's stack at the fork).
+        local msg = tostring(out)
+        local cut = msg:find("\n\t%[C%]: in function 'xpcall'")
+        ring:put_error(b, cut and msg:sub(1, cut - 1) or msg)
+        return
+      end
+      if not ring:put(b, table.unpack(out, 1, out.n)) then return end -- the main process has gone
+    end
+  end)
+  if not ok then
+    io.stderr:write(string.format("%s: worker %d: %s\n", FNAME, w + 1, tostring(err)))
+    nc._data.worker_exit(1)
+  end
+  nc._data.worker_exit(0)
+end
+
+-- An epoch with worker processes. The order (indices) is fixed before the workers fork, and
+-- batch b always comes from worker b % W's slot, so batches arrive in the same order, with the
+-- same contents, whatever the number of workers.
+local function iter_workers(self, ds, n, indices, batches, device, transform)
+  local bs, workers = self.batch_size, math.min(self.num_workers, math.max(batches, 1))
+  local b = 0
+  if batches == 0 then return function() return nil end end
+  -- One sample read here sizes the slots (every sample must have the same shapes).
+  local probe = table.pack(ds:get(indices and indices[1] + 1 or 1))
+  if probe.n == 0 then error(string.format("%s: the dataset's get returned nothing", FNAME), 3) end
+  local slot = math.max(65536, 4096 + probe.n * 256 + bs * sample_bytes(probe) + probe.n * 64)
+  local ring = nc._data.ring(workers, self.prefetch, slot)
+  local pids = {}
+  for w = 0, workers - 1 do
+    local pid = ring:fork(w)
+    if pid == 0 then worker_main(ring, w, workers, ds, indices, bs, n, batches) end
+    pids[w + 1] = pid
+  end
+  self._worker_pids = pids -- for tests (that no zombie is left)
+  local function step()
+    if b >= batches then
+      ring:close()
+      return nil
+    end
+    local out = table.pack(pcall(ring.take, ring, b, device))
+    if not out[1] then
+      ring:close()
+      error(out[2], 2)
+    end
+    if not out[2] then
+      local w = b % workers
+      ring:close()
+      error(string.format("%s: worker %d failed on batch %d (samples %d..%d of the epoch's order): %s", FNAME,
+        w + 1, b + 1, b * bs + 1, math.min(n, (b + 1) * bs), out[3]), 2)
+    end
+    b = b + 1
+    if b >= batches then ring:close() end
+    local first = out[3]
+    if transform then
+      first = transform(first)
+      if first == nil then
+        ring:close()
+        error(FNAME .. ": transform returned nil", 2)
+      end
+    end
+    return first, table.unpack(out, 4, out.n)
+  end
+  -- The ring is also the loop's closing value: leaving the loop early (break, error) ends the
+  -- workers at once.
+  return step, nil, nil, ring
+end
+
 --- for x, y in loader:iter() do ... end: one epoch. Each call starts the next epoch, whose
 -- shuffle is the permutation for (seed, epoch).
 function DataLoader:iter()
@@ -180,6 +277,11 @@ function DataLoader:iter()
   local fast = getmetatable(ds) == TensorDataset and ds.size == n
   local indices = not fast and order and order:tolist() or nil
   local batches = self.drop_last and n // bs or (n + bs - 1) // bs
+  -- A TensorDataset is gathered in C in this process whatever num_workers: workers would only
+  -- add copies.
+  if self.num_workers > 0 and not fast then
+    return iter_workers(self, ds, n, indices, batches, device, transform)
+  end
   local b = 0
   return function()
     if b >= batches then return nil end

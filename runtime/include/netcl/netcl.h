@@ -33,6 +33,8 @@
 #include "idx.h"
 #include "batch.h"
 #include "shuffle.h"
+#include "workers.h"
+#include "cifar.h"
 #include "optim.h"
 
 #ifdef __cplusplus

@@ -18,6 +18,12 @@ extern "C" {
  * NC_ERR_OOM. */
 nc_status nc_npy_load(const char *path, nc_device *dev, nc_tensor **out);
 
+/* A CPU tensor over the file itself, mapped with mmap (private: writes to the tensor change
+ * copy-on-write pages, never the file), so a dataset larger than memory is paged in as it is
+ * read. Column-major files and data not aligned for their dtype are read into memory instead,
+ * as nc_npy_load does. Errors as nc_npy_load. */
+nc_status nc_npy_map(const char *path, nc_tensor **out);
+
 /* The same from a buffer of len bytes holding a whole file (not retained). */
 nc_status nc_npy_parse(const void *buf, size_t len, nc_device *dev, nc_tensor **out);
 

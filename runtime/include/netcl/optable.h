@@ -43,6 +43,7 @@ typedef enum {
   NC_FAMILY_OPTIM,   /* fused optimizer updates and the gradient-norm partial sums (optim.h) */
   NC_FAMILY_VIEW,    /* views of a tensor's storage and the copies that make layouts contiguous */
   NC_FAMILY_ACTIVATION, /* elementwise activations with kernels of their own (KERNEL rows) */
+  NC_FAMILY_IMAGE,      /* per-sample image transforms on batches [N, C, H, W] (data augmentation) */
   NC_FAMILY_COUNT
 } nc_op_family;
 
@@ -232,7 +233,30 @@ typedef enum {
   /* leaky_relu: x > 0 ? x : negative_slope x. */                                                  \
   X(LEAKY_RELU, "leaky_relu", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME,                             \
     KERNEL(leaky_relu, (tensor(x), number(negative_slope, 0.01))), DIFF(nc_ag_leaky_relu),         \
-    "activation.cl:leaky_relu_fwd", "cpu_leaky_relu")
+    "activation.cl:leaky_relu_fwd", "cpu_leaky_relu")                                              \
+  /* Image transforms (netcl.data.transforms), one set of parameters per sample, on float32 or    \
+   * float64 batches x [N, C, H, W]; parameter tensors have x's dtype and device.                \
+   * resized_crop: y [N, C, height, width] is the box {top, left, box_height, box_width, flip} of  \
+   * boxes [N, 5] (integers; parts outside the image read as fill) resized bilinearly            \
+   * (align_corners false, as torch's interpolate), mirrored left-right where flip is not 0. */   \
+  X(RESIZED_CROP, "resized_crop", IMAGE, 2, NC_DT_FLOAT, NC_RES_SAME,                              \
+    KERNEL(resized_crop, (tensor(x), const_tensor(boxes), integer(height), integer(width),         \
+                          number(fill, 0.0))),                                                     \
+    NODIFF, "image.cl:resized_crop", "cpu_resized_crop")                                           \
+  /* adjust_color: x [N, 3, H, W] in [0, 1]; factors [N, 6] = {brightness, contrast, saturation,   \
+   * hue, order, grayscale}: the first four as torchvision's adjust_* (each result clamped to     \
+   * [0, 1]; an identity factor skips its step), applied in the order whose k-th step is          \
+   * (order >> 2k) & 3 (0 brightness, 1 contrast, 2 saturation, 3 hue); then, where grayscale is  \
+   * not 0, every channel becomes 0.2989 r + 0.587 g + 0.114 b. */                                \
+  X(ADJUST_COLOR, "adjust_color", IMAGE, 2, NC_DT_FLOAT, NC_RES_SAME,                              \
+    KERNEL(adjust_color, (tensor(x), const_tensor(factors))), NODIFF, "image.cl:adjust_color",    \
+    "cpu_adjust_color")                                                                            \
+  /* gaussian_blur: each sample convolved with the normalized Gaussian of odd size kernel_size    \
+   * (<= 63) and standard deviation sigmas[n] (> 0), in both directions, the borders reflected    \
+   * (torchvision's gaussian_blur). */                                                            \
+  X(GAUSSIAN_BLUR, "gaussian_blur", IMAGE, 2, NC_DT_FLOAT, NC_RES_SAME,                            \
+    KERNEL(gaussian_blur, (tensor(x), const_tensor(sigmas), integer(kernel_size))), NODIFF,        \
+    "image.cl:gaussian_blur", "cpu_gaussian_blur")
 
 typedef enum {
 #define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_OP_##id,
