@@ -12,6 +12,9 @@ reader and writer.
                                          the int64 "ids" in IN to OUT
   torch_llama.py export CKPT IN OUT CFG  writes a freshly initialized model's state_dict to CKPT and
                                          the logits of "ids" to OUT
+  torch_llama.py all DIR CFG             block DIR/block_in DIR/block_out, logits DIR/ours DIR/ids
+                                         DIR/l1 and export DIR/theirs DIR/ids DIR/l2 (.safetensors),
+                                         in one process (torch imports once)
 CFG is JSON: {"dim", "n_heads", "n_kv_heads", "ffn_hidden", "eps", "theta", "vocab_size", "n_layers"}.
 """
 import json
@@ -114,6 +117,13 @@ def f64(sd):
 
 def main(argv):
     if argv[1] == "probe":
+        return 0
+    if argv[1] == "all":
+        d = argv[2]
+        f = lambda n: os.path.join(d, n + ".safetensors")  # noqa: E731
+        for cmd in (["block", f("block_in"), f("block_out")], ["logits", f("ours"), f("ids"), f("l1")],
+                    ["export", f("theirs"), f("ids"), f("l2")]):
+            main([argv[0]] + cmd + [argv[3]])
         return 0
     cfg = json.loads(argv[-1])
     if argv[1] == "block":
