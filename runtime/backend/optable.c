@@ -22,7 +22,8 @@ const char *nc_op_family_name(nc_op_family f) {
   static const char *const names[NC_FAMILY_COUNT] = {"unary", "binary", "where", "reduce", "scan",
                                                      "softmax", "index", "shape", "sort", "random",
                                                      "linalg", "conv", "pool", "norm", "loss",
-                                                     "data", "optim", "view", "activation", "image"};
+                                                     "data", "optim", "view", "activation", "image",
+                                                     "attention"};
   return (unsigned)f < NC_FAMILY_COUNT ? names[f] : "unknown";
 }
 

@@ -283,6 +283,21 @@ case("cosine_similarity", function() return {P({2, 3, 4}), P({3, 4})} end,
      function(a, b) return ag.cosine_similarity(a, b, {dim = -1}) end)
 case("cosine_similarity", function() return {P({4, 3}), P({4, 1})} end, function(a, b) return ag.cosine_similarity(a, b, 1) end)
 
+-- rotary embeddings and flash attention (against the central differences of the fused op; test_transformer.lua
+-- compares both with their naive formulas)
+local function I64(vals) return nc.tensor(vals, {dtype = "int64"}) end
+case("rope", function() return {P({2, 3, 4})} end, function(x) return ag.rope(x, I64({0, 5, -2}), {theta = 100}) end)
+case("rope", function() return {P({1, 2, 2, 6})} end,
+     function(x) return ag.rope(x, I64({3, 1}), {inverse = true}) * x end)
+case("flash_attention", function() return {P({1, 2, 5, 4}), P({1, 2, 5, 4}), P({1, 2, 5, 4})} end,
+     function(q, k, v) return ag.flash_attention(q, k, v) end)
+case("flash_attention", function() return {P({2, 4, 3, 6}), P({2, 2, 7, 6}), P({2, 2, 7, 6})} end,
+     function(q, k, v) return ag.flash_attention(q, k, v, {causal = false, scale = 0.4}) end)
+case("flash_attention", function() return {P({1, 2, 3, 64}, -0.5, 0.5), P({1, 1, 5, 64}, -0.5, 0.5), P({1, 1, 5, 64})} end,
+     function(q, k, v) return ag.flash_attention(q, k, v, {causal = true}) end)
+case("flash_attention", function() return {P({1, 2, 2, 128}, -0.3, 0.3), P({1, 2, 3, 128}, -0.3, 0.3), P({1, 2, 3, 128})} end,
+     function(q, k, v) return ag.flash_attention(q, k, v, {causal = false}) end)
+
 -- ---- the suite: one test per op of ag.ops() ---------------------------------------------------------
 TestGradcheck = {}
 

@@ -336,6 +336,61 @@ local function ce_trials(case, size, dtype, H)
     standard_layouts(4), 10)
 end
 
+-- ---- rotary embeddings and flash attention (ops defined by their op-table rows) ---------------------
+-- rope: {shape [..., T, Dh], theta} per size; positions are a shuffled, partly negative range.
+local ROPE = {{{1, 2}, 10000}, {{7, 4}, 10000}, {{2, 3, 11, 6}, 500}, {{2, 4, 25, 10}, 10000}, {{1, 8, 64, 128}, 1e6}}
+
+local function rope_trials(case, size, dtype, H)
+  local spec = ROPE[index_of(size)]
+  local shape, theta = spec[1], spec[2]
+  local x = H.values(shape, dtype, {-2, 2}, key(case, size, dtype, "x"))
+  local pos = H.values({shape[#shape - 1]}, "int64", {-5, 90}, key(case, size, dtype, "p"))
+  local t = over_layouts({x, pos}, function(ins) return nc.rope(ins[1], ins[2], {theta = theta}) end,
+    standard_layouts(2), 30)
+  t[#t + 1] = {label = "inverse, int32 positions", layout = "contiguous", inputs = {x, pos:to("int32")}, tol = 30,
+               call = function(ins) return nc.rope(ins[1], ins[2], {theta = theta, inverse = true}) end}
+  return t
+end
+
+-- flash attention: {B, H, Hkv, Tq, Tk, D, causal} per size (GQA, odd T, more keys than queries).
+local ATT = {{1, 1, 1, 1, 1, 2, true}, {1, 2, 1, 7, 7, 8, false}, {2, 4, 2, 33, 33, 16, true},
+             {1, 2, 2, 5, 300, 64, true}, {1, 4, 1, 129, 129, 128, false}}
+
+-- The log-sum-exp of each query's scores, from the naive formula on the CPU in float64.
+local function naive_lse(q, k, causal, scale)
+  local b, h, tq, d = q.shape[1], q.shape[2], q.shape[3], q.shape[4]
+  local hkv, tk = k.shape[2], k.shape[3]
+  local kx = k:to("float64"):unsqueeze(3):expand({b, hkv, h // hkv, tk, d}):reshape({b, h, tk, d})
+  local s = q:to("float64"):matmul(kx:transpose(3, 4)) * scale
+  if causal then
+    local mask = {}
+    for i = 1, tq do
+      for j = 1, tk do mask[#mask + 1] = (j - 1 > i - 1 + tk - tq) and -math.huge or 0 end
+    end
+    s = s + nc.tensor(mask, {shape = {tq, tk}, dtype = "float64"})
+  end
+  return s:logsumexp(4)
+end
+
+local function attention_trials(case, size, dtype, H)
+  local a = ATT[index_of(size)]
+  local b, h, hkv, tq, tk, d, causal = table.unpack(a)
+  local function v(s, k, dom) return H.values(s, dtype, dom or {-1, 1}, key(case, size, dtype, k)) end
+  local q, k, vv = v({b, h, tq, d}, "q", {-2, 2}), v({b, hkv, tk, d}, "k", {-2, 2}), v({b, hkv, tk, d}, "v")
+  if case.name == "flash_attention" then
+    local t = over_layouts({q, k, vv}, function(ins) return nc.flash_attention(ins[1], ins[2], ins[3], {causal = causal}) end,
+      standard_layouts(3), 30)
+    t[#t + 1] = {label = "scale 0.3, other mask", layout = "contiguous", inputs = {q, k, vv}, tol = 30,
+                 call = function(ins) return nc.flash_attention(ins[1], ins[2], ins[3], {causal = not causal and tq <= tk, scale = 0.3}) end}
+    return t
+  end
+  local lse = naive_lse(q, k, causal, 1 / math.sqrt(d)):to(dtype)
+  local dout, delta = v({b, h, tq, d}, "g"), v({b, h, tq}, "delta", {-0.5, 0.5})
+  local op = ops[case.name]
+  return over_layouts({dout, q, k, vv, lse, delta},
+    function(ins) return op(ins[1], ins[2], ins[3], ins[4], ins[5], ins[6], {causal = causal}) end, standard_layouts(6), 30)
+end
+
 return {
   {name = "matmul", trials = products, dtypes = F, tol = 30},
   {name = "mm", trials = products, dtypes = F, tol = 30},
@@ -365,4 +420,8 @@ return {
   {name = "embedding_backward", trials = embedding_trials, dtypes = F},
   {name = "cross_entropy", trials = ce_trials, dtypes = F},
   {name = "cross_entropy_backward", trials = ce_trials, dtypes = F},
+  {name = "rope", trials = rope_trials, dtypes = F},
+  {name = "flash_attention", trials = attention_trials, dtypes = F},
+  {name = "flash_attention_backward_q", trials = attention_trials, dtypes = F},
+  {name = "flash_attention_backward_kv", trials = attention_trials, dtypes = F},
 }

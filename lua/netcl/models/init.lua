@@ -5,4 +5,5 @@ return {
   MLP = require "netcl.models.mlp",
   ResNet18 = resnet.ResNet18,
   BasicBlock = resnet.BasicBlock,
+  GPT = require "netcl.models.gpt",
 }

@@ -44,6 +44,7 @@ typedef enum {
   NC_FAMILY_VIEW,    /* views of a tensor's storage and the copies that make layouts contiguous */
   NC_FAMILY_ACTIVATION, /* elementwise activations with kernels of their own (KERNEL rows) */
   NC_FAMILY_IMAGE,      /* per-sample image transforms on batches [N, C, H, W] (data augmentation) */
+  NC_FAMILY_ATTENTION,  /* rotary embeddings and fused attention (KERNEL rows, docs/transformer.md) */
   NC_FAMILY_COUNT
 } nc_op_family;
 
@@ -256,7 +257,33 @@ typedef enum {
    * (torchvision's gaussian_blur). */                                                            \
   X(GAUSSIAN_BLUR, "gaussian_blur", IMAGE, 2, NC_DT_FLOAT, NC_RES_SAME,                            \
     KERNEL(gaussian_blur, (tensor(x), const_tensor(sigmas), integer(kernel_size))), NODIFF,        \
-    "image.cl:gaussian_blur", "cpu_gaussian_blur")
+    "image.cl:gaussian_blur", "cpu_gaussian_blur")                                                 \
+  /* rope(x [..., T, Dh], positions [T] (integers), {theta = 10000, inverse = false}): rotary      \
+   * embedding in Meta's Llama layout: each pair (x[2p], x[2p+1]) of a row at position pos turns   \
+   * by the angle pos * theta^(-2p / Dh) (inverse: by minus that angle, the gradient). */         \
+  X(ROPE, "rope", ATTENTION, 2, NC_DT_FLOAT, NC_RES_SAME,                                            \
+    KERNEL(rope, (tensor(x), const_tensor(positions), number(theta, 10000.0), flag(inverse, false))), \
+    DIFF(nc_ag_rope), "attention.cl:rope_fwd", "cpu_rope")                                          \
+  /* flash_attention(q [B, H, Tq, D], k, v [B, Hkv, Tk, D], {causal = true, scale = 0}): softmax(  \
+   * scale q k^T) v per head, with Hkv dividing H (query head h reads key head h / (H / Hkv)),      \
+   * scale 0 meaning 1 / sqrt(D), D <= 256. Causal: query i sees keys j <= i + Tk - Tq. Online      \
+   * softmax over blocks of keys (the Tq x Tk scores are never stored); saved: lse [B, H, Tq], the \
+   * log-sum-exp of each query's scores. */                                                         \
+  X(FLASH_ATTENTION, "flash_attention", ATTENTION, 3, NC_DT_FLOAT, NC_RES_SAME,                     \
+    KERNEL(flash_attention, (tensor(q), tensor(k), tensor(v), flag(causal, true), number(scale, 0.0), \
+                             saved(lse))),                                                          \
+    DIFF(nc_ag_flash_attention), "attention.cl:flash_attention_fwd", "cpu_flash_attention")        \
+  /* The backward of flash_attention, recomputing the probabilities block by block from the saved  \
+   * lse; delta [B, H, Tq] is rowsum(dout * out). _q: dq [B, H, Tq, D]; _kv: dk and dv stacked,     \
+   * [2, B, Hkv, Tk, D] (dk summed over the query heads sharing a key head). */                     \
+  X(FLASH_ATTENTION_BWD_Q, "flash_attention_backward_q", ATTENTION, 6, NC_DT_FLOAT, NC_RES_SAME,    \
+    KERNEL(flash_attention_backward_q, (tensor(dout), tensor(q), tensor(k), tensor(v), const_tensor(lse), \
+                                        const_tensor(delta), flag(causal, true), number(scale, 0.0))),   \
+    NODIFF, "attention.cl:flash_attention_bwd_q", "cpu_flash_attention_backward_q")                \
+  X(FLASH_ATTENTION_BWD_KV, "flash_attention_backward_kv", ATTENTION, 6, NC_DT_FLOAT, NC_RES_SAME,  \
+    KERNEL(flash_attention_backward_kv, (tensor(dout), tensor(q), tensor(k), tensor(v), const_tensor(lse), \
+                                         const_tensor(delta), flag(causal, true), number(scale, 0.0))),   \
+    NODIFF, "attention.cl:flash_attention_bwd_kv", "cpu_flash_attention_backward_kv")
 
 typedef enum {
 #define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_OP_##id,
