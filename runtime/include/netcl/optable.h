@@ -232,7 +232,14 @@ typedef enum {
   /* leaky_relu: x > 0 ? x : negative_slope x. */                                                  \
   X(LEAKY_RELU, "leaky_relu", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME,                             \
     KERNEL(leaky_relu, (tensor(x), number(negative_slope, 0.01))), DIFF(nc_ag_leaky_relu),         \
-    "activation.cl:leaky_relu_fwd", "cpu_leaky_relu")
+    "activation.cl:leaky_relu_fwd", "cpu_leaky_relu")                                             \
+  /* ema_update(target, online, {momentum = 0.99}): target = momentum target + (1 - momentum)     \
+   * online, in place, in one launch (the momentum encoders of netcl.ssl keep their parameters in \
+   * one flat buffer each); target contiguous, online of its shape, dtype and device, any layout; \
+   * momentum in [0, 1]. Returns target. */                                                       \
+  X(EMA_UPDATE, "ema_update", OPTIM, 2, NC_DT_FLOAT, NC_RES_SAME,                                  \
+    KERNEL(ema_update, (tensor(target), tensor(online), number(momentum, 0.99))), NODIFF,          \
+    "ema.cl:ema_update", "cpu_ema_update")
 
 typedef enum {
 #define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_OP_##id,
