@@ -73,18 +73,6 @@ local function parse_args(argv)
   return o
 end
 
--- The directory where dpkg installed dataset-fashion-mnist's train images.
-local function debian_data_dir()
-  local p = io.popen("dpkg -L dataset-fashion-mnist 2>/dev/null")
-  local listing = p and p:read("a") or ""
-  if p then p:close() end
-  for line in listing:gmatch("[^\n]+") do
-    local dir = line:match("^(.*)/train%-images%-idx3%-ubyte%.gz$") or line:match("^(.*)/train%-images%-idx3%-ubyte$")
-    if dir then return dir end
-  end
-  return nil
-end
-
 -- Conv-BN-ReLU-pool twice, then two Linear layers: about 0.2M parameters, ~91% test accuracy
 -- in 2-3 epochs with Adam, and cheap enough for a 2-core CPU.
 local function build_model()
@@ -132,7 +120,7 @@ local function main(argv)
   local o = parse_args(argv)
   if o.device then nc.set_default_device(nc.device(o.device)) end
   local dev = nc.default_device()
-  local dir = o.data or debian_data_dir()
+  local dir = o.data or data.fashion_mnist_dir()
   if not dir then
     fail("Fashion-MNIST not found: install Debian's dataset-fashion-mnist (make deps) or pass --data DIR")
   end

@@ -23,4 +23,20 @@ function M.load_idx(path, opts)
   return t
 end
 
+--- data.fashion_mnist_dir() -> the directory holding Fashion-MNIST's idx files, or nil:
+-- $NETCL_FASHION_MNIST when set, else where Debian's dataset-fashion-mnist installed them
+-- (asked of dpkg). The samples use it as their default --data.
+function M.fashion_mnist_dir()
+  local env = os.getenv("NETCL_FASHION_MNIST")
+  if env and env ~= "" then return env end
+  local p = io.popen("dpkg -L dataset-fashion-mnist 2>/dev/null")
+  local listing = p and p:read("a") or ""
+  if p then p:close() end
+  for line in listing:gmatch("[^\n]+") do
+    local dir = line:match("^(.*)/train%-images%-idx3%-ubyte%.gz$") or line:match("^(.*)/train%-images%-idx3%-ubyte$")
+    if dir then return dir end
+  end
+  return nil
+end
+
 return M
