@@ -1,6 +1,6 @@
 -- Self-supervised pretraining on Fashion-MNIST without labels, then a linear probe (docs/ssl.md).
 --
---   netcl-lua samples/simclr.lua [--method simclr] [--epochs 4] [--train-size 8192] [--device SPEC]
+--   netcl-lua samples/simclr.lua [--method simclr] [--epochs 6] [--train-size 8192] [--device SPEC]
 --
 -- Pretrains a small ResNet-style encoder with one of netcl.ssl's eight methods on two random views
 -- of each image (ssl.views), then trains a linear classifier on its frozen features and on those
@@ -23,13 +23,13 @@ local OPTS = {simclr = {temperature = 0.2, hidden = 256}}
 local USAGE = [[
 usage: netcl-lua samples/simclr.lua [options]
   --method NAME      simclr | moco | byol | simsiam | barlow | vicreg | swav | dino (default simclr)
-  --epochs N         pretraining epochs (default 4)
+  --epochs N         pretraining epochs (default 6)
   --train-size N     unlabelled training images used for pretraining (default 8192)
   --batch-size N     pretraining batch size (default 256)
-  --lr X             Adam's learning rate, cosine-decayed (default 0.002)
-  --probe-train N    labelled images the linear probe trains on (default 10000)
-  --probe-test N     test images the probe is scored on (default 10000)
-  --probe-epochs N   probe epochs (default 30)
+  --lr X             Adam's learning rate, cosine-decayed (default 0.003)
+  --probe-train N    labelled images the linear probe trains on (default 5000)
+  --probe-test N     test images the probe is scored on (default 5000)
+  --probe-epochs N   probe epochs (default 20)
   --min-scale X      smallest crop side, as a fraction of the image's (default 0.5)
   --width N          channels of the encoder's first stage (default 16; the output is 4x that)
   --device SPEC      cpu | gpu | opencl | opencl:P:D (default: the default device)
@@ -47,8 +47,8 @@ local function fail(msg)
 end
 
 local function parse_args(argv)
-  local o = {method = "simclr", epochs = 4, train_size = 8192, batch_size = 256, lr = 0.002, probe_train = 10000,
-             probe_test = 10000, probe_epochs = 30, width = 16, seed = 1, min_scale = 0.5}
+  local o = {method = "simclr", epochs = 6, train_size = 8192, batch_size = 256, lr = 0.003, probe_train = 5000,
+             probe_test = 5000, probe_epochs = 20, width = 16, seed = 1, min_scale = 0.5}
   local numeric = {["--epochs"] = "epochs", ["--train-size"] = "train_size", ["--batch-size"] = "batch_size",
                    ["--lr"] = "lr", ["--min-scale"] = "min_scale", ["--probe-train"] = "probe_train", ["--probe-test"] = "probe_test",
                    ["--probe-epochs"] = "probe_epochs", ["--width"] = "width", ["--seed"] = "seed",
