@@ -17,7 +17,7 @@ local ssl = require "netcl.ssl"
 local METHODS = {simclr = "SimCLR", moco = "MoCo", byol = "BYOL", simsiam = "SimSiam", barlow = "BarlowTwins",
                  vicreg = "VICReg", swav = "SwAV", dino = "DINO"}
 -- Adam's learning rate per method (the others: --lr), and each method's options beyond the encoder.
-local LR = {}
+local LR = {byol = 0.006}
 local OPTS = {simclr = {temperature = 0.2, hidden = 256}}
 
 local USAGE = [[
