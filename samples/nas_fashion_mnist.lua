@@ -98,7 +98,7 @@ end
 local function main(argv)
   local o = parse_args(argv)
   if o.device then nc.set_default_device(nc.device(o.device)) end
-  local dir = o.data or data.debian_dataset_dir("dataset-fashion-mnist", "train-images-idx3-ubyte")
+  local dir = o.data or data.fashion_mnist_dir()
   if not dir then
     fail("Fashion-MNIST not found: install Debian's dataset-fashion-mnist (make deps) or pass --data DIR")
   end

@@ -577,4 +577,8 @@ return {
                                                           weight_decay = 0.1, amsgrad = false})
    end},
   {name = "sum_squares", trials = K.clip, dtypes = F, tol = 10},
+  -- netcl.ssl's momentum update (op-table row ema_update): target in place, online in any layout
+  {name = "ema_update", trials = K.optim, dtypes = F, state = {}, update = function(p, g)
+     nc.nn_ops.ema_update(p, g, {momentum = 0.9})
+   end},
 }

@@ -47,6 +47,15 @@ function M.debian_dataset_dir(package, file)
   return nil
 end
 
+--- data.fashion_mnist_dir() -> the directory holding Fashion-MNIST's idx files, or nil:
+-- $NETCL_FASHION_MNIST when set, else where Debian's dataset-fashion-mnist installed them.
+-- The samples use it as their default --data.
+function M.fashion_mnist_dir()
+  local env = os.getenv("NETCL_FASHION_MNIST")
+  if env and env ~= "" then return env end
+  return M.debian_dataset_dir("dataset-fashion-mnist", "train-images-idx3-ubyte")
+end
+
 --- Fashion-MNIST's pixel mean and standard deviation (training set, pixels scaled to [0, 1]).
 M.FASHION_MNIST_MEAN, M.FASHION_MNIST_STD = 0.2860, 0.3530
 

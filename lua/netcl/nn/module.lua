@@ -333,6 +333,47 @@ function Module:zero_grad()
   for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
+--- m:deepcopy() -> a new module of the same classes with copies of every parameter (new leaf
+-- Nodes, same requires_grad) and buffer, and the same plain fields. Parameters and submodules
+-- shared within m stay shared within the copy; nothing is shared with m (momentum encoders of
+-- netcl.ssl are deep copies of the online one).
+function Module:deepcopy()
+  local copies = {}
+  local function copy_node(p)
+    if not copies[p] then
+      local v = p.value:clone()
+      copies[p] = p.requires_grad and ag.param(v) or ag.tensor(v)
+    end
+    return copies[p]
+  end
+  local function copy(m)
+    if copies[m] then return copies[m] end
+    local st, nst = rawget(m, STATE), new_state()
+    local new = setmetatable({[STATE] = nst}, getmetatable(m))
+    copies[m] = new
+    for _, name in ipairs(st.param_order) do
+      nst.params[name] = copy_node(st.params[name])
+      nst.param_order[#nst.param_order + 1] = name
+    end
+    for _, name in ipairs(st.buffer_order) do
+      local b = st.buffers[name]
+      nst.buffers[name] = b and b:clone() or false
+      nst.non_persistent[name] = st.non_persistent[name]
+      nst.buffer_order[#nst.buffer_order + 1] = name
+    end
+    for _, name in ipairs(st.module_order) do
+      nst.modules[name] = copy(st.modules[name])
+      nst.module_order[#nst.module_order + 1] = name
+    end
+    for k, v in pairs(st.attrs) do
+      if is_node(v) then v = copy_node(v) elseif is_tensor(v) then v = v:clone() end
+      nst.attrs[k] = v
+    end
+    return new
+  end
+  return copy(self)
+end
+
 --- m:num_parameters() -> number of scalars in the parameters (each shared parameter once).
 function Module:num_parameters()
   local n = 0

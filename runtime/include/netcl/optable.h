@@ -283,7 +283,14 @@ typedef enum {
   X(FLASH_ATTENTION_BWD_KV, "flash_attention_backward_kv", ATTENTION, 6, NC_DT_FLOAT, NC_RES_SAME,  \
     KERNEL(flash_attention_backward_kv, (tensor(dout), tensor(q), tensor(k), tensor(v), const_tensor(lse), \
                                          const_tensor(delta), flag(causal, true), number(scale, 0.0))),   \
-    NODIFF, "attention.cl:flash_attention_bwd_kv", "cpu_flash_attention_backward_kv")
+    NODIFF, "attention.cl:flash_attention_bwd_kv", "cpu_flash_attention_backward_kv")              \
+  /* ema_update(target, online, {momentum = 0.99}): target = momentum target + (1 - momentum)     \
+   * online, in place, in one launch (the momentum encoders of netcl.ssl keep their parameters in \
+   * one flat buffer each); target contiguous, online of its shape, dtype and device, any layout; \
+   * momentum in [0, 1]. Returns target. */                                                       \
+  X(EMA_UPDATE, "ema_update", OPTIM, 2, NC_DT_FLOAT, NC_RES_SAME,                                  \
+    KERNEL(ema_update, (tensor(target), tensor(online), number(momentum, 0.99))), NODIFF,          \
+    "ema.cl:ema_update", "cpu_ema_update")
 
 typedef enum {
 #define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_OP_##id,
