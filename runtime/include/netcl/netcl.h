@@ -34,6 +34,7 @@
 #include "batch.h"
 #include "shuffle.h"
 #include "optim.h"
+#include "dist.h"
 
 #ifdef __cplusplus
 extern "C" {
