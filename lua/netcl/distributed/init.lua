@@ -308,13 +308,13 @@ function M.mpi_available() return C.mpi_available() end
 --- dist.all_reduce(t, op="sum") -> t: in place over every rank.
 function M.all_reduce(t, op)
   need_world("netcl.distributed.all_reduce")
-  return C.all_reduce(t, op)
+  return (C.all_reduce(t, op)) -- not a tail call: errors name the caller's line
 end
 
 --- dist.broadcast(t, root=0) -> t: in place, every rank gets root's values.
 function M.broadcast(t, root)
   need_world("netcl.distributed.broadcast")
-  return C.broadcast(t, root)
+  return (C.broadcast(t, root))
 end
 
 --- dist.barrier(): returns when every rank has called it.
@@ -327,7 +327,7 @@ end
 -- root only (nil elsewhere), or on every rank when root is nil.
 function M.gather(t, root)
   need_world("netcl.distributed.gather")
-  return C.gather(t, root)
+  return (C.gather(t, root))
 end
 
 --- dist.finalize(): ends MPI (also done at exit).
@@ -438,6 +438,12 @@ local function forward_backward(model, shard, loss_fn, weight, fname)
   return loss.value
 end
 
+-- Errors from inside the step, raised at the caller's line without this file's position.
+local function rethrow(ok, ...)
+  if ok then return ... end
+  error((tostring((...)):gsub("^%[netcl%][^:]*:%d+: ", "")), 3)
+end
+
 local STEP_KEYS = {group = true, replicas = true, batch = true, loss_fn = true, optimizer = true, bucket_mb = true,
                    model = true, local_batch = true}
 
@@ -462,10 +468,10 @@ function M.data_parallel_step(o)
   if o.group then
     if not class.is_instance(o.group, DeviceGroup) then error(fname .. ": group= must be a DeviceGroup", 2) end
     if o.model or o.local_batch then error(fname .. ": model= and local_batch= are for MPI; with group= pass replicas= and batch=", 2) end
-    return M._group_step(o, limit, fname)
+    return (rethrow(pcall(M._group_step, o, limit, fname))) -- not a tail call: level 3 is the caller
   end
   if not world then error(fname .. ": pass group= (one process, several devices), or call dist.init first (MPI)", 2) end
-  return M._mpi_step(o, limit, fname)
+  return (rethrow(pcall(M._mpi_step, o, limit, fname)))
 end
 
 local function check_optimizer(fname, opt, R)
