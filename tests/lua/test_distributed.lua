@@ -63,6 +63,18 @@ function TestCollectives:test_all_reduce_every_op_odd_sizes()
   end
 end
 
+function TestCollectives:test_all_reduce_large()
+  -- past 1 MiB the devices are read on one thread each: 262147 floats, against the CPU backend's add
+  local n, cpu = 262147, nc.device("cpu")
+  local a, b = nc.arange(0, n, 1, {device = cpu}), nc.arange(0, n, 1, {device = cpu}) * -0.5 + 3
+  local ts = {a:to(devices[1]):clone(), b:to(devices[2]):clone()} -- to() on its own device is the same tensor
+  g:all_reduce(ts, "sum")
+  local want = a + b
+  for k = 1, 2 do lu.assertEquals((ts[k]:to(cpu) - want):abs():max():item(), 0) end
+  g:all_reduce(ts, "max")
+  lu.assertEquals((ts[2]:to(cpu) - want):abs():max():item(), 0)
+end
+
 function TestCollectives:test_all_reduce_views_and_nan()
   -- a transposed (non-contiguous) view is reduced in place through its layout
   local a = nc.tensor({{1, 2, 3}, {4, 5, 6}}, {device = devices[1]})
