@@ -26,11 +26,14 @@ local failures = 0
 local function run(mode, ...)
   local out = os.tmpname()
   -- CMA (single-copy) needs ptrace rights that containers often lack; the copy-in/copy-out path
-  -- works everywhere. Leaks inside Open MPI are not ours: suppressed for sanitizer builds.
-  local supp = here .. "/lsan_mpi.supp"
-  local cmd = string.format("OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 " ..
-    "LSAN_OPTIONS=suppressions=%s timeout 120 %s -np 2 --oversubscribe --allow-run-as-root %s %s/mpi_worker.lua %s %s >%s 2>&1",
-    supp, mpirun, exe, here, mode, table.concat({...}, " "), out)
+  -- works everywhere. In sanitizer builds the ranks run without leak checking: Open MPI's
+  -- plugins leak at exit from code that is unloaded by then (no names to suppress); netcl's
+  -- own collectives are leak-checked by lua.test_distributed. Other ASan checks stay on.
+  local asan = (os.getenv("ASAN_OPTIONS") or "")
+  asan = (asan ~= "" and asan .. ":" or "") .. "detect_leaks=0"
+  local cmd = string.format("OMPI_MCA_btl_vader_single_copy_mechanism=none ASAN_OPTIONS=%s " ..
+    "timeout 120 %s -np 2 --oversubscribe --allow-run-as-root %s %s/mpi_worker.lua %s %s >%s 2>&1",
+    asan, mpirun, exe, here, mode, table.concat({...}, " "), out)
   local t0 = nc.clock()
   local _, _, code = os.execute(cmd)
   local secs = nc.clock() - t0
