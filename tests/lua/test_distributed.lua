@@ -251,6 +251,7 @@ function TestDataParallel:test_errors()
   end
   H.assert_error(function() step{replicas = {replicas[1]}} end, "one per device of the group")
   H.assert_error(function() step{replicas = {replicas[2], replicas[1]}} end, "replica i must be on device i")
+  H.assert_error(function() step{replicas = {replicas[1], 3}} end, "replica 2 is not a module")
   H.assert_error(function() step{batch = {x, nc.zeros({5})}} end, "differ in dim 1")
   H.assert_error(function() step{batch = {x:narrow(1, 1, 1), y:narrow(1, 1, 1)}} end, "batch of 1 cannot be split")
   H.assert_error(function() step{optimizer = {opt}} end, "1 optimizers for 2 replicas")

@@ -204,7 +204,13 @@ local function check_replicas(fname, group, replicas, level)
     error(string.format("%s: replicas must be an array of %d models, one per device of the group", fname,
       #group.devices), level + 1)
   end
-  local np = #replicas[1]:parameters()
+  for i, m in ipairs(replicas) do
+    if type(m) ~= "table" or type(m.parameters) ~= "function" then
+      error(string.format("%s: replica %d is not a module (nn.Module), got %s", fname, i, type(m)), level + 1)
+    end
+  end
+  local first = replicas[1]:parameters()
+  local np = #first
   for i, m in ipairs(replicas) do
     local ps = m:parameters()
     if #ps ~= np then
@@ -217,7 +223,7 @@ local function check_replicas(fname, group, replicas, level)
           at and "but replica i must be on device i (" .. group.devices[i].spec .. ")"
             or "a device missing from the group " .. tostring(group)), level + 1)
       end
-      local s1 = replicas[1]:parameters()[j].value.shape
+      local s1 = first[j].value.shape
       if shape_str(p.value.shape) ~= shape_str(s1) then
         error(string.format("%s: parameter %d is %s on replica %d and %s on replica 1", fname, j,
           shape_str(p.value.shape), i, shape_str(s1)), level + 1)
