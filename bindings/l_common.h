@@ -109,6 +109,8 @@ void nc_lua_add_term(lua_State *L);
 void nc_lua_add_table_ops(lua_State *L);
 /* netcl.core._optim: the fused optimizer updates behind netcl.optim (l_optim.c). */
 void nc_lua_add_optim(lua_State *L);
+/* netcl.core._dist: the collectives behind netcl.distributed (l_dist.c). */
+void nc_lua_add_dist(lua_State *L);
 
 int nc_lua_open_core(lua_State *L);
 

@@ -18,6 +18,7 @@ int nc_lua_open_core(lua_State *L) {
   nc_lua_add_json(L);
   nc_lua_add_term(L);
   nc_lua_add_optim(L);
+  nc_lua_add_dist(L);
   nc_lua_check_autograd(L);
   lua_pushstring(L, nc_version());
   lua_setfield(L, -2, "version");

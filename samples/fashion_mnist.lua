@@ -214,4 +214,9 @@ local function main(argv)
   end
 end
 
+-- require "fashion_mnist" (samples/data_parallel.lua) gets the data loading and the model
+-- without training; run as a script, it trains.
+if ... == "fashion_mnist" then
+  return {debian_data_dir = debian_data_dir, build_model = build_model, normalize = normalize, evaluate = evaluate}
+end
 main(arg or {...})

@@ -66,6 +66,7 @@ M.PUBLIC_HEADERS = {
   ["netcl/shuffle.h"] = "data",
   ["netcl/workers.h"] = "data",
   ["netcl/cifar.h"] = "data",
+  ["netcl/dist.h"] = "dist", -- collectives between devices and processes (runtime/dist/)
   -- the umbrella
   ["netcl/netcl.h"] = "top",
 }
@@ -81,6 +82,7 @@ M.FOLDERS = {
   ["runtime/io"] = "io",
   ["runtime/text"] = "text",
   ["runtime/data"] = "data",
+  ["runtime/dist"] = "dist",
   ["bindings"] = "bindings",
 }
 
@@ -103,7 +105,8 @@ M.FOLDERS = {
 -- through io's file helpers), and bindings use the public API only (the binding archive is
 -- built and installed against runtime/include alone).
 local PUBLIC_OF_ALL = {core = "public", dispatch = "public", ops = "public", autograd = "public",
-                       io = "public", text = "public", data = "public", top = "public"}
+                       io = "public", text = "public", data = "public", dist = "public",
+                       top = "public"}
 M.MAY = {
   core = {},
   dispatch = {core = "any", backends = "any"}, -- the registry creates the backends
@@ -113,6 +116,7 @@ M.MAY = {
   io = {core = "any", dispatch = "any", ops = "any"},
   text = {core = "any", dispatch = "any", ops = "any"},
   data = {core = "any", dispatch = "any", ops = "any", io = "any"},
+  dist = {core = "any", dispatch = "any", ops = "any"}, -- collectives: host staging, MPI
   top = PUBLIC_OF_ALL,
   bindings = setmetatable({lua = "any"}, {__index = PUBLIC_OF_ALL}),
 }
@@ -129,7 +133,7 @@ M.LUA_HEADERS = {["lua.h"] = true, ["lauxlib.h"] = true, ["lualib.h"] = true,
                  ["luaconf.h"] = true, ["lua.hpp"] = true}
 
 local LABELS = {core = "core", dispatch = "backend dispatch", ops = "ops", autograd = "autograd",
-                io = "io", text = "text", data = "data", bindings = "bindings",
+                io = "io", text = "text", data = "data", dist = "dist", bindings = "bindings",
                 top = "top", lua = "Lua C API"}
 
 -- A layer is a table {id = "core" | ... | "backend/cpu", kind = "backend" for backends else the

@@ -36,6 +36,7 @@
 #include "workers.h"
 #include "cifar.h"
 #include "optim.h"
+#include "dist.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,49 @@
+/* Collectives over tensors: between devices of one process (staged through host memory), and
+ * between processes through MPI (built when CMake finds MPI; otherwise every nc_mpi_* call but
+ * nc_mpi_available fails with NC_ERR_UNSUPPORTED). docs/distributed.md describes both. */
+#ifndef NETCL_DIST_H
+#define NETCL_DIST_H
+
+#include <stdbool.h>
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { NC_REDUCE_SUM = 0, NC_REDUCE_MEAN, NC_REDUCE_MAX } nc_reduce_op;
+
+/* "sum" | "mean" | "max" -> op; NC_ERR_ARG naming the accepted ones otherwise. */
+nc_status nc_reduce_op_parse(const char *name, nc_reduce_op *out);
+
+/* ---- one process, several devices ------------------------------------------------------------- */
+/* In place: every ts[i] becomes op over all of them. The tensors must have one shape and dtype
+ * (float32, float64, int32 or int64; mean: float only) and lie on n distinct devices. Values are
+ * read to host memory, combined there in rank order (the same bits on every device) and written
+ * back; the writes are queued without waiting, so they overlap each other and later work. */
+nc_status nc_group_all_reduce(nc_tensor **ts, int n, nc_reduce_op op);
+/* In place: every ts[i] becomes a copy of ts[root] (0-based). */
+nc_status nc_group_broadcast(nc_tensor **ts, int n, int root);
+
+/* ---- several processes: MPI --------------------------------------------------------------------- */
+bool nc_mpi_available(void);
+/* Initializes MPI once (a second call only reports). local_rank: the rank among the processes of
+ * this host. timeout_s: how long a collective waits for the other ranks before failing (> 0). */
+nc_status nc_mpi_init(double timeout_s, int *rank, int *size, int *local_rank, int *local_size);
+bool nc_mpi_initialized(void);
+/* In place on every rank; shapes and dtypes are checked across ranks first (a mismatch is an
+ * error on every rank, naming each rank's shape). */
+nc_status nc_mpi_all_reduce(nc_tensor *t, nc_reduce_op op);
+nc_status nc_mpi_broadcast(nc_tensor *t, int root);
+nc_status nc_mpi_barrier(void);
+/* out: a new tensor [size, t's shape...] on t's device, rank r's tensor at index r; on every rank
+ * when root < 0, else on root only (*out = NULL elsewhere). */
+nc_status nc_mpi_gather(nc_tensor *t, int root, nc_tensor **out);
+/* Ends MPI (at exit, or when asked); later calls fail. */
+nc_status nc_mpi_finalize(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
