@@ -22,7 +22,7 @@ const char *nc_op_family_name(nc_op_family f) {
   static const char *const names[NC_FAMILY_COUNT] = {"unary", "binary", "where", "reduce", "scan",
                                                      "softmax", "index", "shape", "sort", "random",
                                                      "linalg", "conv", "pool", "norm", "loss",
-                                                     "data", "optim", "view", "activation"};
+                                                     "data", "optim", "view", "activation", "cluster"};
   return (unsigned)f < NC_FAMILY_COUNT ? names[f] : "unknown";
 }
 
