@@ -214,4 +214,60 @@ print(repr(a.inertia_), repr(b.inertia_))
   os.remove(dir .. "/x.npy") os.remove(dir .. "/c.npy") os.remove(script) os.remove(dir)
 end
 
+TestGaussianMixture = {}
+
+-- three anisotropic blobs (float64 on the device under test)
+local function gmm_data()
+  nc.manual_seed(21)
+  local n = 900
+  local idx = {}
+  for i = 1, n do idx[i] = (i - 1) % 3 end
+  local own = nc.tensor(idx, {dtype = "int64", device = cpu})
+  local C = nc.tensor({{0, 0, 0}, {8, 1, -2}, {-3, 9, 4}}, {dtype = "float64", device = cpu})
+  local mix = nc.tensor({{1, 0.5, 0}, {0, 0.7, 0.2}, {0.1, 0, 0.4}}, {dtype = "float64", device = cpu})
+  local X = C:index_select(1, own) + nc.randn({n, 3}, {dtype = "float64", device = cpu}):matmul(mix)
+  return X:to(dev), idx
+end
+
+function TestGaussianMixture:test_em_monotone_and_partition()
+  local X, truth = gmm_data()
+  for _, cov in ipairs({"full", "diag"}) do
+    local g = cluster.GaussianMixture{k = 3, covariance = cov, seed = 2, tol = 0, max_iter = 15}:fit(X)
+    local h = g.log_likelihoods
+    lu.assertEquals(#h, 15)
+    for i = 2, #h do lu.assertTrue(h[i] >= h[i - 1] - 1e-9, cov .. ": log-likelihood fell at iteration " .. i) end
+    lu.assertTrue(same_partition(g.labels, truth, 3), cov)
+    lu.assertAlmostEquals(g:score(X), g.log_likelihood, 1e-9)
+    local p = g:predict_proba(X)
+    lu.assertEquals(p.shape, {900, 3})
+    H.assert_close(p:sum(2), nc.ones({900}, {dtype = "float64"}), 1e-9, "responsibilities")
+    lu.assertAlmostEquals(g.weights:sum():item(), 1, 1e-9)
+    lu.assertEquals(g.covariances.shape, cov == "full" and {3, 3, 3} or {3, 3})
+  end
+  H.assert_error(function() cluster.GaussianMixture{k = 2, covariance = "tied"} end, "'full' or 'diag'")
+  H.assert_error(function() cluster.GaussianMixture{k = 2}:score(X) end, "not fitted")
+end
+
+function TestGaussianMixture:test_sklearn_log_likelihood()
+  local py = sklearn_python()
+  if not py then
+    lu.skip("scikit-learn is not installed for python3 (Debian: python3-sklearn): the comparison did not run")
+  end
+  local X = gmm_data()
+  local dir = H.tmpdir()
+  nio.save_npy(X:to(cpu), dir .. "/x.npy")
+  local p = io.popen(py .. " -c \"import sys, numpy as np; from sklearn.mixture import GaussianMixture as G; "
+    .. "X = np.load(sys.argv[1]); print(*[repr(G(3, covariance_type=c, random_state=0).fit(X).score(X)) "
+    .. "for c in ('full', 'diag')])\" " .. dir .. "/x.npy")
+  local out = p:read("a")
+  p:close()
+  os.remove(dir .. "/x.npy") os.remove(dir)
+  local full, diag = out:match("(%S+)%s+(%S+)")
+  assert(full, "python3 output: " .. out)
+  for cov, ref in pairs({full = tonumber(full), diag = tonumber(diag)}) do
+    local mine = cluster.GaussianMixture{k = 3, covariance = cov, seed = 1}:fit(X):score(X)
+    lu.assertTrue(math.abs(mine - ref) <= 0.01 * math.abs(ref), string.format("%s: %g vs sklearn %g", cov, mine, ref))
+  end
+end
+
 os.exit(lu.LuaUnit.run())
