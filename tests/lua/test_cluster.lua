@@ -270,4 +270,101 @@ function TestGaussianMixture:test_sklearn_log_likelihood()
   end
 end
 
+TestDBSCAN = {}
+
+-- two concentric rings (radii 1 and 3) or two interleaved moons, n points; labels of the truth.
+local function shapes(kind, n, seed)
+  nc.manual_seed(seed or 31)
+  local half = n // 2
+  local t = nc.rand({n}, {device = cpu, dtype = "float64"}) * math.pi
+  local X
+  if kind == "rings" then
+    t = t * 2
+    local r = nc.cat({nc.full({half}, 1, {device = cpu}), nc.full({n - half}, 3, {device = cpu})}, 1):to("float64")
+    X = nc.stack({t:cos() * r, t:sin() * r}, 2)
+  else
+    local a = nc.stack({t:narrow(1, 1, half):cos(), t:narrow(1, 1, half):sin()}, 2)
+    local tb = t:narrow(1, half + 1, n - half)
+    local b = nc.stack({-tb:cos() + 1, -tb:sin() + 0.5}, 2)
+    X = nc.cat({a, b}, 1)
+  end
+  X = X + nc.randn({n, 2}, {device = cpu, dtype = "float64"}) * 0.04
+  local truth = {}
+  for i = 1, n do truth[i] = i <= half and 0 or 1 end
+  return X:to(dev), truth
+end
+
+function TestDBSCAN:test_rings_and_moons()
+  for _, kind in ipairs({"rings", "moons"}) do
+    local X, truth = shapes(kind, 400)
+    local m = cluster.DBSCAN{eps = kind == "rings" and 0.7 or 0.2, min_samples = 4}:fit(X)
+    lu.assertEquals(m.n_clusters, 2, kind)
+    lu.assertEquals(m.labels:eq(-1):sum():item(), 0, kind .. ": no noise")
+    lu.assertTrue(same_partition(m.labels, truth, 2), kind)
+  end
+  -- a far point is noise
+  local X = nc.cat({shapes("rings", 200), nc.tensor({{50, 50}}, {dtype = "float64"})}, 1)
+  local l = cluster.DBSCAN{eps = 0.6, min_samples = 3}:fit_predict(X)
+  lu.assertEquals(l[201]:item(), -1)
+  H.assert_error(function() cluster.DBSCAN{eps = 0.5}:predict(X) end, "not supported")
+  H.assert_error(function() cluster.DBSCAN{eps = 0} end, "eps must be")
+end
+
+function TestDBSCAN:test_sklearn()
+  local py = sklearn_python()
+  if not py then
+    lu.skip("scikit-learn is not installed for python3 (Debian: python3-sklearn): the comparison did not run")
+  end
+  -- blobs with sparse edges: core, border and noise points all occur
+  nc.manual_seed(41)
+  local X = (nc.randn({300, 2}, {device = cpu, dtype = "float64"}) * nc.tensor({1, 0.6}, {dtype = "float64", device = cpu})
+    + nc.randint(0, 3, {300, 1}, {device = cpu}):to("float64") * 4)
+  local eps, ms = 0.3, 5
+  local dir = H.tmpdir()
+  nio.save_npy(X, dir .. "/x.npy")
+  local p = io.popen(py .. " -c \"import sys, numpy as np; from sklearn.cluster import DBSCAN; "
+    .. "m = DBSCAN(eps=0.3, min_samples=5).fit(np.load(sys.argv[1])); core = np.zeros(len(m.labels_), int); "
+    .. "core[m.core_sample_indices_] = 1; print(' '.join(map(str, m.labels_))); print(' '.join(map(str, core)))\" "
+    .. dir .. "/x.npy")
+  local out = p:read("a")
+  p:close()
+  os.remove(dir .. "/x.npy") os.remove(dir)
+  local lines = {}
+  for line in out:gmatch("[^\n]+") do
+    local row = {}
+    for v in line:gmatch("%S+") do row[#row + 1] = tonumber(v) end
+    lines[#lines + 1] = row
+  end
+  assert(#lines == 2 and #lines[1] == 300, "python3 output: " .. out)
+  local sk, skcore = lines[1], lines[2]
+  local m = cluster.DBSCAN{eps = eps, min_samples = ms}:fit(X:to(dev))
+  local mine, core = m.labels:tolist(), m.core:tolist()
+  local pts = X:tolist()
+  local map, back = {}, {}
+  local nborder = 0
+  for i = 1, 300 do
+    lu.assertEquals(core[i], skcore[i] == 1, "core point " .. i)
+    lu.assertEquals(mine[i] == -1, sk[i] == -1, "noise " .. i)
+    if core[i] then -- core points: the same partition
+      if map[sk[i]] == nil then
+        lu.assertNil(back[mine[i]], "two sklearn clusters share a label")
+        map[sk[i]], back[mine[i]] = mine[i], sk[i]
+      end
+      lu.assertEquals(mine[i], map[sk[i]], "core point " .. i)
+    end
+  end
+  for i = 1, 300 do
+    if not core[i] and mine[i] ~= -1 then -- border: the cluster of some core point within eps
+      nborder = nborder + 1
+      local ok = false
+      for j = 1, 300 do
+        local dx, dy = pts[i][1] - pts[j][1], pts[i][2] - pts[j][2]
+        if core[j] and mine[j] == mine[i] and dx * dx + dy * dy <= eps * eps then ok = true break end
+      end
+      lu.assertTrue(ok, "border point " .. i)
+    end
+  end
+  lu.assertTrue(nborder > 0, "the data have border points")
+end
+
 os.exit(lu.LuaUnit.run())
