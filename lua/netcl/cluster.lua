@@ -658,4 +658,223 @@ function DBSCAN:predict()
   error(self.fname .. ":predict: not supported: DBSCAN labels only the points it was fitted on (use fit_predict)", 2)
 end
 
+-- ---- dense symmetric eigen-decomposition on the host (cyclic Jacobi), for the small matrices of LOBPCG's
+-- Rayleigh-Ritz step. A: Lua table of rows; returns eigenvalues (ascending) and eigenvectors (columns).
+local function jacobi_eigh(A, n)
+  local a, v = {}, {}
+  for i = 1, n do
+    a[i], v[i] = {}, {}
+    for j = 1, n do a[i][j], v[i][j] = (A[i][j] + A[j][i]) / 2, i == j and 1 or 0 end
+  end
+  for _ = 1, 100 do
+    local off = 0
+    for i = 1, n do for j = i + 1, n do off = off + a[i][j] * a[i][j] end end
+    if off < 1e-30 then break end
+    for p = 1, n - 1 do
+      for q = p + 1, n do
+        if math.abs(a[p][q]) > 1e-300 then
+          local theta = (a[q][q] - a[p][p]) / (2 * a[p][q])
+          local t = (theta >= 0 and 1 or -1) / (math.abs(theta) + math.sqrt(theta * theta + 1))
+          local c = 1 / math.sqrt(t * t + 1)
+          local sn = t * c
+          for k = 1, n do
+            local akp, akq = a[k][p], a[k][q]
+            a[k][p], a[k][q] = c * akp - sn * akq, sn * akp + c * akq
+          end
+          for k = 1, n do
+            local apk, aqk = a[p][k], a[q][k]
+            a[p][k], a[q][k] = c * apk - sn * aqk, sn * apk + c * aqk
+          end
+          for k = 1, n do
+            local vkp, vkq = v[k][p], v[k][q]
+            v[k][p], v[k][q] = c * vkp - sn * vkq, sn * vkp + c * vkq
+          end
+        end
+      end
+    end
+  end
+  local order = {}
+  for i = 1, n do order[i] = i end
+  table.sort(order, function(x, y) return a[x][x] < a[y][y] end)
+  local w, vec = {}, {}
+  for i = 1, n do vec[i] = {} end
+  for c, o in ipairs(order) do
+    w[c] = a[o][o]
+    for i = 1, n do vec[i][c] = v[i][o] end
+  end
+  return w, vec
+end
+M._eigh = jacobi_eigh
+
+-- Orthonormal basis of the columns of S (with AS = op(S) carried along): through the eigenvectors
+-- of the Gram matrix, dropping directions below 1e-10 of the largest (converged residuals).
+local function orthonormalize_once(S, AS)
+  local g = S:transpose(1, 2):matmul(S):to("float64"):tolist()
+  local m = S.shape[2]
+  local w, V = jacobi_eigh(g, m)
+  local cols = {}
+  for c = 1, m do
+    if w[c] > 1e-10 * w[m] then
+      local col = {}
+      for i = 1, m do col[i] = V[i][c] / math.sqrt(w[c]) end
+      cols[#cols + 1] = col
+    end
+  end
+  local T = nc.tensor(cols, {device = S.device, dtype = S.dtype}):transpose(1, 2)   -- [m, r]
+  return S:matmul(T), AS and AS:matmul(T)
+end
+
+-- Twice: the Gram route squares the condition number, and a second pass restores orthogonality.
+local function orthonormalize(S, AS)
+  S, AS = orthonormalize_once(S, AS)
+  return orthonormalize_once(S, AS)
+end
+
+-- LOBPCG (Knyazev 2001) for the m largest eigenpairs of the symmetric operator op ([N, m] -> [N, m])
+-- on the device: the block X, residuals R and search directions P, Rayleigh-Ritz on [X, R, P] on
+-- the host (3m x 3m). Returns eigenvalues (descending, Lua table), eigenvectors [N, m], iterations.
+function M.lobpcg(op, X, opts)
+  opts = opts or {}
+  local max_iter, tol = opts.max_iter or 200, opts.tol or 1e-6
+  local m = X.shape[2]
+  local nconv = opts.nconv or m
+  local AX
+  X, AX = orthonormalize(X, op(X))
+  local P, AP
+  local lambda, it = nil, 0
+  for i = 1, max_iter do
+    it = i
+    local S, AS
+    if lambda then
+      local L = nc.tensor(lambda, {device = X.device, dtype = X.dtype}):view({1, m})
+      local R = AX - X * L
+      local rn = R:narrow(2, 1, nconv):norm(1, {p = 2}):max():item()
+      if rn < tol then break end
+      -- unit columns, so that small residuals are not taken for dependent directions
+      local rs = R:norm(1, {p = 2, keepdim = true}):clamp(1e-300, nil)
+      R = R / rs
+      local parts, aparts = {X, R}, {AX, op(R)}
+      if P then
+        local ps = P:norm(1, {p = 2, keepdim = true}):clamp(1e-300, nil)
+        parts[3], aparts[3] = P / ps, AP / ps
+      end
+      S, AS = orthonormalize(nc.cat(parts, 2), nc.cat(aparts, 2))
+    else
+      S, AS = X, AX
+    end
+    local Hm = S:transpose(1, 2):matmul(AS):to("float64"):tolist()
+    local r = S.shape[2]
+    local w, V = jacobi_eigh(Hm, r)
+    local cols, vals = {}, {}
+    for c = 1, m do
+      vals[c] = w[r - c + 1]
+      local col = {}
+      for j = 1, r do col[j] = V[j][r - c + 1] end
+      cols[c] = col
+    end
+    local Cm = nc.tensor(cols, {device = X.device, dtype = X.dtype}):transpose(1, 2)   -- [r, m]
+    local Xn = S:matmul(Cm)
+    if r > m then -- P: the part of the new block outside the old X
+      local Cp = Cm:clone()
+      Cp:narrow(1, 1, m):fill_(0)
+      P, AP = S:matmul(Cp), AS:matmul(Cp)
+    end
+    X, AX, lambda = Xn, op(Xn), vals  -- AX afresh: combinations of AS drift from op(X)
+  end
+  return lambda, X, it
+end
+
+-- ---- SpectralClustering -----------------------------------------------------------------------------
+-- Affinity "rbf" (exp(-gamma |x - y|^2), applied matrix-free: tiles of rows x N inside each
+-- product, never N x N) or "knn" (symmetrized 0/1 graph of the n_neighbors nearest points, O(N k),
+-- found in tiles). The k leading eigenvectors of D^-1/2 A D^-1/2 (the smallest of the normalized
+-- Laplacian I - D^-1/2 A D^-1/2) come from LOBPCG on the device; their rows, normalized, are
+-- clustered by KMeans.
+local SC_OPTS = {k = true, affinity = true, n_neighbors = true, gamma = true, seed = true, n_init = true}
+local SpectralClustering = class("netcl.cluster.SpectralClustering")
+M.SpectralClustering = SpectralClustering
+
+function SpectralClustering:init(opts)
+  local fname = "netcl.cluster.SpectralClustering"
+  opts = check_options(fname, opts, SC_OPTS)
+  self.k = int_opt(fname, opts, "k", nil, 1)
+  self.affinity = opts.affinity or "rbf"
+  if self.affinity ~= "rbf" and self.affinity ~= "knn" then
+    error(fname .. ": affinity must be 'rbf' or 'knn', got " .. tostring(self.affinity), 3)
+  end
+  self.n_neighbors = int_opt(fname, opts, "n_neighbors", 10, 1)
+  self.gamma = num_opt(fname, opts, "gamma", 1.0, 0)
+  self.n_init = int_opt(fname, opts, "n_init", 10, 1)
+  self.seed = opts.seed
+  self.fname = fname
+end
+
+-- The affinity operator V -> A V ([N, m] -> [N, m]).
+local function affinity_operator(self, X)
+  local n = X.shape[1]
+  local xn = sqnorms(X)
+  local tile = db_tile(n)
+  local xt = X:transpose(1, 2)
+  if self.affinity == "rbf" then
+    return function(V)
+      local parts = {}
+      for r0 = 1, n, tile do
+        local rows = math.min(tile, n - r0 + 1)
+        local d2 = (xn:narrow(1, r0, rows):view({rows, 1}) + xn:view({1, n}) - X:narrow(1, r0, rows):matmul(xt) * 2):clamp(0, nil)
+        parts[#parts + 1] = (d2 * -self.gamma):exp():matmul(V)
+      end
+      return #parts == 1 and parts[1] or nc.cat(parts, 1)
+    end
+  end
+  local kn = math.min(self.n_neighbors, n - 1)
+  if kn < 1 then error(self.fname .. ":fit: the knn affinity needs at least 2 points", 4) end
+  local idxs = {}
+  for r0 = 1, n, tile do
+    local rows = math.min(tile, n - r0 + 1)
+    local d2 = xn:narrow(1, r0, rows):view({rows, 1}) + xn:view({1, n}) - X:narrow(1, r0, rows):matmul(xt) * 2
+    local _, nb = d2:topk(kn + 1, 2, {largest = false})   -- the point itself comes first
+    idxs[#idxs + 1] = nb:narrow(2, 2, kn)
+  end
+  local idx = nc.cat(idxs, 1):contiguous()                    -- [N, kn]
+  local flat = idx:view({n * kn})
+  local rowof = nc.arange(n, {dtype = "int64", device = X.device}):view({n, 1}):expand({n, kn}):contiguous():view({n * kn})
+  -- A = (W + W^T) / 2 with W_ij = 1 for j among i's neighbours: W V gathers, W^T V sums by
+  -- neighbour (kmeans_update's deterministic per-label sums).
+  return function(V)
+    local m = V.shape[2]
+    local wv = V:index_select(1, flat):view({n, kn, m}):sum(2)
+    local wtv = ops.kmeans_update(V:index_select(1, rowof), flat, n)
+    return (wv + wtv) * 0.5
+  end
+end
+
+function SpectralClustering:fit(X)
+  local fname = self.fname .. ":fit"
+  check_points(fname, X, self.k, string.format("k = %d", self.k))
+  X = X:contiguous()
+  seeded(self.seed)
+  local n, k = X.shape[1], self.k
+  local A = affinity_operator(self, X)
+  local deg = A(nc.ones({n, 1}, {device = X.device, dtype = X.dtype})):view({n})
+  if deg:min():item() <= 0 then error(fname .. ": a point has no affinity to any other (raise gamma's scale or n_neighbors)", 2) end
+  local dis = deg:rsqrt():view({n, 1})
+  local op = function(V) return A(V * dis) * dis end
+  local m = math.min(n, 2 * k + 2)  -- a wider block converges faster when the gaps are small
+  local V0 = nc.randn({n, m}, {device = X.device, dtype = X.dtype})
+  local vals, vecs, it = M.lobpcg(op, V0, {max_iter = 300, tol = 1e-4, nconv = k})
+  self.eigenvalues = {}
+  for i = 1, k do self.eigenvalues[i] = 1 - vals[i] end      -- of the normalized Laplacian
+  local E = vecs:narrow(2, 1, k) * dis                        -- D^-1/2 scaling, as a random-walk embedding
+  E = E / sqnorms(E):sqrt():clamp(1e-30, nil):view({n, 1})
+  local km = KMeans{k = k, n_init = self.n_init}:fit(E:contiguous())
+  self.labels, self.embedding, self.n_iter = km.labels, E, it
+  return self
+end
+
+function SpectralClustering:fit_predict(X) return self:fit(X).labels end
+
+function SpectralClustering:predict()
+  error(self.fname .. ":predict: not supported: spectral clustering has no out-of-sample extension (use fit_predict)", 2)
+end
+
 return M

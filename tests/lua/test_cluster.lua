@@ -367,4 +367,41 @@ function TestDBSCAN:test_sklearn()
   lu.assertTrue(nborder > 0, "the data have border points")
 end
 
+TestSpectral = {}
+
+function TestSpectral:test_lobpcg_matches_dense()
+  -- normalized RBF affinity of 40 points: the 4 largest eigenvalues of D^-1/2 A D^-1/2
+  nc.manual_seed(51)
+  local n = 40
+  local X = nc.randn({n, 2}, {dtype = "float64"})
+  local d2 = ((X:view({n, 1, 2}) - X:view({1, n, 2})) ^ 2):sum(3)
+  local A = (d2 * -0.5):exp()
+  local dis = A:sum(2):rsqrt()
+  local Mx = A * dis:view({n, 1}) * dis:view({1, n})
+  local w = cluster._eigh(Mx:tolist(), n)   -- dense reference: cyclic Jacobi on the whole matrix
+  local vals, vecs = cluster.lobpcg(function(V) return Mx:matmul(V) end, nc.randn({n, 6}, {dtype = "float64"}),
+                                    {tol = 1e-9, max_iter = 500, nconv = 4})
+  for i = 1, 4 do lu.assertAlmostEquals(vals[i], w[n - i + 1], 1e-8) end
+  local V = vecs:narrow(2, 1, 4)
+  local res = Mx:matmul(V) - V * nc.tensor({vals[1], vals[2], vals[3], vals[4]}, {dtype = "float64"}):view({1, 4})
+  lu.assertTrue(res:abs():max():item() < 1e-7)
+  -- the Jacobi reference itself: a matrix with known eigenvalues (Q diag Q^T)
+  local ew = cluster._eigh({{2, 1, 0}, {1, 2, 0}, {0, 0, 5}}, 3)
+  lu.assertAlmostEquals(ew[1], 1, 1e-12) lu.assertAlmostEquals(ew[2], 3, 1e-12) lu.assertAlmostEquals(ew[3], 5, 1e-12)
+end
+
+function TestSpectral:test_rings_and_moons()
+  for _, kind in ipairs({"rings", "moons"}) do
+    local X, truth = shapes(kind, 300)
+    for _, aff in ipairs({"rbf", "knn"}) do
+      local m = cluster.SpectralClustering{k = 2, affinity = aff, gamma = kind == "rings" and 2 or 20, n_neighbors = 8,
+                                           n_init = 2, seed = 1}:fit(X)
+      lu.assertTrue(same_partition(m.labels, truth, 2), kind .. " " .. aff)
+      lu.assertTrue(m.eigenvalues[1] < 1e-3, "a connected component's eigenvalue is 0")
+    end
+  end
+  H.assert_error(function() cluster.SpectralClustering{k = 2}:predict(nc.zeros({2, 2})) end, "not supported")
+  H.assert_error(function() cluster.SpectralClustering{k = 2, affinity = "cosine"} end, "'rbf' or 'knn'")
+end
+
 os.exit(lu.LuaUnit.run())
