@@ -92,7 +92,6 @@ end
 -- potential most is kept). Candidates are drawn on the device from the cumulative potential.
 local function kmeans_pp(X, k)
   local n = X.shape[1]
-  local opts = {device = X.device, dtype = X.dtype}
   local trials = 2 + math.floor(math.log(k))
   local first = nc.randint(0, n, {1}, {device = X.device})
   local C = X:index_select(1, first)
@@ -117,7 +116,6 @@ local function kmeans_pp(X, k)
     closest = nc.minimum(closest, d:select(2, best + 1))
     centers[#centers + 1] = Y:narrow(1, best + 1, 1)
   end
-  local _ = opts
   return nc.cat(centers, 1):contiguous()
 end
 

@@ -73,12 +73,10 @@ local function gemm_iter(C)
 end
 
 local work = N * K * D
-local stats0 = nc.memory_stats(dev)
 local t_iter = best_s(function() return lloyd_iter(C0) end)
 local peak = nc.memory_stats(dev).peak
 local res = {bench = "kmeans", device = dev.spec, n = N, d = D, k = K, iter_s = t_iter, pcd_per_s = work / t_iter,
              peak_bytes = peak, data_bytes = N * D * 4}
-local _ = stats0
 
 local function tmp_npy(t)
   local path = os.tmpname() .. ".npy"
