@@ -311,6 +311,146 @@ end
 MiniBatchKMeans.predict = KMeans.predict
 MiniBatchKMeans.fit_predict = KMeans.fit_predict
 
+-- ---- BalancedKMeans -----------------------------------------------------------------------------------
+-- Lloyd's iterations whose assignment step is balanced: the capacities are N // k points per
+-- cluster, one more for the first N % k clusters to fill up, so sizes end within 1 of N / k.
+-- Each step solves the entropic transport between the points (mass 1/N each) and the clusters
+-- (their capacities) by Sinkhorn's iterations in the log domain, tile by tile (the duals f [N] and
+-- g [K]; each pass computes a tile's costs |x - c|^2 with one GEMM, updates the tile's f and merges
+-- the tile's logsumexp into g's: memory O(N + K D) plus a tile, never N x K). The transport
+-- prices g then order each point's n_candidates cheapest clusters by |x - c|^2 - g; the rounding to
+-- exact capacities runs on the host: candidate pairs by increasing adjusted cost, each point to
+-- the first of its candidates with room, and a point left over (all its candidates full) to the
+-- nearest cluster with room.
+local BAL_OPTS = {k = true, sinkhorn_iters = true, epsilon = true, max_iter = true, seed = true, init = true,
+                  n_candidates = true}
+local BalancedKMeans = class("netcl.cluster.BalancedKMeans")
+M.BalancedKMeans = BalancedKMeans
+
+function BalancedKMeans:init(opts)
+  local fname = "netcl.cluster.BalancedKMeans"
+  opts = check_options(fname, opts, BAL_OPTS)
+  self.k = int_opt(fname, opts, "k", nil, 1)
+  self.sinkhorn_iters = int_opt(fname, opts, "sinkhorn_iters", 50, 1)
+  self.epsilon = num_opt(fname, opts, "epsilon", 0.05, 0)
+  if not (self.epsilon > 0) then error(fname .. ": epsilon must be > 0", 3) end
+  self.max_iter = int_opt(fname, opts, "max_iter", 30, 1)
+  self.n_candidates = int_opt(fname, opts, "n_candidates", 4, 1)
+  self.init = opts.init or "k-means++"
+  self.seed = opts.seed
+  self.fname = fname
+end
+
+-- Costs of a tile of rows against the centroids: [rows, K].
+local function tile_costs(Xc, xnc, C, cn)
+  return (xnc:view({Xc.shape[1], 1}) + cn:view({1, C.shape[1]}) - Xc:matmul(C:transpose(1, 2)) * 2):clamp(0, nil)
+end
+
+-- Sinkhorn's duals g [K] for the transport of the points onto capacities caps (Lua table).
+local function sinkhorn_prices(self, X, xn, C, caps)
+  local n, k = X.shape[1], C.shape[1]
+  local cn = sqnorms(C)
+  local topts = {device = X.device, dtype = X.dtype}
+  -- epsilon relative to the mean cost over all pairs
+  local mean_cost = xn:mean():item() + cn:mean():item() - 2 * (X:mean(1) * C:mean(1)):sum():item()
+  local eps = self.epsilon * math.max(mean_cost, 1e-30)
+  local logb = {}
+  for j = 1, k do logb[j] = math.log(caps[j] / n) end
+  logb = nc.tensor(logb, topts)
+  local loga = math.log(1 / n)
+  local g = nc.zeros({k}, topts)
+  local tile = math.max(256, math.floor(2 ^ 20 / k))
+  for _ = 1, self.sinkhorn_iters do
+    local lse
+    for r0 = 1, n, tile do
+      local rows = math.min(tile, n - r0 + 1)
+      local Cc = tile_costs(X:narrow(1, r0, rows), xn:narrow(1, r0, rows), C, cn)
+      local f = ((g:view({1, k}) - Cc) / eps):logsumexp(2) * -eps + eps * loga      -- [rows]
+      local t = ((f:view({rows, 1}) - Cc) / eps):logsumexp(1)                       -- [K]
+      lse = lse and nc.stack({lse, t}, 1):logsumexp(1) or t
+    end
+    g = (logb - lse) * eps
+  end
+  return g
+end
+
+-- Exact balanced labels from the prices g (host rounding; see above).
+local function balanced_round(self, X, xn, C, g, caps)
+  local n, k = X.shape[1], C.shape[1]
+  local r = math.min(self.n_candidates, k)
+  local cn = sqnorms(C)
+  local tile = math.max(256, math.floor(2 ^ 20 / k))
+  local vals, idxs = {}, {}
+  for r0 = 1, n, tile do
+    local rows = math.min(tile, n - r0 + 1)
+    local adj = tile_costs(X:narrow(1, r0, rows), xn:narrow(1, r0, rows), C, cn) - g:view({1, k})
+    local v, i = adj:topk(r, 2, {largest = false})
+    vals[#vals + 1], idxs[#idxs + 1] = v, i
+  end
+  local V, I = nc.cat(vals, 1):to("float64"):tolist(), nc.cat(idxs, 1):tolist()
+  local pairs_ = {}
+  for i = 1, n do
+    for c = 1, r do pairs_[#pairs_ + 1] = {V[i][c], i, I[i][c]} end
+  end
+  table.sort(pairs_, function(a, b)
+    if a[1] ~= b[1] then return a[1] < b[1] end
+    if a[2] ~= b[2] then return a[2] < b[2] end
+    return a[3] < b[3]
+  end)
+  local labels, size = {}, {}
+  for j = 0, k - 1 do size[j] = 0 end
+  for _, p in ipairs(pairs_) do
+    local i, j = p[2], p[3]
+    if labels[i] == nil and size[j] < caps[j + 1] then labels[i], size[j] = j, size[j] + 1 end
+  end
+  -- leftovers: the nearest cluster with room
+  local left = {}
+  for i = 1, n do if labels[i] == nil then left[#left + 1] = i - 1 end end
+  if #left > 0 then
+    local L = X:index_select(1, nc.tensor(left, {dtype = "int64", device = X.device}))
+    local D = tile_costs(L, sqnorms(L), C, cn):to("float64"):tolist()
+    for q, i0 in ipairs(left) do
+      local best, bj = math.huge, nil
+      for j = 0, k - 1 do
+        if size[j] < caps[j + 1] and D[q][j + 1] < best then best, bj = D[q][j + 1], j end
+      end
+      labels[i0 + 1], size[bj] = bj, size[bj] + 1
+    end
+  end
+  return nc.tensor(labels, {dtype = "int64", device = X.device})
+end
+
+function BalancedKMeans:fit(X)
+  local fname = self.fname .. ":fit"
+  check_points(fname, X, self.k, string.format("k = %d", self.k))
+  X = X:contiguous()
+  seeded(self.seed)
+  local n, k = X.shape[1], self.k
+  local caps = {}
+  for j = 1, k do caps[j] = n // k + (j <= n % k and 1 or 0) end
+  local xn = sqnorms(X)
+  local C = initial_centroids(fname, X, k, self.init)
+  local labels, it = nil, 0
+  for i = 1, self.max_iter do
+    it = i
+    local g = sinkhorn_prices(self, X, xn, C, caps)
+    local new = balanced_round(self, X, xn, C, g, caps)
+    local sums, counts = ops.kmeans_update(X, new, k)
+    C = (sums / counts:clamp(1, nil):to(X.dtype):view({k, 1})):contiguous()
+    local same = labels and new:eq(labels):all():item()
+    labels = new
+    if same then break end
+  end
+  local own = C:index_select(1, labels)
+  self.centroids, self.labels, self.n_iter = C, labels, it
+  self.inertia = ((X - own) * (X - own)):sum():item()
+  return self
+end
+
+-- predict: the nearest centroid (new points are not balanced).
+BalancedKMeans.predict = KMeans.predict
+BalancedKMeans.fit_predict = KMeans.fit_predict
+
 -- ---- GaussianMixture --------------------------------------------------------------------------------
 -- EM with full or diagonal covariances. The E-step runs over X in tiles of rows: per tile the log
 -- densities [rows, K] (one GEMM against the stacked inverse Cholesky factors), the

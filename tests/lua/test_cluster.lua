@@ -214,6 +214,30 @@ print(repr(a.inertia_), repr(b.inertia_))
   os.remove(dir .. "/x.npy") os.remove(dir .. "/c.npy") os.remove(script) os.remove(dir)
 end
 
+TestBalancedKMeans = {}
+
+function TestBalancedKMeans:test_sizes_within_one()
+  -- imbalanced blobs (40, 110, 251 points): every cluster ends with 133 or 134
+  nc.manual_seed(61)
+  local C = nc.tensor({{0, 0}, {6, 0}, {0, 6}}, {device = cpu})
+  local parts = {}
+  for j, size in ipairs({40, 110, 251}) do
+    parts[j] = C:narrow(1, j, 1):expand({size, 2}) + nc.randn({size, 2}, {device = cpu})
+  end
+  local X = nc.cat(parts, 1):to(dev)
+  for _, k in ipairs({3, 7}) do
+    local m = cluster.BalancedKMeans{k = k, seed = 1}:fit(X)
+    local _, counts = ops.kmeans_update(X, m.labels, k)
+    lu.assertTrue(counts:min():item() >= 401 // k and counts:max():item() <= 401 // k + 1,
+                  "k = " .. k .. ": sizes " .. table.concat(counts:tolist(), " "))
+    lu.assertEquals(m.centroids.shape, {k, 2})
+  end
+  -- equal blobs: the balanced partition is the blobs
+  local Y, truth = blobs(4, 30, 3)
+  lu.assertTrue(same_partition(cluster.BalancedKMeans{k = 4, seed = 2}:fit_predict(Y), truth, 4))
+  H.assert_error(function() cluster.BalancedKMeans{k = 2, epsilon = 0} end, "epsilon must be > 0")
+end
+
 TestGaussianMixture = {}
 
 -- three anisotropic blobs (float64 on the device under test)
