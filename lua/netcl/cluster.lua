@@ -3,6 +3,7 @@
 -- matrix) and kmeans_update (per-cluster sums and counts, deterministic).
 local nc = require "netcl"
 local class = require "netcl.class"
+local progress = require "netcl.progress"
 
 local ops = nc.nn_ops
 local M = {}
@@ -76,6 +77,21 @@ local function check_fitted(fname, self, X)
 end
 
 local function seeded(seed) if seed ~= nil then nc.manual_seed(seed) end end
+
+-- verbose=: true (a progress bar on stdout) or anything with :write (plain lines to it).
+local function verbose_opt(fname, opts)
+  local v = opts.verbose
+  if v == nil or v == false or v == true then return v or false end
+  if class.field(v, "write") then return v end
+  error(fname .. ": verbose must be a boolean or have a write method, got " .. type(v), 4)
+end
+
+local function open_bar(self, total)
+  if not self.verbose then return nil end
+  local desc = self.fname:match("[^.]+$")
+  if self.verbose == true then return progress.bar{total = total, desc = desc} end
+  return progress.bar{total = total, desc = desc, out = self.verbose, tty = false}
+end
 
 -- ---- shared steps -----------------------------------------------------------------------------------
 -- Squared row norms [N].
@@ -172,7 +188,7 @@ end
 -- One k-means run from C: Lloyd's iterations, with Hamerly's bounds when `bounds` is set (the
 -- same labels as plain Lloyd, fewer distance computations). Returns centroids, labels, inertia,
 -- iterations.
-local function lloyd(X, C, max_iter, tol_abs, use_bounds, spherical)
+local function lloyd(X, C, max_iter, tol_abs, use_bounds, spherical, bar)
   local k = C.shape[1]
   local labels, d2, dist = assign(X, C)
   local n_iter = 0
@@ -183,6 +199,7 @@ local function lloyd(X, C, max_iter, tol_abs, use_bounds, spherical)
     if spherical then newC = newC / (sqnorms(newC):sqrt():clamp(1e-30, nil)):view({k, 1}) end
     local shift = (newC - C):norm(2, {p = 2})
     local moved = (shift * shift):sum():item()
+    if bar then bar:update(1, {shift = moved}) end
     C = newC
     if moved <= tol_abs then break end
     if use_bounds and not relocated then
@@ -205,7 +222,7 @@ end
 
 -- ---- KMeans -------------------------------------------------------------------------------------------
 local KMEANS_OPTS = {k = true, init = true, n_init = true, max_iter = true, tol = true, seed = true,
-                     algorithm = true}
+                     algorithm = true, verbose = true}
 
 local KMeans = class("netcl.cluster.KMeans")
 M.KMeans = KMeans
@@ -223,6 +240,7 @@ local function kmeans_init(self, fname, opts, spherical)
     error(fname .. ": algorithm must be 'hamerly' or 'lloyd', got " .. tostring(self.algorithm), 3)
   end
   self.spherical = spherical
+  self.verbose = verbose_opt(fname, opts)
   self.fname = fname
 end
 
@@ -236,11 +254,12 @@ function KMeans:fit(X)
   seeded(self.seed)
   local tol_abs = abs_tol(X, self.tol)
   local best
+  local bar <close> = open_bar(self, self.max_iter * self.n_init)
   for _ = 1, self.n_init do
     local C = initial_centroids(fname, X, self.k, self.init)
     if self.spherical then C = C / sqnorms(C):sqrt():clamp(1e-30, nil):view({self.k, 1}) end
     local c, labels, inertia, n_iter = lloyd(X, C, self.max_iter, tol_abs, self.algorithm == "hamerly",
-                                             self.spherical)
+                                             self.spherical, bar)
     if not best or inertia < best.inertia then
       best = {centroids = c, labels = labels, inertia = inertia, n_iter = n_iter}
     end
@@ -459,7 +478,7 @@ BalancedKMeans.fit_predict = KMeans.fit_predict
 -- predict_proba. The covariances get reg_covar added to their diagonal. Initialisation as
 -- scikit-learn's default: responsibilities from a KMeans fit.
 local GMM_OPTS = {k = true, covariance = true, max_iter = true, tol = true, reg_covar = true, seed = true,
-                  n_init = true}
+                  n_init = true, verbose = true}
 local GaussianMixture = class("netcl.cluster.GaussianMixture")
 M.GaussianMixture = GaussianMixture
 local LOG2PI = math.log(2 * math.pi)
@@ -477,6 +496,7 @@ function GaussianMixture:init(opts)
   self.reg_covar = num_opt(fname, opts, "reg_covar", 1e-6, 0)
   self.n_init = int_opt(fname, opts, "n_init", 1, 1)
   self.seed = opts.seed
+  self.verbose = verbose_opt(fname, opts)
   self.fname = fname
 end
 
@@ -609,6 +629,7 @@ function GaussianMixture:fit(X)
   seeded(self.seed)
   local n, k, d = X.shape[1], self.k, X.shape[2]
   local best
+  local bar <close> = open_bar(self, self.max_iter * self.n_init)
   for _ = 1, self.n_init do
     -- initial responsibilities: a KMeans fit's hard labels
     local km = KMeans{k = k}:fit(X)
@@ -635,6 +656,7 @@ function GaussianMixture:fit(X)
       n_iter = it
       local ll, nk, s1, s2i = gmm_estep(self, X, fname)
       history[#history + 1] = ll
+      if bar then bar:update(1, {log_likelihood = ll}) end
       gmm_mstep(self, n, nk, s1, s2i)
       if math.abs(ll - prev) < self.tol then converged = true break end
       prev = ll

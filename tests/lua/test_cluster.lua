@@ -134,6 +134,20 @@ function TestKMeans:test_hamerly_equals_lloyd()
   lu.assertAlmostEquals(b.inertia, a.inertia, 1e-5 * a.inertia)
 end
 
+function TestKMeans:test_verbose_progress()
+  local X = blobs(3, 20, 2)
+  local lines = {}
+  local out = {write = function(_, ...) for _, v in ipairs({...}) do lines[#lines + 1] = v end end}
+  cluster.KMeans{k = 3, seed = 1, verbose = out}:fit(X)
+  local text = table.concat(lines)
+  lu.assertStrContains(text, "KMeans")
+  lu.assertStrContains(text, "shift=")
+  lines = {}
+  cluster.GaussianMixture{k = 3, seed = 1, verbose = out}:fit(X)
+  lu.assertStrContains(table.concat(lines), "log_likelihood=")
+  H.assert_error(function() cluster.KMeans{k = 2, verbose = 3} end, "verbose must be a boolean")
+end
+
 function TestKMeans:test_empty_cluster_relocated()
   local X = blobs(3, 40, 2)
   -- a centroid far from every point gets no point: it moves to the point farthest from its centroid
