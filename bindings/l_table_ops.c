@@ -4,7 +4,8 @@
  * order; numbers and flags come from a trailing options table (checked: unknown keys are
  * errors). A differentiable op is nc.<name> and nc.autograd.<name>, and records on the active
  * tape when a tensor argument is a Node; any other is nc.nn_ops.<name> (backward ops and the
- * like). The result is the op's one output; saved outputs are not requested. */
+ * like). A differentiable op returns its one output; any other returns its output followed by its
+ * saved outputs (kmeans_assign: labels, dist). */
 #include "l_autograd.h"
 #include "l_ops.h"
 
@@ -119,12 +120,41 @@
     }                                                                                     \
     LB_PURE_RESULT(n, sig)                                                                \
   }
+/* A binding of an op that is not differentiable returns the saved outputs too. */
+#define LB_SDECL_tensor(x)
+#define LB_SDECL_opt_tensor(x)
+#define LB_SDECL_const_tensor(x)
+#define LB_SDECL_integer(x)
+#define LB_SDECL_number(x, d)
+#define LB_SDECL_flag(x, d)
+#define LB_SDECL_saved(x) nc_tensor *x##_s = NULL;
+#define LB_S_tensor(x) x##_t,
+#define LB_S_opt_tensor(x) x##_t,
+#define LB_S_const_tensor(x) x##_t,
+#define LB_S_integer(x) x,
+#define LB_S_number(x, d) x,
+#define LB_S_flag(x, d) x,
+#define LB_S_saved(x) &x##_s,
+#define LB_SPUSH_tensor(x)
+#define LB_SPUSH_opt_tensor(x)
+#define LB_SPUSH_const_tensor(x)
+#define LB_SPUSH_integer(x)
+#define LB_SPUSH_number(x, d)
+#define LB_SPUSH_flag(x, d)
+#define LB_SPUSH_saved(x) nc_lua_pushtensor_new(L, x##_s), nres++;
+
 #define LB_FN_NODIFF_ENTRY(...)
-#define LB_FN_NODIFF_KERNEL(n, sig)  \
-  static int lb_##n(lua_State *L) {  \
-    LB_READ_ALL(n, sig, false)       \
-    NC_PP_MAP(LB_UNUSED_, NC_PP_UNPAREN sig) \
-    LB_PURE_RESULT(n, sig)           \
+#define LB_FN_NODIFF_KERNEL(n, sig)                                              \
+  static int lb_##n(lua_State *L) {                                              \
+    LB_READ_ALL(n, sig, false)                                                   \
+    NC_PP_MAP(LB_UNUSED_, NC_PP_UNPAREN sig)                                     \
+    NC_PP_MAP(LB_SDECL_, NC_PP_UNPAREN sig)                                      \
+    nc_tensor *out;                                                              \
+    NC_LUA_CHECK(L, fname, nc_##n(NC_PP_MAP(LB_S_, NC_PP_UNPAREN sig) & out));   \
+    int nres = 1;                                                                \
+    nc_lua_pushtensor_new(L, out);                                               \
+    NC_PP_MAP(LB_SPUSH_, NC_PP_UNPAREN sig)                                      \
+    return nres;                                                                 \
   }
 #define LB_FN_IF_DIFF(fn) LB_FN_DIFF_
 #define LB_FN_IF_NODIFF LB_FN_NODIFF_

@@ -23,7 +23,7 @@ const char *nc_op_family_name(nc_op_family f) {
                                                      "softmax", "index", "shape", "sort", "random",
                                                      "linalg", "conv", "pool", "norm", "loss",
                                                      "data", "optim", "view", "activation", "image",
-                                                     "attention"};
+                                                     "attention", "cluster"};
   return (unsigned)f < NC_FAMILY_COUNT ? names[f] : "unknown";
 }
 

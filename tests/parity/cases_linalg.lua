@@ -391,7 +391,48 @@ local function attention_trials(case, size, dtype, H)
     function(ins) return op(ins[1], ins[2], ins[3], ins[4], ins[5], ins[6], {causal = causal}) end, standard_layouts(6), 30)
 end
 
+-- ---- k-means steps (ops defined by their op-table rows) ----------------------------------------------
+-- (N, D, K) per size; points lie near their own centroid (centroids in [-10, 10]^D, noise 0.3), so no
+-- label is a near tie. Distances come from the GEMM form on the CPU backend (|x|^2 - 2 x.c + |c|^2,
+-- which loses float32 digits to cancellation) and directly on OpenCL: tol 100.
+local KM = {{1, 1, 1}, {7, 3, 2}, {33, 17, 5}, {1000, 8, 37}, {65537, 20, 129}}
+
+local function kmeans_trials(case, size, dtype, H)
+  local n, d, k = table.unpack(KM[index_of(size)])
+  local cpu = nc.device("cpu")
+  local C = H.values({k, d}, dtype, {-10, 10}, key(case, size, dtype, "c"))
+  local ownl, dropl = {}, {}
+  for i = 1, n do ownl[i], dropl[i] = (i * 7919) % k, (i * 7919) % k == k - 1 and i % 3 == 0 and -1 or (i * 7919) % k end
+  local own = nc.tensor(ownl, {dtype = "int64", device = cpu})
+  local X = C:index_select(1, own) + H.values({n, d}, dtype, {-0.3, 0.3}, key(case, size, dtype, "x"))
+  if case.name == "kmeans_update" then
+    local labels = nc.tensor(dropl, {dtype = "int64", device = cpu})
+    local t = over_layouts({X, labels}, function(ins) return {ops.kmeans_update(ins[1], ins[2], k)} end,
+      standard_layouts(2), 30)
+    t[#t + 1] = {label = "k above the labels", layout = "contiguous", inputs = {X, own}, tol = 30,
+                 call = function(ins) return {ops.kmeans_update(ins[1], ins[2], k + 3)} end}
+    return t
+  end
+  local t = over_layouts({X, C}, function(ins) return {ops.kmeans_assign(ins[1], ins[2])} end, standard_layouts(2), 100)
+  -- Hamerly's bounds: every third centroid moved by 2 along dim 1, the rest still
+  local labels, dist = ops.kmeans_assign(X, C)
+  local stepl = {}
+  for j = 1, k do stepl[j] = j % 3 == 1 and 2 or 0 end
+  local step = nc.tensor(stepl, {dtype = dtype, device = cpu})
+  local C2 = (C + nc.cat({step:view({k, 1}), nc.zeros({k, d - 1}, {dtype = dtype, device = cpu})}, 2)):contiguous()
+  local cn = (C2 * C2):sum(2)
+  local gaps = (cn:view({k, 1}) + cn:view({1, k}) - C2:matmul(C2:transpose(1, 2)) * 2):clamp(0, nil)
+  gaps = gaps:masked_fill(nc.eye(k, {dtype = "bool", device = cpu}), math.huge):min(2):sqrt() * 0.5
+  local moves = nc.stack({step, gaps}, 2):contiguous()
+  local bounded = over_layouts({X, C2, labels, dist, moves},
+    function(ins) return {ops.kmeans_assign(ins[1], ins[2], ins[3], ins[4], ins[5])} end, standard_layouts(5), 100)
+  for _, b in ipairs(bounded) do b.label = "bounds " .. b.label; t[#t + 1] = b end
+  return t
+end
+
 return {
+  {name = "kmeans_assign", trials = kmeans_trials, dtypes = F},
+  {name = "kmeans_update", trials = kmeans_trials, dtypes = F},
   {name = "matmul", trials = products, dtypes = F, tol = 30},
   {name = "mm", trials = products, dtypes = F, tol = 30},
   {name = "bmm", trials = products, dtypes = F, tol = 30},

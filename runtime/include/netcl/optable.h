@@ -45,6 +45,7 @@ typedef enum {
   NC_FAMILY_ACTIVATION, /* elementwise activations with kernels of their own (KERNEL rows) */
   NC_FAMILY_IMAGE,      /* per-sample image transforms on batches [N, C, H, W] (data augmentation) */
   NC_FAMILY_ATTENTION,  /* rotary embeddings and fused attention (KERNEL rows, docs/transformer.md) */
+  NC_FAMILY_CLUSTER,    /* k-means assignment and update steps (KERNEL rows; netcl.cluster) */
   NC_FAMILY_COUNT
 } nc_op_family;
 
@@ -290,7 +291,23 @@ typedef enum {
    * momentum in [0, 1]. Returns target. */                                                       \
   X(EMA_UPDATE, "ema_update", OPTIM, 2, NC_DT_FLOAT, NC_RES_SAME,                                  \
     KERNEL(ema_update, (tensor(target), tensor(online), number(momentum, 0.99))), NODIFF,          \
-    "ema.cl:ema_update", "cpu_ema_update")
+    "ema.cl:ema_update", "cpu_ema_update")                                                         \
+  /* kmeans_assign(x [N, D], centroids [K, D], labels [N]?, bounds [N, 2]?, moves [K, 2]?): the    \
+   * nearest centroid of each point (int64, ties to the lower index), never an N x K matrix;       \
+   * saved dist [N, 2]: the Euclidean distance to it and to the second nearest (inf when K = 1).   \
+   * With labels, bounds (a previous call's dist) and moves (per centroid: how far it moved since,  \
+   * half its distance to the nearest other centroid), Hamerly's bounds skip the points they prove \
+   * unchanged; their dist is then an upper and a lower bound. */                                 \
+  X(KMEANS_ASSIGN, "kmeans_assign", CLUSTER, 5, NC_DT_FLOAT, NC_RES_INDEX,                         \
+    KERNEL(kmeans_assign, (tensor(x), tensor(centroids), opt_tensor(labels), opt_tensor(bounds),     \
+                           opt_tensor(moves), saved(dist))),                                        \
+    NODIFF, "cluster.cl:kmeans_assign", "cpu_kmeans_assign")                                        \
+  /* kmeans_update(x [N, D], labels [N] int64, k): per cluster the sum of its points [K, D] (saved: \
+   * counts [K], int64); points labelled outside [0, k) (DBSCAN's -1) are left out. Deterministic: \
+   * fixed chunks of points, each summed in order, then the chunks summed in order. */            \
+  X(KMEANS_UPDATE, "kmeans_update", CLUSTER, 2, NC_DT_FLOAT, NC_RES_SAME,                          \
+    KERNEL(kmeans_update, (tensor(x), tensor(labels), integer(k), saved(counts))), NODIFF,          \
+    "cluster.cl:kmeans_update", "cpu_kmeans_update")
 
 typedef enum {
 #define NC_OP_ENUM_(id, name, family, arity, dtypes, result, entry, grad, kernel, cpu) NC_OP_##id,

@@ -1,0 +1,177 @@
+/* k-means steps (op-table KERNEL rows kmeans_assign and kmeans_update; runtime/ops/cluster.c).
+ * -DREAL=double for float64. Local size: a power of two <= KM_WG.
+ *
+ * kmeans_assign: one work-group per tile of KM_TP points (the ops layer's NC_KMEANS_TILE). The
+ * group walks the centroids in tiles: points and centroids are staged through local memory
+ * KM_TD dims at a time, each work-item accumulates the squared distances of one point to
+ * KM_CPL centroids of the tile in registers, and keeps the running best and second best; the
+ * lanes (work-items that share a point) merge at the end. No N x K matrix is ever formed.
+ * With Hamerly's bounds (labels given), a point whose bounds prove its label is kept; a group
+ * none of whose points needs a search skips the centroid tiles altogether. */
+#ifndef REAL
+#define REAL float
+#endif
+#define KM_WG 256
+#define KM_TP 64
+#define KM_TD 16
+#define KM_CPL 8
+#define KM_TC ((KM_WG / KM_TP) * KM_CPL)
+
+/* t = {x [n, d], centroids [k, d], labels [n]?, bounds [n, 2]?, moves [k, 2]?, out [n], dist [n, 2]}
+ * i = {n, d, k}. */
+__kernel void kmeans_assign(__global const REAL *x, const long xo, __global const REAL *c, const long co,
+                            __global const long *lab, const long lo, __global const REAL *bnd, const long bo,
+                            __global const REAL *mv, const long mo, __global long *out, const long oo,
+                            __global REAL *dist, const long dso, const long n, const long d, const long k) {
+  __local REAL xs[KM_TP][KM_TD + 1];
+  __local REAL cs[KM_TC][KM_TD + 1];
+  __local REAL red1[KM_WG], red2[KM_WG];
+  __local long redi[KM_WG];
+  __local int needs[KM_TP];
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  const int lanes = ls >= KM_TP ? ls / KM_TP : 1, pr = ls >= KM_TP ? KM_TP : ls, rounds = KM_TP / pr;
+  const int q = lid / pr, pl = lid % pr, tc = lanes * KM_CPL;
+  const long p0 = get_group_id(0) * KM_TP;
+  const int pruned = lo >= 0;
+  /* The largest move of any centroid (lowers every lower bound). */
+  REAL mx = 0;
+  if (pruned) {
+    NC_GROUP_FOR(long, j, 0, lid, k, ls) mx = fmax(mx, mv[mo + 2 * j]);
+  }
+  red1[lid] = mx;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = ls / 2; h > 0; h >>= 1) {
+    if (lid < h) red1[lid] = fmax(red1[lid], red1[lid + h]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const REAL maxmove = red1[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int r = 0; r < rounds; r++) {
+    const long i = p0 + r * pr + pl;
+    /* The bounds test, by lane 0 of each point (the distance loop runs in every item, so that
+     * its trip count is the group's). */
+    int need = q == 0 && i < n, check = 0;
+    long a = 0;
+    REAL u = 0, l = 0, m = 0;
+    if (need && pruned) {
+      a = lab[lo + i];
+      if (a >= 0 && a < k) {
+        check = 1;
+        u = bnd[bo + 2 * i] + mv[mo + 2 * a];
+        l = bnd[bo + 2 * i + 1] - maxmove;
+        m = fmax(mv[mo + 2 * a + 1], l);
+      }
+    }
+    const int tighten = check && u > m;
+    REAL s = 0;
+    for (long e = 0; e < d; e++) {
+      if (tighten) {
+        const REAL t = x[xo + i * d + e] - c[co + a * d + e];
+        s += t * t;
+      }
+    }
+    if (tighten) u = sqrt(s);
+    if (check && !(u > m)) {
+      need = 0;
+      out[oo + i] = a;
+      dist[dso + 2 * i] = u;
+      dist[dso + 2 * i + 1] = l;
+    }
+    if (q == 0) needs[pl] = need;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int any = 0;
+    for (int e = 0; e < pr; e++) any |= needs[e];
+    REAL b1 = INFINITY, b2 = INFINITY;
+    long bi = 0;
+    if (any) {
+      for (long c0 = 0; c0 < k; c0 += tc) {
+        REAL acc[KM_CPL];
+        for (int j = 0; j < KM_CPL; j++) acc[j] = 0;
+        for (long d0 = 0; d0 < d; d0 += KM_TD) {
+          barrier(CLK_LOCAL_MEM_FENCE);
+          NC_GROUP_FOR(int, e, 0, lid, pr * KM_TD, ls) {
+            const int pp = e / KM_TD, dd = e % KM_TD;
+            const long gi = p0 + r * pr + pp, gd = d0 + dd;
+            xs[pp][dd] = gi < n && gd < d ? x[xo + gi * d + gd] : (REAL)0;
+          }
+          NC_GROUP_FOR(int, e, 0, lid, tc * KM_TD, ls) {
+            const int cc = e / KM_TD, dd = e % KM_TD;
+            const long gj = c0 + cc, gd = d0 + dd;
+            cs[cc][dd] = gj < k && gd < d ? c[co + gj * d + gd] : (REAL)0;
+          }
+          barrier(CLK_LOCAL_MEM_FENCE);
+          for (int dd = 0; dd < KM_TD; dd++) {
+            const REAL xv = xs[pl][dd];
+            for (int j = 0; j < KM_CPL; j++) {
+              const REAL t = xv - cs[q + j * lanes][dd];
+              acc[j] = mad(t, t, acc[j]);
+            }
+          }
+        }
+        for (int j = 0; j < KM_CPL; j++) {
+          const long gj = c0 + q + j * lanes;
+          if (gj < k) {
+            if (acc[j] < b1) {
+              b2 = b1;
+              b1 = acc[j];
+              bi = gj;
+            } else if (acc[j] < b2) {
+              b2 = acc[j];
+            }
+          }
+        }
+      }
+    }
+    /* Lanes merge: lane 0 of each point takes the best two over its lanes (ties: lower index). */
+    red1[lid] = b1;
+    red2[lid] = b2;
+    redi[lid] = bi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int merge = q == 0 && i < n && needs[pl];
+    for (int o = 1; o < lanes; o++) {
+      if (merge) {
+        const REAL o1 = red1[lid + o * pr], o2 = red2[lid + o * pr];
+        const long oi = redi[lid + o * pr];
+        if (o1 < b1 || (o1 == b1 && oi < bi)) {
+          b2 = fmin(b1, o2);
+          b1 = o1;
+          bi = oi;
+        } else {
+          b2 = fmin(b2, o1);
+        }
+      }
+    }
+    if (merge) {
+      out[oo + i] = bi;
+      dist[dso + 2 * i] = sqrt(b1);
+      dist[dso + 2 * i + 1] = sqrt(b2);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+/* t = {x [n, d], labels [n], part [chunks, k, d], counts [chunks, k]}, i = {n, d, k, chunk}: one
+ * work-group per chunk of points; work-item e owns dims e, e + ls, ... of every cluster's sum, so
+ * nothing is shared and there are no barriers; each sum runs over the chunk's points in order. */
+__kernel void kmeans_update(__global const REAL *x, const long xo, __global const long *lab, const long lo,
+                            __global REAL *part, const long po, __global long *cnt, const long cno, const long n,
+                            const long d, const long k, const long chunk) {
+  const long p = get_group_id(0), i0 = p * chunk, i1 = min(n, i0 + chunk);
+  const int lid = get_local_id(0), ls = get_local_size(0);
+  __global REAL *pp = part + po + p * k * d;
+  for (long e = lid; e < d; e += ls) {
+    for (long j = 0; j < k; j++) pp[j * d + e] = 0;
+    for (long i = i0; i < i1; i++) {
+      const long l = lab[lo + i];
+      if (l >= 0 && l < k) pp[l * d + e] += x[xo + i * d + e];
+    }
+  }
+  if (lid == 0) {
+    __global long *cp = cnt + cno + p * k;
+    for (long j = 0; j < k; j++) cp[j] = 0;
+    for (long i = i0; i < i1; i++) {
+      const long l = lab[lo + i];
+      if (l >= 0 && l < k) cp[l]++;
+    }
+  }
+}
