@@ -75,7 +75,7 @@ static inline int64_t ipow(int64_t a, int64_t b) {
 
 /* ---- unary --------------------------------------------------------------------------------- */
 #define UNARY_FLOAT(SUF, T)                                                                             \
-  static bool unary_##SUF(nc_op op, T *d, int64_t ds, const T *x, int64_t xs, int64_t n, T lo, T hi) {  \
+  NC_CPU_CLONES static bool unary_##SUF(nc_op op, T *d, int64_t ds, const T *x, int64_t xs, int64_t n, T lo, T hi) {  \
     switch (op) {                                                                                       \
       case NC_OP_ABS:                                                                                   \
         ROW1(T, fabs(v));                                                                               \

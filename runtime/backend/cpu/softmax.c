@@ -6,7 +6,7 @@
 #include "strided.h"
 #include "vmath.h"
 
-static void softmax_row_f32(const float *px, float *pd, int64_t n, bool log_out) {
+NC_CPU_CLONES static void softmax_row_f32(const float *px, float *pd, int64_t n, bool log_out) {
   float m = -INFINITY;
   int nan = 0;
 #pragma omp simd reduction(max : m) reduction(| : nan)
