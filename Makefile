@@ -40,14 +40,11 @@ sanitize: deps
 
 # Trains the Fashion-MNIST sample on the default device (docs/training.md); the checkpoint and
 # its chart go to $(BUILD)/demo. DEMO_ARGS adds options: make demo DEMO_ARGS="--epochs 5".
-# DEMO_ENV: on a small, busy CPU, OpenMP workers that spin between parallel regions and
-# OpenBLAS's own threads compete for the same cores; sleeping workers and single-threaded GEMM
-# calls made the CPU backend 3-4x faster on the 2-core machine the demo is timed on
-# (docs/training.md). Set DEMO_ENV= to run with the libraries' defaults.
-DEMO_ENV ?= OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1
+# No thread variables are needed: libnetcl runs its loops and GEMMs on one pool of its own
+# (docs/performance.md).
 demo: build
 	mkdir -p $(BUILD)/demo
-	$(DEMO_ENV) $(BUILD)/bin/netcl-lua samples/fashion_mnist.lua --checkpoint $(BUILD)/demo/fashion_mnist.netcl $(DEMO_ARGS)
+	$(BUILD)/bin/netcl-lua samples/fashion_mnist.lua --checkpoint $(BUILD)/demo/fashion_mnist.netcl $(DEMO_ARGS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -1,4 +1,5 @@
 /* Device userdata: one per device per Lua state (cached), so `a.device == b.device` holds. */
+#include <limits.h>
 #include <string.h>
 #include "l_common.h"
 
@@ -168,6 +169,18 @@ static int l_empty_cache(lua_State *L) {
   return 0;
 }
 
+/* netcl.set_num_threads(n) / netcl.get_num_threads(): the CPU thread pool's size. */
+static int l_set_num_threads(lua_State *L) {
+  lua_Integer n = nc_lua_checkinteger(L, 1, "netcl.set_num_threads");
+  NC_LUA_CHECK(L, "netcl.set_num_threads", nc_set_num_threads(n < INT_MIN ? INT_MIN : n > INT_MAX ? INT_MAX : (int)n));
+  return 0;
+}
+
+static int l_get_num_threads(lua_State *L) {
+  lua_pushinteger(L, nc_get_num_threads());
+  return 1;
+}
+
 void nc_lua_add_device(lua_State *L) {
   static const luaL_Reg methods[] = {{"sync", d_sync}, {NULL, NULL}};
   static const luaL_Reg meta[] = {
@@ -179,6 +192,8 @@ void nc_lua_add_device(lua_State *L) {
                                    {"sync", l_sync},
                                    {"memory_stats", l_memory_stats},
                                    {"empty_cache", l_empty_cache},
+                                   {"set_num_threads", l_set_num_threads},
+                                   {"get_num_threads", l_get_num_threads},
                                    {NULL, NULL}};
   luaL_newmetatable(L, NC_DEVICE_MT);
   luaL_setfuncs(L, meta, 0);

@@ -33,6 +33,7 @@ M.PUBLIC_HEADERS = {
   ["netcl/storage.h"] = "core",
   ["netcl/tensor.h"] = "core",
   ["netcl/random.h"] = "core", -- the Philox generator (runtime/core/random.c)
+  ["netcl/threads.h"] = "core", -- the CPU thread pool (runtime/core/threads.c)
   -- backend dispatch: the contract between ops and backends (op ids, descriptor types)
   ["netcl/optable.h"] = "dispatch",
   ["netcl/op_desc.h"] = "dispatch",

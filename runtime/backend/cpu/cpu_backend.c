@@ -1,7 +1,6 @@
 /* The CPU backend's host memory (its device interface) and the foundation ops: fill, copy with
  * dtype conversion, arange and Philox random fills. */
 #include <math.h>
-#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

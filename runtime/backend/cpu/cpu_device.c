@@ -1,11 +1,11 @@
 /* The CPU device: its description (the host's processor, memory and threads), its device
  * interface and its dispatch table, assembled here and only here. */
-#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "netcl/threads.h"
 #include "cpu_backend.h"
 #include "cpu_linalg.h"
 
@@ -102,7 +102,7 @@ nc_status nc_cpu_device_create(nc_device **out) {
   long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
   info->memory = (pages > 0 && psize > 0) ? (uint64_t)pages * (uint64_t)psize : 0;
   info->max_alloc = 0;
-  info->compute_units = omp_get_max_threads();
+  info->compute_units = nc_get_num_threads();
   info->max_work_group_size = 1;
   info->fp64 = true;
   *out = d;

@@ -3,11 +3,14 @@
  * arrive as raw strides; BLAS takes them directly when one of each operand's strides is 1
  * (plain or transposed), and packed copies otherwise. */
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
+#include "netcl/threads.h"
 #include "cpu_linalg.h"
+#include "strided.h"
 #ifdef NC_HAVE_BLAS
 #include <cblas.h>
 #endif
@@ -79,6 +82,48 @@ static bool blas_layout(int64_t r, int64_t c, int64_t sr, int64_t sc, bool *tran
   return false;
 }
 
+/* OpenBLAS runs single-threaded inside netcl's thread pool (runtime/core/threads.c): a GEMM
+ * large enough is cut into one slab of C per thread (rows, or columns when C is wide), so BLAS
+ * and the other CPU ops share one set of threads and none spin against each other
+ * (docs/performance.md). */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_init(void) { openblas_set_num_threads(1); }
+
+#define SLAB_ALIGN 16
+
+static void blas_call(bool f32, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                      int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+  pthread_once(&blas_once, blas_init);
+  const size_t es = f32 ? sizeof(float) : sizeof(double);
+  const enum CBLAS_TRANSPOSE ota = ta ? CblasTrans : CblasNoTrans, otb = tb ? CblasTrans : CblasNoTrans;
+  int slabs = nc_get_num_threads();
+  const bool by_rows = m >= n;
+  const int64_t along = by_rows ? m : n;
+  /* below about 2 MFLOP per slab, one call is faster than a parallel region */
+  while (slabs > 1 && (m * n * k / slabs < (1 << 20) || along / slabs < SLAB_ALIGN)) slabs--;
+  int64_t per = (along + slabs - 1) / slabs;
+  per = (per + SLAB_ALIGN - 1) / SLAB_ALIGN * SLAB_ALIGN;
+  NC_CPU_PARALLEL_FOR(slabs > 1, schedule(dynamic, 1), s, slabs, {
+    const int64_t lo = s * per, len = along - lo < per ? along - lo : per;
+    if (len > 0) {
+      const char *pa = a, *pb = b;
+      char *pc = c;
+      int64_t mm = m, nn = n;
+      if (by_rows) {
+        pa += (size_t)(lo * (ta ? 1 : lda)) * es, pc += (size_t)(lo * ldc) * es, mm = len;
+      } else {
+        pb += (size_t)(lo * (tb ? ldb : 1)) * es, pc += (size_t)lo * es, nn = len;
+      }
+      if (f32)
+        cblas_sgemm(CblasRowMajor, ota, otb, (int)mm, (int)nn, (int)k, (float)alpha, (const float *)pa, (int)lda,
+                    (const float *)pb, (int)ldb, (float)beta, (float *)pc, (int)ldc);
+      else
+        cblas_dgemm(CblasRowMajor, ota, otb, (int)mm, (int)nn, (int)k, alpha, (const double *)pa, (int)lda,
+                    (const double *)pb, (int)ldb, beta, (double *)pc, (int)ldc);
+    }
+  });
+}
+
 static nc_status gemm_blas(bool f32, int64_t m, int64_t n, int64_t k, double alpha, const void *a,
                            int64_t sam, int64_t sak, const void *b, int64_t sbk, int64_t sbn, double beta,
                            void *c, int64_t csm, int64_t csn) {
@@ -108,13 +153,7 @@ static nc_status gemm_blas(bool f32, int64_t m, int64_t n, int64_t k, double alp
     }
     b = pb, tb = false, ldb = n > 1 ? n : 1;
   }
-  enum CBLAS_TRANSPOSE ota = ta ? CblasTrans : CblasNoTrans, otb = tb ? CblasTrans : CblasNoTrans;
-  if (f32)
-    cblas_sgemm(CblasRowMajor, ota, otb, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b, (int)ldb,
-                (float)beta, c, (int)ldc);
-  else
-    cblas_dgemm(CblasRowMajor, ota, otb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,
-                (int)ldc);
+  blas_call(f32, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   free(pa);
   free(pb);
   return NC_OK;

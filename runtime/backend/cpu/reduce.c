@@ -119,16 +119,18 @@ static fstate f_merge(nc_op op, fstate s, fstate t, double p) {
 
 /* Sum of m elements of stride st in double. Contiguous runs keep SUM_LANES independent partial
  * sums (a single accumulator would be bound by the add latency, not by memory), added up in a
- * fixed order so the result does not depend on the machine. */
+ * fixed order so the result does not depend on the machine; the lanes are vector lanes (omp
+ * simd), which changes no lane's order of additions. */
 #define SUM_LANES 16
 #define SUM_FN(T)                                                 \
-  static double sum_##T(const T *px, int64_t st, int64_t m) {     \
+  NC_CPU_CLONES static double sum_##T(const T *px, int64_t st, int64_t m) { \
     double acc = 0;                                               \
     int64_t j = 0;                                                \
     if (st == 1 && m >= SUM_LANES) {                              \
       double lane[SUM_LANES] = {0};                               \
       for (; j + SUM_LANES <= m; j += SUM_LANES)                  \
-        for (int k = 0; k < SUM_LANES; k++) lane[k] += px[j + k]; \
+        _Pragma("omp simd") for (int k = 0; k < SUM_LANES; k++)   \
+          lane[k] += px[j + k];                                   \
       for (int k = 0; k < SUM_LANES; k++) acc += lane[k];         \
     }                                                             \
     for (; j < m; j++) acc += px[j * st];                         \

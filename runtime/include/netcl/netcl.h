@@ -9,6 +9,7 @@
 #include "storage.h"
 #include "tensor.h"
 #include "random.h"
+#include "threads.h"
 #include "creation.h"
 #include "copy.h"
 #include "format.h"
