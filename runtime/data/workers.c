@@ -1,7 +1,6 @@
 /* Data-loader worker processes and their shared-memory ring (netcl/workers.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <omp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 #include "backend/dispatch.h"
 #include "core/check.h"
 #include "core/device_impl.h"
+#include "netcl/threads.h"
 #include "netcl/workers.h"
 
 #define SLOT_HEADER 64
@@ -166,20 +166,10 @@ static void forbid_devices(void) {
   }
 }
 
-#if defined(NC_HAVE_BLAS)
-void openblas_set_num_threads(int n) __attribute__((weak));
-#endif
-
-/* The one place a worker's CPU thread count is set. The parent's OpenMP (and OpenBLAS) thread
- * pools do not exist in the forked child, so its CPU ops must not start parallel regions that
- * would wait for them: one thread. */
-static void single_threaded(void) {
-  omp_set_num_threads(1);
-  omp_set_dynamic(0);
-#if defined(NC_HAVE_BLAS)
-  if (openblas_set_num_threads) openblas_set_num_threads(1);
-#endif
-}
+/* The one place a worker's CPU thread count is set: the parent's pool threads do not exist in the
+ * forked child, and its CPU ops run on one thread (the pool's own count; the BLAS it calls is
+ * serial already). */
+static void single_threaded(void) { nc_set_num_threads(1); }
 
 static void become_worker(nc_ring *r, int self) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
