@@ -77,4 +77,26 @@ function M.netcl_lua()
   return exe
 end
 
+-- A Python interpreter that imports every module named (M.python("torch"), M.python("sklearn",
+-- "numpy")), or nil: $NETCL_PYTHON when set, else python3 on the PATH, else Debian's
+-- /usr/bin/python3 (Debian's python3-torch, -sklearn and -torchvision install for it, and a PATH
+-- python3 such as pyenv's may not see them). Asked once per list of modules.
+local pythons = {}
+function M.python(...)
+  local mods = table.concat({...}, ", ")
+  if pythons[mods] == nil then
+    pythons[mods] = false
+    local candidates = {"python3", "/usr/bin/python3"}
+    local env = os.getenv("NETCL_PYTHON")
+    if env and env ~= "" then table.insert(candidates, 1, env) end
+    for _, py in ipairs(candidates) do
+      if os.execute(py .. " -c 'import " .. mods .. "' >/dev/null 2>&1") then
+        pythons[mods] = py
+        break
+      end
+    end
+  end
+  return pythons[mods] or nil
+end
+
 return M

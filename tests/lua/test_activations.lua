@@ -175,13 +175,7 @@ outs = [F.elu(x), F.elu(x, alpha=0.25), F.softplus(x), F.softplus(x, beta=2, thr
 for o in outs: print(','.join(repr(v) for v in o.tolist()))
 ]]
 
-local function torch_python()
-  local candidates = {"python3", "/usr/bin/python3"}
-  if os.getenv("NETCL_PYTHON") then table.insert(candidates, 1, os.getenv("NETCL_PYTHON")) end
-  for _, py in ipairs(candidates) do
-    if os.execute(py .. " -c 'import torch' >/dev/null 2>&1") then return py end
-  end
-end
+local function torch_python() return H.python("torch") end
 
 function TestActivations:test_pytorch()
   local py = torch_python()

@@ -186,11 +186,7 @@ function TestKMeans:test_bad_input()
 end
 
 -- ---- scikit-learn --------------------------------------------------------------------------------
-local function sklearn_python()
-  for _, py in ipairs({"python3", "/usr/bin/python3"}) do
-    if os.execute(py .. " -c 'import sklearn, numpy' >/dev/null 2>&1") then return py end
-  end
-end
+local function sklearn_python() return H.python("sklearn", "numpy") end
 
 function TestKMeans:test_sklearn_inertia()
   local py = sklearn_python()

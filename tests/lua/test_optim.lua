@@ -7,6 +7,7 @@ local lu = require "luaunit"
 local nc = require "netcl"
 local optim = require "netcl.optim"
 local U = require "op_testutil"
+local H = require "helpers"
 
 local dev = U.device
 local DTYPES = dev.fp64 and {"float64", "float32"} or {"float32"}
@@ -805,15 +806,7 @@ end
 
 TestTorch = {}
 
--- A python3 that imports torch: $NETCL_PYTHON, python3 on the PATH, or Debian's (python3-torch
--- installs for /usr/bin/python3, which a PATH python3 such as pyenv's may not be).
-local function torch_python()
-  local candidates = {"python3", "/usr/bin/python3"}
-  if os.getenv("NETCL_PYTHON") then table.insert(candidates, 1, os.getenv("NETCL_PYTHON")) end
-  for _, py in ipairs(candidates) do
-    if os.execute(py .. " -c 'import torch' >/dev/null 2>&1") then return py end
-  end
-end
+local function torch_python() return H.python("torch") end
 
 -- Reads the cases as JSON; prints "case param v1 v2 ..." per parameter after ten steps.
 local TORCH_SCRIPT = [==[

@@ -327,13 +327,7 @@ outs = [nt_xent(a, b, 0.5), barlow(a, b, 0.0051), vicreg(a, b), byol(a, b), sims
 print(','.join(repr(float(v)) for v in outs))
 ]]
 
-local function torch_python()
-  local candidates = {"python3", "/usr/bin/python3"}
-  if os.getenv("NETCL_PYTHON") then table.insert(candidates, 1, os.getenv("NETCL_PYTHON")) end
-  for _, py in ipairs(candidates) do
-    if os.execute(py .. " -c 'import torch' >/dev/null 2>&1") then return py end
-  end
-end
+local function torch_python() return H.python("torch") end
 
 function TestSSLLosses:test_pytorch()
   local py = torch_python()
