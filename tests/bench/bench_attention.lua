@@ -13,6 +13,8 @@
 --   PyTorch (on CUDA for a GPU, else on the CPU with the same thread count), ratio = netcl / PyTorch (higher
 --   is better). PyTorch is skipped with a message when python3-torch is missing.
 local nc = require "netcl"
+-- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
+local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
 local ag = require "netcl.autograd"
 
 local dev = nc.default_device()
@@ -177,14 +179,14 @@ else:
     print(dev, best(step, 5))
 ]==]):format(dev.is_gpu and "True" or "False", dev.compute_units))
   f:close()
-  local p = io.popen("python3 '" .. path .. "' " .. mode .. " " .. table.concat(args, " ") .. " 2>/dev/null")
+  local p = io.popen(PY .. " '" .. path .. "' " .. mode .. " " .. table.concat(args, " ") .. " 2>/dev/null")
   local line = p and p:read("l")
   if p then p:close() end
   os.remove(path)
   return line
 end
 
-local have_torch = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
+local have_torch = os.execute(PY .. " -c 'import torch' >/dev/null 2>&1")
 if not have_torch then io.stderr:write("bench_attention: python3-torch not found; no PyTorch reference\n") end
 
 for _, t in ipairs(TS) do

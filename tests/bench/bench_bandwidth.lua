@@ -6,6 +6,8 @@
 -- torch sees CUDA, on the CPU with the same thread count otherwise, and is skipped with a
 -- message when python3-torch is missing. PyTorch's fp32 runs with TF32 off (no matmul here).
 local nc = require "netcl"
+-- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
+local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
 
 local dev = nc.default_device()
 local N = tonumber(os.getenv("NETCL_BENCH_N") or "") or (dev.is_gpu and 64 * 1024 * 1024 or 16 * 1024 * 1024)
@@ -69,7 +71,7 @@ print(dev, best(lambda: torch.add(a, b, out=c)), best(lambda: a.sum()), best(lam
   local f = assert(io.open(path, "w"))
   f:write(script)
   f:close()
-  local p = io.popen("python3 '" .. path .. "' 2>/dev/null")
+  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
   local line = p and p:read("l")
   if p then p:close() end
   os.remove(path)

@@ -9,6 +9,8 @@
 --   sum      full sum of 16M floats, best of 5
 --   sgemm N  N x N @ N x N for N = 512, 1024, 2048, best of 3
 local nc = require "netcl"
+-- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
+local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
 
 local ROUNDS = tonumber(os.getenv("NETCL_BENCH_ROUNDS") or "") or 5
 local THREADS = nc.get_num_threads()
@@ -72,7 +74,7 @@ def best_of(reps, fn):
     return r
 ]]):format(THREADS)
 
-local have_torch = os.execute("python3 -c 'import torch' >/dev/null 2>&1")
+local have_torch = os.execute(PY .. " -c 'import torch' >/dev/null 2>&1")
 if not have_torch then io.stderr:write("bench_cpu: python3-torch not found; the PyTorch side is skipped\n") end
 
 local function torch_time(body)
@@ -80,7 +82,7 @@ local function torch_time(body)
   local f = assert(io.open(path, "w"))
   f:write(PRELUDE, body, "\n")
   f:close()
-  local p = io.popen("python3 '" .. path .. "' 2>/dev/null")
+  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
   local line = p and p:read("l")
   if p then p:close() end
   os.remove(path)

@@ -14,6 +14,8 @@
 -- The data are blobs (K centres, unit noise) so that fits converge in tens of iterations.
 -- NETCL_BENCH_KMEANS="N,D,K" overrides the sizes. Peak device memory (the pool's peak) is reported.
 local nc = require "netcl"
+-- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
+local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("sklearn", "numpy") or "python3"
 local cluster = require "netcl.cluster"
 local nio = require "netcl.io"
 
@@ -89,7 +91,7 @@ local function python(script)
   local f = assert(io.open(path, "w"))
   f:write(script)
   f:close()
-  local p = io.popen("python3 '" .. path .. "' 2>/dev/null || /usr/bin/python3 '" .. path .. "' 2>/dev/null")
+  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
   local out = p and p:read("a") or ""
   if p then p:close() end
   os.remove(path)

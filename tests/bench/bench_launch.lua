@@ -6,6 +6,8 @@
 -- ratio is netcl's time over PyTorch's (lower is better, 1 = as fast). Without python3-torch
 -- the reference is skipped with a message.
 local nc = require "netcl"
+-- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
+local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
 
 local N, LAUNCHES, ROUNDS = 64, 10000, 5
 
@@ -46,7 +48,7 @@ print(dev, best(lambda: torch.add(a, b, out=c)), best(lambda: torch.add(a, b)))
   local f = assert(io.open(path, "w"))
   f:write(script)
   f:close()
-  local p = io.popen("python3 '" .. path .. "' 2>/dev/null")
+  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
   local line = p and p:read("l")
   if p then p:close() end
   os.remove(path)
