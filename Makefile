@@ -10,7 +10,7 @@ DEPS := build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-unit ocl-icd-o
         opencl-headers pocl-opencl-icd clinfo libopenblas-dev zlib1g-dev libpcre2-dev libedit-dev \
         libjansson-dev libxxhash-dev dataset-fashion-mnist luarocks libopenmpi-dev openmpi-bin
 
-.PHONY: all deps build test sanitize demo install format lint bench clean
+.PHONY: all deps build test test-long sanitize demo install format lint bench clean
 
 all: build
 
@@ -27,8 +27,13 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
+# Every test except those labelled `long` (runs of many minutes, such as training the eight SSL
+# methods to their probe targets): `make test-long` runs those.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -LE long
+
+test-long: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) -L long
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, less the tests labelled
 # `slow` (soak runs, tutorials, samples trained to a target) and the rockspec test (a plain
@@ -36,7 +41,7 @@ test: build
 sanitize: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DNETCL_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -E package.rockspec -LE slow
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -E package.rockspec -LE "slow|long"
 
 # Trains the Fashion-MNIST sample on the default device (docs/training.md); the checkpoint and
 # its chart go to $(BUILD)/demo. DEMO_ARGS adds options: make demo DEMO_ARGS="--epochs 5".
