@@ -8,10 +8,10 @@ local optim = require "netcl.optim"
 local dist = require "netcl.distributed"
 
 local mode = arg[1]
-local has_opencl = false
-for _, d in ipairs(nc.devices()) do if d.kind == "opencl" then has_opencl = true end end
+local opencl = {}
+for _, d in ipairs(nc.devices()) do if d.kind == "opencl" then opencl[#opencl + 1] = d end end
 local rank, size = dist.init{backend = "mpi", timeout = tonumber(arg[2]) or 20,
-  devices = has_opencl and "opencl" or nil}
+  devices = #opencl > 0 and "opencl" or nil}
 local dev = dist.device()
 local cpu = nc.device("cpu")
 
@@ -36,7 +36,7 @@ end
 
 if mode == "collectives" then
   check(dist.rank() == rank and dist.world_size() == size and size == 2, "rank/world_size")
-  check(dev.kind ~= "opencl" or dev == nc.devices()[2 + dist.local_rank()], "device from the local rank")
+  check(#opencl == 0 or dev == opencl[dist.local_rank() % #opencl + 1], "device from the local rank")
   for _, dtype in ipairs({"float32", "float64", "int32", "int64"}) do
     for _, n in ipairs({1, 7, 4099}) do
       for _, op in ipairs({"sum", "mean", "max"}) do
