@@ -106,7 +106,7 @@ local function main(argv)
     rank, world = r, w
   end
   local function say(...) if rank == 0 then print(string.format(...)) end end
-  local dir = o.data or fm.debian_data_dir()
+  local dir = o.data or data.fashion_mnist_dir()
   if not dir then fail("Fashion-MNIST not found: install Debian's dataset-fashion-mnist or pass --data DIR") end
   local ok, xtr, ytr = pcall(data.mnist, dir, "train")
   if not ok then fail(tostring(xtr)) end

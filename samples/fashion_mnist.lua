@@ -217,6 +217,6 @@ end
 -- require "fashion_mnist" (samples/data_parallel.lua) gets the data loading and the model
 -- without training; run as a script, it trains.
 if ... == "fashion_mnist" then
-  return {debian_data_dir = debian_data_dir, build_model = build_model, normalize = normalize, evaluate = evaluate}
+  return {build_model = build_model, normalize = normalize, evaluate = evaluate}
 end
 main(arg or {...})

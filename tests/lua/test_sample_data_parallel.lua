@@ -74,6 +74,14 @@ function TestDataParallelSample:test_one_process_two_devices()
   check_run(out, code)
 end
 
+-- Without --data the sample finds the data through data.fashion_mnist_dir() ($NETCL_FASHION_MNIST here).
+function TestDataParallelSample:test_default_data_dir()
+  local out, code = sh(string.format("NETCL_FASHION_MNIST=%s %s %s --batch-size 16 --epochs 1 --devices cpu", dir, exe,
+                                     SAMPLE))
+  lu.assertEquals(code, 0, out)
+  lu.assertNotNil(out:match("\nepoch 1: train loss [%d.]+ over 6 steps"), out)
+end
+
 function TestDataParallelSample:test_mpirun_two_processes()
   local p = io.popen("command -v mpirun")
   local mpirun = p:read("l")
