@@ -12,6 +12,7 @@
 local here = debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. package.path
 
+local args = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or ".") .. "/args.lua")
 local nc = require "netcl"
 local nn = require "netcl.nn"
 local optim = require "netcl.optim"
@@ -35,49 +36,15 @@ usage: netcl-lua samples/data_parallel.lua [options]
   --no-eval          skip the test-set evaluation (timing runs)
   --help             this text]]
 
-local function fail(msg)
-  io.stderr:write("data_parallel: ", msg, "\n")
-  os.exit(2)
-end
+local function fail(msg) args.fail("data_parallel", msg) end
 
 local function parse_args(argv)
-  local o = {epochs = 1, batch_size = 128, lr = 0.002, seed = 1}
-  local numeric = {["--epochs"] = "epochs", ["--batch-size"] = "batch_size", ["--lr"] = "lr", ["--seed"] = "seed",
-                   ["--steps"] = "steps"}
-  local text = {["--devices"] = "devices", ["--data"] = "data"}
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    local key, inline = a:match("^(%-%-[%w-]+)=(.*)$")
-    key = key or a
-    if key == "--help" or key == "-h" then
-      print(USAGE)
-      os.exit(0)
-    elseif key == "--mpi" then
-      o.mpi = true
-    elseif key == "--no-eval" then
-      o.no_eval = true
-    elseif numeric[key] or text[key] then
-      local v = inline
-      if not v then
-        i = i + 1
-        v = argv[i]
-      end
-      if v == nil then fail(key .. " needs a value\n" .. USAGE) end
-      if numeric[key] then
-        local n = tonumber(v)
-        if not n or n <= 0 or (key ~= "--lr" and math.type(n) ~= "integer") then
-          fail(string.format("%s must be a positive %s, got '%s'", key, key == "--lr" and "number" or "integer", v))
-        end
-        o[numeric[key]] = n
-      else
-        o[text[key]] = v
-      end
-    else
-      fail("unknown argument '" .. a .. "'\n" .. USAGE)
-    end
-    i = i + 1
-  end
+  local o = args.parse(argv, {name = "data_parallel", usage = USAGE,
+    defaults = {epochs = 1, batch_size = 128, lr = 0.002, seed = 1},
+    integers = {["--epochs"] = "epochs", ["--batch-size"] = "batch_size", ["--seed"] = "seed", ["--steps"] = "steps"},
+    numbers = {["--lr"] = "lr"},
+    strings = {["--devices"] = "devices", ["--data"] = "data"},
+    flags = {["--mpi"] = "mpi", ["--no-eval"] = "no_eval"}})
   return o
 end
 

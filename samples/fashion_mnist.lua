@@ -6,6 +6,7 @@
 -- Each epoch prints the mean training loss and the test accuracy, then saves a checkpoint
 -- (model and optimizer state, with the history so far) and a loss/accuracy chart beside it
 -- (PATH with .svg). --resume continues from the checkpoint up to --epochs.
+local args = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or ".") .. "/args.lua")
 local nc = require "netcl"
 local ag = require "netcl.autograd"
 local nn = require "netcl.nn"
@@ -29,47 +30,15 @@ usage: netcl-lua samples/fashion_mnist.lua [options]
   --seed N           seed for initialization, shuffling and dropout (default 1)
   --help             this text]]
 
-local function fail(msg)
-  io.stderr:write("fashion_mnist: ", msg, "\n")
-  os.exit(2)
-end
+local function fail(msg) args.fail("fashion_mnist", msg) end
 
 local function parse_args(argv)
-  local o = {epochs = 3, batch_size = 128, lr = 0.002, checkpoint = "fashion_mnist.netcl", seed = 1}
-  local numeric = {["--epochs"] = "epochs", ["--batch-size"] = "batch_size", ["--lr"] = "lr", ["--seed"] = "seed",
-                   ["--stop-after"] = "stop_after"}
-  local text = {["--device"] = "device", ["--data"] = "data", ["--checkpoint"] = "checkpoint"}
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    local key, inline = a:match("^(%-%-[%w-]+)=(.*)$")
-    key = key or a
-    if key == "--help" or key == "-h" then
-      print(USAGE)
-      os.exit(0)
-    elseif key == "--resume" then
-      o.resume = true
-    elseif numeric[key] or text[key] then
-      local v = inline
-      if not v then
-        i = i + 1
-        v = argv[i]
-      end
-      if v == nil then fail(key .. " needs a value\n" .. USAGE) end
-      if numeric[key] then
-        local n = tonumber(v)
-        if not n or n <= 0 or (key ~= "--lr" and math.type(n) ~= "integer") then
-          fail(string.format("%s must be a positive %s, got '%s'", key, key == "--lr" and "number" or "integer", v))
-        end
-        o[numeric[key]] = n
-      else
-        o[text[key]] = v
-      end
-    else
-      fail("unknown argument '" .. a .. "'\n" .. USAGE)
-    end
-    i = i + 1
-  end
+  local o = args.parse(argv, {name = "fashion_mnist", usage = USAGE,
+    defaults = {epochs = 3, batch_size = 128, lr = 0.002, checkpoint = "fashion_mnist.netcl", seed = 1},
+    integers = {["--epochs"] = "epochs", ["--batch-size"] = "batch_size", ["--seed"] = "seed", ["--stop-after"] = "stop_after"},
+    numbers = {["--lr"] = "lr"},
+    strings = {["--device"] = "device", ["--data"] = "data", ["--checkpoint"] = "checkpoint"},
+    flags = {["--resume"] = "resume"}})
   return o
 end
 

@@ -9,6 +9,7 @@
 -- by its accuracy on the first --test-size test images. The search saves its state after each
 -- generation (--checkpoint, default nas_fashion_mnist.netcl; --resume continues from it) and a
 -- chart of the best accuracy by generation beside it (PATH with .svg).
+local args = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or ".") .. "/args.lua")
 local nc = require "netcl"
 local ag = require "netcl.autograd"
 local nn = require "netcl.nn"
@@ -34,50 +35,18 @@ usage: netcl-lua samples/nas_fashion_mnist.lua [options]
   --seed N           seed of the search and of the training (default 1)
   --help             this text]]
 
-local function fail(msg)
-  io.stderr:write("nas_fashion_mnist: ", msg, "\n")
-  os.exit(2)
-end
+local function fail(msg) args.fail("nas_fashion_mnist", msg) end
 
 local function parse_args(argv)
-  local o = {generations = 4, population = 4, train_size = 4000, test_size = 1000, epochs = 1, batch_size = 64,
-             lr = 0.002, checkpoint = "nas_fashion_mnist.netcl", seed = 1}
-  local numeric = {["--generations"] = "generations", ["--population"] = "population",
-                   ["--train-size"] = "train_size", ["--test-size"] = "test_size", ["--epochs"] = "epochs",
-                   ["--batch-size"] = "batch_size", ["--lr"] = "lr", ["--seed"] = "seed"}
-  local text = {["--device"] = "device", ["--data"] = "data", ["--checkpoint"] = "checkpoint"}
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    local key, inline = a:match("^(%-%-[%w-]+)=(.*)$")
-    key = key or a
-    if key == "--help" or key == "-h" then
-      print(USAGE)
-      os.exit(0)
-    elseif key == "--resume" then
-      o.resume = true
-    elseif numeric[key] or text[key] then
-      local v = inline
-      if not v then
-        i = i + 1
-        v = argv[i]
-      end
-      if v == nil then fail(key .. " needs a value\n" .. USAGE) end
-      if numeric[key] then
-        local n = tonumber(v)
-        local ok = n and (key == "--lr" and n > 0 or math.type(n) == "integer" and
-          (n > 0 or key == "--generations" and n >= 0))
-        if not ok then fail(string.format("%s must be a positive %s, got '%s'", key,
-          key == "--lr" and "number" or "integer", v)) end
-        o[numeric[key]] = n
-      else
-        o[text[key]] = v
-      end
-    else
-      fail("unknown argument '" .. a .. "'\n" .. USAGE)
-    end
-    i = i + 1
-  end
+  local o = args.parse(argv, {name = "nas_fashion_mnist", usage = USAGE,
+    defaults = {generations = 4, population = 4, train_size = 4000, test_size = 1000, epochs = 1, batch_size = 64,
+                lr = 0.002, checkpoint = "nas_fashion_mnist.netcl", seed = 1},
+    integers = {["--generations"] = "generations", ["--population"] = "population", ["--train-size"] = "train_size",
+                ["--test-size"] = "test_size", ["--epochs"] = "epochs", ["--batch-size"] = "batch_size", ["--seed"] = "seed"},
+    numbers = {["--lr"] = "lr"},
+    strings = {["--device"] = "device", ["--data"] = "data", ["--checkpoint"] = "checkpoint"},
+    flags = {["--resume"] = "resume"},
+    zero_ok = {["--generations"] = true}})
   return o
 end
 

@@ -7,6 +7,7 @@
 -- of the same encoder at its random initialization, and prints both test accuracies, the
 -- per-dimension std of the L2-normalized embeddings against the collapse threshold 0.5/sqrt(d),
 -- and the time taken.
+local args = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or ".") .. "/args.lua")
 local nc = require "netcl"
 local nn = require "netcl.nn"
 local optim = require "netcl.optim"
@@ -41,49 +42,18 @@ usage: netcl-lua samples/simclr.lua [options]
   --quiet            no progress bars
   --help             this text]]
 
-local function fail(msg)
-  io.stderr:write("simclr: ", msg, "\n")
-  os.exit(2)
-end
+local function fail(msg) args.fail("simclr", msg) end
 
 local function parse_args(argv)
-  local o = {method = "simclr", epochs = 6, train_size = 8192, batch_size = 256, lr = 0.003, probe_train = 5000,
-             probe_test = 5000, probe_epochs = 20, width = 16, seed = 1, min_scale = 0.5}
-  local numeric = {["--epochs"] = "epochs", ["--train-size"] = "train_size", ["--batch-size"] = "batch_size",
-                   ["--lr"] = "lr", ["--min-scale"] = "min_scale", ["--probe-train"] = "probe_train", ["--probe-test"] = "probe_test",
-                   ["--probe-epochs"] = "probe_epochs", ["--width"] = "width", ["--seed"] = "seed",
-                   ["--stop-after"] = "stop_after"}
-  local text = {["--method"] = "method", ["--device"] = "device", ["--data"] = "data", ["--checkpoint"] = "checkpoint"}
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    local key, inline = a:match("^(%-%-[%w-]+)=(.*)$")
-    key = key or a
-    if key == "--help" or key == "-h" then
-      print(USAGE)
-      os.exit(0)
-    elseif key == "--resume" then
-      o.resume = true
-    elseif key == "--quiet" then
-      o.quiet = true
-    elseif numeric[key] or text[key] then
-      local v = inline
-      if not v then i = i + 1; v = argv[i] end
-      if v == nil then fail(key .. " needs a value\n" .. USAGE) end
-      if numeric[key] then
-        local n = tonumber(v)
-        if not n or n <= 0 or (key ~= "--lr" and key ~= "--min-scale" and math.type(n) ~= "integer") then
-          fail(string.format("%s must be a positive %s, got '%s'", key, (key == "--lr" or key == "--min-scale") and "number" or "integer", v))
-        end
-        o[numeric[key]] = n
-      else
-        o[text[key]] = v
-      end
-    else
-      fail("unknown argument '" .. a .. "'\n" .. USAGE)
-    end
-    i = i + 1
-  end
+  local o = args.parse(argv, {name = "simclr", usage = USAGE,
+    defaults = {method = "simclr", epochs = 6, train_size = 8192, batch_size = 256, lr = 0.003, probe_train = 5000,
+                probe_test = 5000, probe_epochs = 20, width = 16, seed = 1, min_scale = 0.5},
+    integers = {["--epochs"] = "epochs", ["--train-size"] = "train_size", ["--batch-size"] = "batch_size",
+                ["--probe-train"] = "probe_train", ["--probe-test"] = "probe_test", ["--probe-epochs"] = "probe_epochs",
+                ["--width"] = "width", ["--seed"] = "seed", ["--stop-after"] = "stop_after"},
+    numbers = {["--lr"] = "lr", ["--min-scale"] = "min_scale"},
+    strings = {["--method"] = "method", ["--device"] = "device", ["--data"] = "data", ["--checkpoint"] = "checkpoint"},
+    flags = {["--resume"] = "resume", ["--quiet"] = "quiet"}})
   if not METHODS[o.method] then fail("unknown --method '" .. o.method .. "'\n" .. USAGE) end
   if o.resume and not o.checkpoint then fail("--resume needs --checkpoint PATH") end
   return o
