@@ -99,4 +99,40 @@ function M.python(...)
   return pythons[mods] or nil
 end
 
+-- Runs a shell command; returns its output (stdout and stderr) and its exit code.
+function M.sh(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  return out, ok and 0 or code
+end
+
+-- An idx file (uint8): a big-endian header (magic 0x08 = uint8, then the number of dims), the bytes.
+function M.write_idx(path, dims, bytes)
+  local f = assert(io.open(path, "wb"))
+  f:write(string.pack(">I4", 0x0800 + #dims))
+  for _, d in ipairs(dims) do f:write(string.pack(">I4", d)) end
+  f:write(bytes)
+  f:close()
+end
+
+-- A split in the Fashion-MNIST file layout (DIR/PREFIX-images-idx3-ubyte and -labels-idx1-ubyte):
+-- n 28x28 images whose mean brightness depends on the label, so there is something to learn;
+-- the same seed gives the same files.
+function M.write_fashion_split(dir, prefix, n, seed)
+  local pixels, labels = {}, {}
+  for i = 1, n do
+    local label = (i * 7 + seed) % 10
+    labels[i] = string.char(label)
+    local img = {}
+    for k = 1, 784 do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      img[k] = string.char((seed >> 16) % 64 + label * 19)
+    end
+    pixels[i] = table.concat(img)
+  end
+  M.write_idx(dir .. "/" .. prefix .. "-images-idx3-ubyte", {n, 28, 28}, table.concat(pixels))
+  M.write_idx(dir .. "/" .. prefix .. "-labels-idx1-ubyte", {n}, table.concat(labels))
+end
+
 return M

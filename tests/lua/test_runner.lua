@@ -5,12 +5,7 @@ local H = require "helpers"
 H.device()
 local exe = H.netcl_lua()
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok and 0 or code
-end
+local sh = H.sh
 
 TestRunner = {}
 

@@ -10,38 +10,7 @@ H.device()
 local exe = H.netcl_lua()
 local SAMPLE = "samples/fashion_mnist.lua"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok and 0 or code
-end
-
--- idx files: a big-endian header (magic 0x08 = uint8, then the number of dims) and the bytes.
-local function write_idx(path, dims, bytes)
-  local f = assert(io.open(path, "wb"))
-  f:write(string.pack(">I4", 0x0800 + #dims))
-  for _, d in ipairs(dims) do f:write(string.pack(">I4", d)) end
-  f:write(bytes)
-  f:close()
-end
-
--- n images whose mean brightness depends on the label, so there is something to learn.
-local function write_split(dir, prefix, n, seed)
-  local pixels, labels = {}, {}
-  for i = 1, n do
-    local label = (i * 7 + seed) % 10
-    labels[i] = string.char(label)
-    local img = {}
-    for k = 1, 784 do
-      seed = (seed * 1103515245 + 12345) % 2147483648
-      img[k] = string.char((seed >> 16) % 64 + label * 19)
-    end
-    pixels[i] = table.concat(img)
-  end
-  write_idx(dir .. "/" .. prefix .. "-images-idx3-ubyte", {n, 28, 28}, table.concat(pixels))
-  write_idx(dir .. "/" .. prefix .. "-labels-idx1-ubyte", {n}, table.concat(labels))
-end
+local sh, write_split = H.sh, H.write_fashion_split
 
 local dir = H.tmpdir()
 write_split(dir, "train", 64, 3)

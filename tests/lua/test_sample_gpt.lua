@@ -10,12 +10,7 @@ H.device()
 local exe = H.netcl_lua()
 local SAMPLE = "samples/gpt_tiny.lua"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1")
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok and 0 or code
-end
+local sh = H.sh
 
 -- Sentences from a small grammar, so there is structure to learn.
 local dir = H.tmpdir()
