@@ -40,6 +40,7 @@ nc_status nc_cl_kernel_call(const nc_kernel_call *c) {
   const nc_cl_handle *h;
   int64_t groups = 0;
   NC_TRY(nc_cl_attention_tiled(c, &h, &groups));
+  if (!h) NC_TRY(nc_cl_kmeans_tiled(c, &h, &groups));
   if (h) {
     size_t ls = 256, global = (size_t)groups * ls;
     return nc_cl_launch_nd(dev, h->kernel, na, args, 1, &global, &ls);
