@@ -1,5 +1,5 @@
 /* kmeans_assign's tiled kernel (kernels/cluster.cl: kmeans_assign_tiled, 128 points per group of
- * 256 items) where the device's work-groups and local memory hold it (float64 needs 50 KB, more
+ * 256 items) where the device's work-groups and local memory hold it (float64 needs 60 KB, more
  * than a 48 KB GPU has); else the op-table row's kernel runs. NETCL_KMEANS_TILED=0 turns the tiled
  * kernel off (tests of the row kernel, comparisons). */
 #include <stdlib.h>
