@@ -29,7 +29,12 @@ local function check_opts(fname, opts, allowed)
   if opts == nil then return {} end
   if type(opts) ~= "table" then error(string.format("%s: options must be a table, got %s", fname, type(opts)), 3) end
   for k in pairs(opts) do
-    if not allowed[k] then error(string.format("%s: unknown option '%s'", fname, tostring(k)), 3) end
+    if not allowed[k] then
+      local names = {}
+      for a in pairs(allowed) do names[#names + 1] = a .. "=" end
+      table.sort(names)
+      error(string.format("%s: unknown option '%s' (accepted: {%s})", fname, tostring(k), table.concat(names, ", ")), 3)
+    end
   end
   return opts
 end

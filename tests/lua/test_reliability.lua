@@ -1,0 +1,180 @@
+-- Reliability of the Lua API (docs/reliability.md, "Lua API and files"): misspelt options raise
+-- and list the accepted keys; calls that used to give silent wrong answers raise; errors name
+-- the user's line; loads are all-or-nothing; saves clean up after killed saves; truncated files
+-- say so.
+local lu = require "luaunit"
+local nc = require "netcl"
+local ag = require "netcl.autograd"
+local nn = require "netcl.nn"
+local nio = require "netcl.io"
+local H = require "helpers"
+
+local THIS = "test_reliability.lua:"
+
+-- Asserts fn raises, with every needle in the message, at a position in this file (fn must not
+-- end in a tail call, which would leave no frame of this file to name).
+local function raises_here(fn, ...)
+  local err = H.assert_error(fn, ...)
+  lu.assertStrContains(err, THIS)
+  return err
+end
+
+TestStrictOptions = {}
+
+-- One call of each family that takes an options table: creation, conversion, reductions,
+-- elementwise, layers, losses, sorting, autograd, io.
+function TestStrictOptions:test_every_family_rejects_unknown_keys()
+  local t, x4 = nc.ones({2, 3}), nc.ones({1, 1, 4, 4})
+  local path = H.tmpdir() .. "/a.safetensors"
+  nio.save({a = t}, path)
+  local cases = {
+    {"netcl.zeros", "{dtype=, device=}", function(o) return nc.zeros({2}, o) end},
+    {"netcl.to", "{device=, dtype=}", function(o) return t:to(o) end},
+    {"netcl.sum", "{keepdim=, out=}", function(o) return t:sum(1, o) end},
+    {"netcl.mean", "keepdim=", function(o) return t:mean(1, o) end},
+    {"netcl.max", "keepdim=", function(o) return t:max(1, o) end},
+    {"netcl.var", "correction=", function(o) return t:var(1, o) end},
+    {"netcl.add", "{out=}", function(o) return nc.add(t, t, o) end},
+    {"netcl.gelu", "approximate=", function(o) return nc.gelu(t, o) end},
+    {"netcl.conv2d", "padding=", function(o) return nc.conv2d(x4, nc.ones({1, 1, 3, 3}), nil, o) end},
+    {"netcl.mse_loss", "{reduction=}", function(o) return nc.mse_loss(t, t, o) end},
+    {"netcl.cross_entropy", "label_smoothing=",
+     function(o) return nc.cross_entropy(t, nc.tensor({1, 2}, {dtype = "int64"}), o) end},
+    {"netcl.sort", "{descending=}", function(o) return t:sort(1, o) end},
+    {"netcl.topk", "{largest=}", function(o) return t:topk(1, 1, o) end},
+    {"netcl.autograd.tensor", "{requires_grad=}", function(o) return ag.tensor(t, o) end},
+    {"netcl.io.save", "{metadata=}", function(o) return nio.save({a = t}, path, o) end},
+    {"netcl.io.load", "{device=}", function(o) return nio.load(path, o) end},
+  }
+  for _, c in ipairs(cases) do
+    raises_here(function() local r = c[3]({bogus_key = true}); return r end, c[1], "unknown option 'bogus_key'", c[2])
+  end
+  -- the misspelling of the issue: keepdims for keepdim
+  raises_here(function() return t:sum(1, {keepdims = true}) end, "unknown option 'keepdims'", "keepdim=")
+  lu.assertEquals(t:sum(1, {keepdim = true}).shape, {1, 3})
+  lu.assertTrue(ag.tensor(t, {requires_grad = true}).requires_grad)
+end
+
+TestSilentAnswers = {}
+
+-- PyTorch raises for bce_with_logits and warns for mse/l1 when the target's shape differs;
+-- netcl raises for all three, as a module and as a function, on Tensors and on Nodes.
+function TestSilentAnswers:test_pair_losses_need_equal_shapes()
+  local x, y = nc.ones({4}), nc.ones({4, 1})
+  for _, c in ipairs({{"BCEWithLogitsLoss", "bce_with_logits"}, {"MSELoss", "mse_loss"}, {"L1Loss", "l1_loss"}}) do
+    local loss = nn[c[1]]()
+    raises_here(function() local r = loss(x, y); return r end, "netcl." .. c[2], "target shape [4, 1] differs from input shape [4]")
+    raises_here(function() return nc[c[2]](ag.param(x), y) end, "target shape [4, 1]")
+    raises_here(function() return nc[c[2]](nc.ones({2, 3}), nc.ones({3})) end, "[3] differs from input shape [2, 3]")
+    lu.assertEquals(loss(x, x:clone()).shape, {})
+    lu.assertEquals(loss(nc.ones({2, 3}), nc.zeros({2, 3}), {}).shape, {})
+  end
+  -- the values the shapes now guard, against the formulas
+  H.assert_close(nn.MSELoss()(nc.tensor({1, 2}), nc.tensor({3, 5})), {(4 + 9) / 2}, 1e-6)
+  H.assert_close(nn.L1Loss()(nc.tensor({1, 2}), nc.tensor({3, 5})), {(2 + 3) / 2}, 1e-6)
+  local bce = math.log(1 + math.exp(-2)) -- x = 2, y = 1
+  H.assert_close(nn.BCEWithLogitsLoss()(nc.tensor({2}), nc.tensor({1})), {bce}, 1e-6)
+end
+
+function TestSilentAnswers:test_unknown_keys_raise()
+  local t = nc.ones({2, 3})
+  raises_here(function() return t[{1, 2}] end, "netcl.index", "got a table key", "t[i][j]")
+  raises_here(function() return t["foo"] end, "netcl.index", "no field or method 'foo'", "shape")
+  raises_here(function() return t.shpae end, "'shpae'")
+  raises_here(function() return t[true] end, "got a boolean key")
+  local n = ag.param(nc.ones({2}))
+  raises_here(function() return n.grda end, "netcl.autograd.index", "no field or method 'grda'", "grad")
+  raises_here(function() return n[{1}] end, "got a table key")
+  -- fields, methods and integer keys still work; an absent gradient is still nil
+  lu.assertEquals(t.shape, {2, 3})
+  lu.assertEquals(t.dtype, "float32")
+  lu.assertEquals(t[2]:tolist(), {1, 1, 1})
+  lu.assertEquals(type(t.view), "function")
+  lu.assertNil(n.grad)
+  lu.assertEquals(n[1]:item(), 1)
+  lu.assertTrue(n.requires_grad)
+end
+
+-- A Node owns its value and gradient: freeing the handle n.value or n.grad would free nothing,
+-- so it raises and says what does.
+function TestSilentAnswers:test_freeing_a_nodes_tensors_raises()
+  local p = ag.param(nc.ones({2}))
+  p.grad = nc.ones({2})
+  raises_here(function() p.value:free() end, "netcl.free", "Node's value (n.value)", "freed with the Node")
+  raises_here(function() p.grad:free() end, "netcl.free", "Node's gradient (n.grad)", "n.grad = nil")
+  lu.assertEquals(p.value:tolist(), {1, 1})
+  lu.assertEquals(p.grad:tolist(), {1, 1})
+  p.grad = nil
+  lu.assertNil(p.grad)
+  -- a plain Tensor still frees, and a copy of a Node's value is a plain Tensor
+  local t, c = nc.ones({2}), p.value:clone()
+  t:free()
+  c:free()
+  raises_here(function() return t:tolist() end, "was freed")
+  do local v <close> = p.value end -- closing a handle only drops the handle
+  lu.assertEquals(p.value:tolist(), {1, 1})
+end
+
+function TestSilentAnswers:test_view_takes_sizes_as_arguments()
+  local x = nc.arange(6)
+  lu.assertEquals(x:view(3, 2).shape, {3, 2})
+  lu.assertEquals(x:view(3, 2):tolist(), {{0, 1}, {2, 3}, {4, 5}})
+  lu.assertEquals(x:view(-1, 3).shape, {2, 3})
+  lu.assertEquals(x:view(6).shape, {6})
+  lu.assertEquals(x:reshape(2, 3).shape, {2, 3})
+  lu.assertEquals(nc.ones({1, 3}):expand(2, 3).shape, {2, 3})
+  lu.assertEquals(ag.param(x:to("float32")):view(2, 3).shape, {2, 3})
+  raises_here(function() return x:view({3, 2}, 1) end, "netcl.view: argument 3", "no further arguments")
+  raises_here(function() return x:view(3, 2.5) end, "netcl.view: argument 3", "expected an integer")
+  raises_here(function() return x:view(4, 2) end, "netcl.view")
+end
+
+function TestSilentAnswers:test_to_names_neither_a_dtype_nor_a_device()
+  local t = nc.ones({2})
+  raises_here(function() return t:to("flaot32") end, "netcl.to", "neither a dtype nor a device is called 'flaot32'",
+    "float32", "cpu")
+  lu.assertEquals(t:to("float64").dtype, "float64")
+  lu.assertEquals(t:to("cpu").device, nc.device("cpu"))
+end
+
+TestErrorPositions = {}
+
+-- Errors from operators and methods, on Tensors and Nodes, name the line that made the call,
+-- never a wrapper inside netcl.
+function TestErrorPositions:test_operators_and_methods_name_the_callers_line()
+  local a, b = nc.ones({2}), nc.ones({3})
+  local na, nb = ag.param(nc.ones({2})), ag.param(nc.ones({3}))
+  local pairs_ = {{a, b}, {na, nb}, {na, b}, {a, nb}}
+  for _, p in ipairs(pairs_) do
+    local x, y = p[1], p[2]
+    local calls = {
+      function() local r = x + y; return r end,
+      function() local r = x - y; return r end,
+      function() local r = x * y; return r end,
+      function() local r = x / y; return r end,
+      function() local r = x ^ y; return r end,
+      function() local r = x < y; return r end,
+      function() local r = "s" + x; return r end,
+      function() local r = x + {}; return r end,
+      function() local r = x:matmul(y); return r end,
+      function() local r = x:add_(y); return r end,
+      function() local r = x:mul_(y); return r end,
+      function() local r = x:copy_(y); return r end,
+      function() local r = x:fill_("z"); return r end,
+      function() local r = x:item(); return r end,
+      function() local r = x:size(7); return r end,
+      function() local r = x[7]; return r end,
+      function() local r = x:sum(5); return r end,
+      function() local r = x:view({5}); return r end,
+      function() local r = x.numel(5); return r end,
+    }
+    for i, f in ipairs(calls) do
+      local ok, err = pcall(f)
+      lu.assertFalse(ok, "call " .. i)
+      lu.assertStrContains(tostring(err), THIS, false, "call " .. i .. ": " .. tostring(err))
+      lu.assertNil(tostring(err):find("[netcl]", 1, true), "call " .. i .. ": " .. tostring(err))
+    end
+  end
+end
+
+os.exit(lu.LuaUnit.run("-o", "text", table.unpack(arg)))
