@@ -137,6 +137,72 @@ function TestSilentAnswers:test_to_names_neither_a_dtype_nor_a_device()
   lu.assertEquals(t:to("cpu").device, nc.device("cpu"))
 end
 
+TestAllOrNothing = {}
+
+local optim = require "netcl.optim"
+
+-- A Linear layer, an optimizer (SGD with momentum, or Adam) and a cosine schedule, after one step.
+local function trained(kind, seed)
+  nc.manual_seed(seed)
+  local m = nn.Linear(3, 2)
+  local opt = kind == "sgd" and optim.SGD(m:parameters(), {lr = 0.1, momentum = 0.9})
+    or optim.Adam(m:parameters(), {lr = 0.01})
+  local sched = optim.CosineAnnealingLR(opt, {T_max = 10})
+  local tape = ag.Tape()
+  local loss = tape:record(function() return m(nc.randn({4, 3})):sum() end)
+  tape:backward(loss)
+  opt:step()
+  sched:step()
+  return m, opt, sched
+end
+
+-- Everything that load_model may change, as plain values.
+local function snapshot(m, opt, sched)
+  local s = {w = m.weight.value:tolist(), b = m.bias.value:tolist(), lr = opt.param_groups[1].lr,
+             last_epoch = sched and sched.last_epoch}
+  local osd = opt:state_dict()
+  for i, st in pairs(osd.state) do
+    for k, v in pairs(st) do s["state." .. i .. "." .. k] = nc.is_tensor(v) and v:tolist() or v end
+  end
+  return s
+end
+
+function TestAllOrNothing:test_sgd_state_into_adam_leaves_the_model_untouched()
+  local path = H.tmpdir() .. "/sgd.netcl"
+  local m, sgd, sched = trained("sgd", 1)
+  nio.save_model(m, path, {optimizer = sgd, scheduler = sched})
+  local m2, adam, sched2 = trained("adam", 2)
+  local before = snapshot(m2, adam, sched2)
+  local err = raises_here(function() local r = nio.load_model(m2, path, {optimizer = adam, scheduler = sched2}); return r end,
+    "netcl.io.load_model", "nothing was loaded", "SGD optimizer, not Adam")
+  lu.assertNil(err:find("[netcl]", 1, true), err)
+  lu.assertEquals(snapshot(m2, adam, sched2), before)
+end
+
+function TestAllOrNothing:test_a_bad_model_entry_puts_optimizer_and_scheduler_back()
+  local path = H.tmpdir() .. "/m.netcl"
+  local m, opt, sched = trained("adam", 1)
+  nio.save_model(m, path, {optimizer = opt, scheduler = sched})
+  -- same optimizer and parameter shapes, but the model has a different bias name
+  local m2, opt2, sched2 = trained("adam", 2)
+  opt2:step()
+  sched2:step()
+  local before = snapshot(m2, opt2, sched2)
+  local bad = nn.Sequential(m2) -- entries "1.weight", "1.bias": the file's "weight" is unexpected
+  raises_here(function() local r = nio.load_model(bad, path, {optimizer = opt2, scheduler = sched2}); return r end,
+    "the model state does not fit, so nothing was loaded", "missing key")
+  lu.assertEquals(snapshot(m2, opt2, sched2), before)
+  -- a bad scheduler state puts the optimizer back
+  local p2 = H.tmpdir() .. "/s.netcl"
+  nio.save_model(m, p2, {optimizer = opt, metadata = {[nio.SCHED_KEY] = '{"last_epoch": "x"}'}})
+  raises_here(function() local r = nio.load_model(m2, p2, {optimizer = opt2, scheduler = sched2}); return r end,
+    "the scheduler state does not fit", "last_epoch")
+  lu.assertEquals(snapshot(m2, opt2, sched2), before)
+  -- a good load still restores all three
+  nio.load_model(m2, path, {optimizer = opt2, scheduler = sched2})
+  lu.assertEquals(snapshot(m2, opt2, sched2), snapshot(m, opt, sched))
+end
+
 TestErrorPositions = {}
 
 -- Errors from operators and methods, on Tensors and Nodes, name the line that made the call,
