@@ -203,6 +203,48 @@ function TestAllOrNothing:test_a_bad_model_entry_puts_optimizer_and_scheduler_ba
   lu.assertEquals(snapshot(m2, opt2, sched2), snapshot(m, opt, sched))
 end
 
+TestStaleTemporaries = {}
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- A save removes the temporaries that killed saves of the same target left (writer pid gone,
+-- lock free), and nothing else: not a live writer's, not another target's, not a look-alike.
+function TestStaleTemporaries:test_a_save_removes_its_targets_stale_temporaries()
+  local dir = H.tmpdir()
+  local dead = assert(math.tointeger(tonumber((H.sh("sh -c 'echo $$'"):match("%d+")))))
+  local function touch(name)
+    local f = assert(io.open(dir .. "/" .. name, "wb"))
+    f:write("half a checkpoint")
+    f:close()
+    return dir .. "/" .. name
+  end
+  local stale = {touch("ck.safetensors.tmp." .. dead .. ".0.123"), touch("ck.safetensors.tmp." .. dead .. ".7.99")}
+  local kept = {
+    touch("ck.safetensors.tmp.1.0.5"),                  -- pid 1 lives
+    touch("other.safetensors.tmp." .. dead .. ".0.1"),   -- another target's
+    touch("ck.safetensors.tmp." .. dead .. ".0.1.bak"),  -- not a name the writer makes
+    touch("ck.safetensors.tmp." .. dead),                -- nor this
+    touch("xck.safetensors.tmp." .. dead .. ".0.1"),     -- another target's, with ours as a suffix
+  }
+  nio.save({a = nc.ones({2})}, dir .. "/ck.safetensors")
+  for _, p in ipairs(stale) do lu.assertFalse(exists(p), p) end
+  for _, p in ipairs(kept) do lu.assertTrue(exists(p), p) end
+  lu.assertEquals(nio.load(dir .. "/ck.safetensors").a:tolist(), {1, 1})
+  -- a temporary whose lock is held (its writer's pid seen from another PID namespace) stays
+  local held = touch("ck.safetensors.tmp." .. dead .. ".1.1")
+  if H.sh("command -v flock") ~= "" then
+    os.execute("flock " .. held .. " sleep 2 </dev/null >/dev/null 2>&1 & sleep 0.5")
+    nio.save({a = nc.ones({2})}, dir .. "/ck.safetensors")
+    lu.assertTrue(exists(held), held)
+  else
+    print("flock(1) not installed: the held-lock case is not checked")
+  end
+end
+
 TestErrorPositions = {}
 
 -- Errors from operators and methods, on Tensors and Nodes, name the line that made the call,
