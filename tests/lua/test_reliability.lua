@@ -245,6 +245,43 @@ function TestStaleTemporaries:test_a_save_removes_its_targets_stale_temporaries(
   end
 end
 
+TestTruncatedFiles = {}
+
+-- Every prefix of a tokenizer file that ends before its 'end' line, cut at a line's end or in
+-- the middle of one, is reported as truncated (a cut id such as "13" -> "1" must not read as
+-- another, valid line).
+function TestTruncatedFiles:test_a_cut_tokenizer_file_says_it_is_truncated()
+  local text = require "netcl.text"
+  local tok = text.BPETokenizer.train({"hello world, hello there, low lower lowest"}, {vocab_size = 270})
+  local dir = H.tmpdir()
+  tok:save(dir .. "/tok.bpe")
+  local f = assert(io.open(dir .. "/tok.bpe", "rb"))
+  local whole = f:read("a")
+  f:close()
+  local stop = assert(whole:find("\nend\n", 1, true))
+  local cut = dir .. "/cut.bpe"
+  local wrong = {}
+  -- every 11th length, and every length over the lines around the first token with a
+  -- two-digit id (cut there, its id reads as a one-digit id that is already taken)
+  local lens, at = {}, assert(whole:find(" %d%d\n"))
+  for len = #"netcl-bpe 1\n", stop, 11 do lens[#lens + 1] = len end
+  for len = at - 30, at + 40 do lens[#lens + 1] = len end
+  for _, len in ipairs(lens) do
+    local g = assert(io.open(cut, "wb"))
+    g:write(whole:sub(1, len))
+    g:close()
+    local ok, err = pcall(text.BPETokenizer.load, cut)
+    if ok or not tostring(err):find("truncated", 1, true) then wrong[#wrong + 1] = len .. ": " .. tostring(err) end
+  end
+  lu.assertEquals(#wrong, 0, table.concat(wrong, "\n", 1, math.min(#wrong, 5)))
+  -- the whole file, and one whose last line lacks its newline, still load
+  lu.assertEquals(text.BPETokenizer.load(dir .. "/tok.bpe"):encode("hello"), tok:encode("hello"))
+  local g = assert(io.open(cut, "wb"))
+  g:write(whole:sub(1, -2))
+  g:close()
+  lu.assertEquals(text.BPETokenizer.load(cut):encode("lowest"), tok:encode("lowest"))
+end
+
 TestErrorPositions = {}
 
 -- Errors from operators and methods, on Tensors and Nodes, name the line that made the call,
