@@ -282,6 +282,63 @@ function TestTruncatedFiles:test_a_cut_tokenizer_file_says_it_is_truncated()
   lu.assertEquals(text.BPETokenizer.load(cut):encode("lowest"), tok:encode("lowest"))
 end
 
+TestResumePoints = {}
+
+-- loader:state_dict() in the middle of an epoch, loaded into a fresh loader (even one made with
+-- another seed): the rest of the epoch and the next one are the batches an uninterrupted loader
+-- gives; with worker processes too.
+function TestResumePoints:test_a_loader_resumes_in_mid_epoch()
+  local data = require "netcl.data"
+  local ds = {len = function() return 50 end, get = function(_, i) return nc.tensor({i}), i end}
+  local function key(x) return table.concat(x:view({-1}):tolist(), ",") end
+  for _, workers in ipairs({0, 2}) do
+    local function loader(seed) return data.DataLoader(ds, {batch_size = 4, shuffle = true, seed = seed, num_workers = workers}) end
+    local straight, resumed = {}, {}
+    local a = loader(7)
+    for _ = 1, 2 do for x in a:iter() do straight[#straight + 1] = key(x) end end
+    local b = loader(7)
+    for x in b:iter() do resumed[#resumed + 1] = key(x) end
+    for x in b:iter() do
+      resumed[#resumed + 1] = key(x)
+      if #resumed == 18 then break end
+    end
+    local sd = b:state_dict()
+    lu.assertEquals(sd, {epoch = 2, batch = 5, seed = 7})
+    local c = loader(99)
+    c:load_state_dict(nc._json.decode(nc._json.encode(sd)))
+    for x in c:iter() do resumed[#resumed + 1] = key(x) end
+    lu.assertEquals(resumed, straight)
+    lu.assertEquals(c:state_dict(), {epoch = 2, batch = 13, seed = 7})
+    -- a complete epoch: the next iter() starts the one after it
+    local d = loader(7)
+    d:load_state_dict({epoch = 1, batch = 13, seed = 7})
+    local rest = {}
+    for x in d:iter() do rest[#rest + 1] = key(x) end
+    lu.assertEquals(rest, {table.unpack(straight, 14, 26)})
+  end
+  local l = data.DataLoader(ds, {batch_size = 4})
+  raises_here(function() l:load_state_dict({epoch = 1, batch = 99}) end, "past the 13 batches")
+  raises_here(function() l:load_state_dict({epoch = 1, batch = 2, position = 3}) end, "unknown entry 'position'")
+end
+
+-- nc.defer_interrupts(): SIGINT sets a flag instead of stopping the script.
+function TestResumePoints:test_deferred_interrupts()
+  local exe = H.netcl_lua()
+  local script = [[local nc = require "netcl"; nc.defer_interrupts(); io.stdout:write("ready\n"); io.stdout:flush();
+    local t = nc.clock(); while not nc.interrupted() and nc.clock() - t < 20 do end;
+    print("flag", nc.interrupted()); nc.defer_interrupts(false)]]
+  local dir = H.tmpdir()
+  local f = assert(io.open(dir .. "/s.lua", "w"))
+  f:write(script)
+  f:close()
+  local out = H.sh(string.format("%s %s/s.lua > %s/log 2>&1 & p=$!; n=0; until grep -q ready %s/log || [ $n -ge 400 ]; do " ..
+    "sleep 0.05; n=$((n+1)); done; kill -INT $p; wait $p; echo \"exit $?\"; cat %s/log", exe, dir, dir, dir, dir))
+  lu.assertStrContains(out, "exit 0")
+  lu.assertStrContains(out, "flag\ttrue")
+  lu.assertFalse(nc.interrupted())
+  raises_here(function() nc.defer_interrupts("yes") end, "netcl.defer_interrupts: argument 1: expected a boolean")
+end
+
 TestErrorPositions = {}
 
 -- Errors from operators and methods, on Tensors and Nodes, name the line that made the call,
