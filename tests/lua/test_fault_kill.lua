@@ -31,6 +31,8 @@ while true do
   local t = {}
   for i = 1, %d do t["w" .. i] = nc.full({%d, 1024}, step) end
   nio.save(t, %q, {metadata = {step = step}})
+  io.stdout:write("saved ", step, "\n")
+  io.stdout:flush()
 end
 ]], CK, ENTRIES, ROWS, CK))
 f:close()
@@ -71,9 +73,12 @@ function TestKill:test_kill_9_during_saves_leaves_a_whole_checkpoint()
   local last, mid_save, seed = check_whole(), 0, 12345
   for round = 1, 20 do
     seed = (seed * 1103515245 + 12345) % 2147483648
-    local delay = 0.15 + (seed % 1000) / 1000 * 0.35 -- 0.15..0.5 s: startup, then some saves
-    local out = H.sh(string.format("NETCL_DEVICE=cpu %s %s >/dev/null 2>&1 & p=$!; sleep %.3f; kill -9 $p; " ..
-      "wait $p 2>/dev/null; echo done $p", exe, saver, delay))
+    -- once the saver has completed a save (however long its start took), 0..0.3 s more
+    local delay = (seed % 1000) / 1000 * 0.3
+    local log = dir .. "/saver.log"
+    local out = H.sh(string.format("NETCL_DEVICE=cpu %s %s >%s 2>&1 & p=$!; n=0; " ..
+      "until grep -q saved %s || [ $n -ge 1200 ]; do sleep 0.05; n=$((n+1)); done; sleep %.3f; kill -9 $p; " ..
+      "wait $p 2>/dev/null; echo done $p", exe, saver, log, log, delay))
     local pid = out:match("done (%d+)")
     lu.assertNotNil(pid, out)
     local step = check_whole()
