@@ -224,8 +224,9 @@ static int ag_tensor(lua_State *L) {
   const char *fname = "netcl.autograd.tensor";
   nc_tensor *t = nc_lua_checktensor_f(L, 1, fname);
   bool rg = false;
-  if (lua_istable(L, 2)) {
-    lua_getfield(L, 2, "requires_grad");
+  int opts = nc_lua_checkopts(L, 2, fname, "requires_grad");
+  if (opts) {
+    lua_getfield(L, opts, "requires_grad");
     rg = lua_toboolean(L, -1);
     lua_pop(L, 1);
   }
@@ -286,8 +287,11 @@ static int node_index(lua_State *L) {
     lua_call(L, 2, 1);
     return 1;
   }
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return nc_lua_errorf(L, "netcl.autograd.index: a Node takes integer keys (n[i], n[i][j] for more dims) or field "
+                            "names, got a %s key",
+                         luaL_typename(L, 2));
   const char *k = lua_tostring(L, 2);
-  if (!k) return 0;
   lua_getmetatable(L, 1);
   lua_getfield(L, -1, "methods");
   if (lua_getfield(L, -1, k) != LUA_TNIL) return 1;
@@ -295,10 +299,10 @@ static int node_index(lua_State *L) {
   nc_node *n = nc_lua_checknode(L, 1, "netcl.autograd.index");
   nc_tensor *v = nc_node_value(n);
   if (!strcmp(k, "value"))
-    nc_lua_pushtensor_owned(L, nc_tensor_retain(v));
+    nc_lua_pushtensor_borrowed(L, nc_tensor_retain(v), "value");
   else if (!strcmp(k, "grad")) {
     if (nc_node_grad(n))
-      nc_lua_pushtensor_owned(L, nc_tensor_retain(nc_node_grad(n)));
+      nc_lua_pushtensor_borrowed(L, nc_tensor_retain(nc_node_grad(n)), "grad");
     else
       lua_pushnil(L);
   } else if (!strcmp(k, "requires_grad"))
@@ -319,7 +323,8 @@ static int node_index(lua_State *L) {
   else if (!strcmp(k, "device"))
     nc_lua_pushdevice(L, nc_tensor_device(v));
   else
-    lua_pushnil(L);
+    return nc_lua_errorf(L, "netcl.autograd.index: a Node has no field or method '%s' (fields: value, grad, "
+                            "requires_grad, is_leaf, op, shape, ndim, dtype, device)", k);
   return 1;
 }
 

@@ -27,9 +27,55 @@ static void push_vfmt(lua_State *L, const char *fmt, va_list ap) {
   }
 }
 
+static const char WRAPPERS_KEY = 'W'; /* registry key (its address): weak set of dispatch wrappers */
+
+/* Pushes "file:line: " of the caller the user wrote: the first frame above the raising function
+ * that runs Lua code and is not a dispatch wrapper (nc_lua_mark_wrapper). C frames between are
+ * skipped too: an operator reached through a string's metamethod (`"s" + t`) or a binding
+ * called by pcall, lua_call or another binding. Nothing when no such frame exists (a C host
+ * calling a binding directly). */
+static void push_where(lua_State *L) {
+  lua_Debug ar;
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &WRAPPERS_KEY); /* the set, or nil before any is marked */
+  int set = lua_gettop(L);
+  for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    lua_getinfo(L, "Slf", &ar); /* pushes the frame's function */
+    int skip = ar.currentline <= 0;
+    if (!skip && lua_istable(L, set)) skip = lua_rawget(L, set) != LUA_TNIL;
+    lua_settop(L, set);
+    if (!skip) {
+      lua_pop(L, 1);
+      lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+      return;
+    }
+  }
+  lua_pop(L, 1);
+  lua_pushliteral(L, "");
+}
+
+/* Marks the function at idx as a dispatch wrapper: errors raised by bindings it calls name its
+ * caller's line instead of its own. */
+void nc_lua_mark_wrapper(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &WRAPPERS_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &WRAPPERS_KEY);
+  }
+  lua_pushvalue(L, idx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
 /* Pushes the whole message: position, "fname: argument N: " for argument errors, the text. */
 static void push_msg(lua_State *L, const char *arg_fname, int arg, const char *fmt, va_list ap) {
-  luaL_where(L, 1);
+  push_where(L);
   int parts = 2;
   if (arg_fname) {
     lua_pushfstring(L, "%s: argument %d: ", arg_fname, arg);
@@ -151,7 +197,13 @@ void nc_lua_set_default_device(lua_State *L, nc_device *dev) {
 void nc_lua_pushtensor_owned(lua_State *L, nc_tensor *t) {
   nc_lua_tensor_box *b = lua_newuserdatauv(L, sizeof *b, 1);
   b->t = t;
+  b->owner = NULL;
   luaL_setmetatable(L, NC_TENSOR_MT);
+}
+
+void nc_lua_pushtensor_borrowed(lua_State *L, nc_tensor *t, const char *owner) {
+  nc_lua_pushtensor_owned(L, t);
+  ((nc_lua_tensor_box *)lua_touserdata(L, -1))->owner = owner;
 }
 
 void nc_lua_pushtensor_new(lua_State *L, nc_tensor *t) {

@@ -11,7 +11,8 @@
 #define NC_DEVICE_MT "netcl.Device"
 
 typedef struct {
-  nc_tensor *t; /* NULL once freed */
+  nc_tensor *t;       /* NULL once freed */
+  const char *owner;  /* non-NULL for a Node's value or gradient: what t:free() says owns it */
 } nc_lua_tensor_box;
 
 /* Raises "fname: <nc_last_error()>". */
@@ -24,6 +25,11 @@ __attribute__((noreturn)) void nc_lua_raise(lua_State *L, const char *fname);
 
 /* luaL_error with printf formats (%lld, %zu, ...), which lua_pushfstring lacks. */
 int nc_lua_errorf(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Marks the function at idx as a dispatch wrapper (a Lua function that forwards to bindings):
+ * the position in front of errors raised below it is its caller's, not its own. Errors name the
+ * first frame up the stack that runs Lua code and is not such a wrapper. */
+void nc_lua_mark_wrapper(lua_State *L, int idx);
 
 /* Argument errors that name the function and the argument: "fname: argument N: message". */
 int nc_lua_argerror(lua_State *L, const char *fname, int arg, const char *fmt, ...)
@@ -40,6 +46,9 @@ void nc_lua_checkstack(lua_State *L, int n, const char *fname, const char *what)
 
 /* Tensors. pushtensor takes over the caller's reference. */
 void nc_lua_pushtensor_owned(lua_State *L, nc_tensor *t);
+/* Pushes a handle on a tensor another object owns (a Node's value or gradient; takes the
+ * reference): t:free() on it raises, naming `owner`, a static string. */
+void nc_lua_pushtensor_borrowed(lua_State *L, nc_tensor *t, const char *owner);
 /* Pushes a tensor that owns new device memory (takes the reference), reporting its bytes to
  * the collector. */
 void nc_lua_pushtensor_new(lua_State *L, nc_tensor *t);

@@ -93,7 +93,12 @@ static int t_to(lua_State *L) {
   nc_device *dev = nc_tensor_device(t);
   nc_dtype dt = t->dtype;
   if (lua_type(L, 2) == LUA_TSTRING) {
-    if (nc_dtype_parse(lua_tostring(L, 2), &dt) != NC_OK) dev = nc_lua_checkdevice(L, 2, fname);
+    const char *name = lua_tostring(L, 2);
+    if (nc_dtype_parse(name, &dt) != NC_OK && nc_device_find(name, &dev) != NC_OK)
+      return nc_lua_argerror(L, fname, 2,
+                             "neither a dtype nor a device is called '%s' (dtypes: float32, float64, int32, int64, "
+                             "uint8, bool; devices: %s)",
+                             name, nc_last_error());
   } else if (lua_istable(L, 2)) {
     nc_lua_checkopts(L, 2, fname, "device dtype");
     dt = nc_lua_opt_dtype(L, 2, dt, fname);
@@ -113,8 +118,17 @@ static int t_to(lua_State *L) {
   return 1;
 }
 
+/* t:free(): gives the tensor's memory back now. A Node's value or gradient (n.value, n.grad) is
+ * the Node's: freeing the handle would free nothing, so it raises and says what does. */
 static int t_free(lua_State *L) {
-  nc_lua_tensor_box *b = luaL_checkudata(L, 1, NC_TENSOR_MT);
+  nc_lua_tensor_box *b = luaL_testudata(L, 1, NC_TENSOR_MT);
+  if (!b) return nc_lua_argerror(L, "netcl.free", 1, "expected Tensor, got %s", luaL_typename(L, 1));
+  if (b->owner && !strcmp(b->owner, "grad"))
+    return nc_lua_errorf(L, "netcl.free: this Tensor is a Node's gradient (n.grad), which the Node owns; set "
+                            "n.grad = nil to drop it (optimizer:zero_grad() does)");
+  if (b->owner)
+    return nc_lua_errorf(L, "netcl.free: this Tensor is a Node's value (n.value), which the Node owns; its memory "
+                            "is freed with the Node (drop every reference to it)");
   if (b->t) {
     nc_tensor_release(b->t);
     b->t = NULL;
@@ -203,8 +217,11 @@ static int t_len(lua_State *L) {
 
 static int t_index(lua_State *L) {
   if (lua_type(L, 2) == LUA_TNUMBER) return nc_lua_index_number(L);
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return nc_lua_errorf(L, "netcl.index: a Tensor takes integer keys (t[i], t[i][j] for more dims) or field names, "
+                            "got a %s key",
+                         luaL_typename(L, 2));
   const char *k = lua_tostring(L, 2);
-  if (!k) return 0;
   lua_getmetatable(L, 1);
   lua_getfield(L, -1, "methods");
   if (lua_getfield(L, -1, k) != LUA_TNIL) return 1;
@@ -215,7 +232,9 @@ static int t_index(lua_State *L) {
   else if (!strcmp(k, "ndim")) lua_pushinteger(L, t->ndim);
   else if (!strcmp(k, "dtype")) lua_pushstring(L, nc_dtype_name(t->dtype));
   else if (!strcmp(k, "device")) nc_lua_pushdevice(L, nc_tensor_device(t));
-  else lua_pushnil(L);
+  else
+    return nc_lua_errorf(L, "netcl.index: a Tensor has no field or method '%s' (fields: shape, strides, ndim, dtype, "
+                            "device)", k);
   return 1;
 }
 
@@ -243,6 +262,15 @@ static int l_is_tensor(lua_State *L) {
   return 1;
 }
 
+/* nc._wrapper(fn) -> fn: marks a Lua dispatch wrapper (nc_lua_mark_wrapper). */
+static int l_wrapper(lua_State *L) {
+  if (lua_type(L, 1) != LUA_TFUNCTION)
+    return nc_lua_argerror(L, "netcl._wrapper", 1, "expected a function, got %s", luaL_typename(L, 1));
+  nc_lua_mark_wrapper(L, 1);
+  lua_settop(L, 1);
+  return 1;
+}
+
 void nc_lua_add_tensor(lua_State *L) {
   static const luaL_Reg methods[] = {
       {"numel", t_numel},     {"size", t_size},   {"is_contiguous", t_is_contiguous}, {"item", t_item},
@@ -261,4 +289,6 @@ void nc_lua_add_tensor(lua_State *L) {
   luaL_setfuncs(L, methods, 0);
   lua_pushcfunction(L, l_is_tensor);
   lua_setfield(L, -2, "is_tensor");
+  lua_pushcfunction(L, l_wrapper);
+  lua_setfield(L, -2, "_wrapper");
 }

@@ -25,14 +25,26 @@ static int push_tensor(lua_State *L, const nc_tensor *x, nc_tensor *r) {
   return 1;
 }
 
-/* A shape that may hold one -1 (view, reshape, expand). */
+/* A shape that may hold one -1 (view, reshape, expand): a table, or sizes as the arguments
+ * from idx on (x:view(3, 2), PyTorch's form). */
 static int shape_arg(lua_State *L, int idx, int64_t *shape, const char *fname) {
+  int top = lua_gettop(L);
+  while (top > idx && lua_isnil(L, top)) top--;
   if (lua_type(L, idx) == LUA_TNUMBER) {
-    shape[0] = nc_lua_checkinteger(L, idx, fname);
-    return 1;
+    if (top - idx + 1 > NC_MAX_DIMS)
+      return nc_lua_argerror(L, fname, idx, "%d sizes; at most %d dims are supported", top - idx + 1, NC_MAX_DIMS);
+    for (int i = idx; i <= top; i++) {
+      lua_Integer v = nc_lua_checkinteger(L, i, fname);
+      if (v < -1) return nc_lua_argerror(L, fname, i, "size %lld is negative", (long long)v);
+      shape[i - idx] = v;
+    }
+    return top - idx + 1;
   }
   if (!lua_istable(L, idx))
-    return nc_lua_argerror(L, fname, idx, "expected a shape table, got %s", luaL_typename(L, idx));
+    return nc_lua_argerror(L, fname, idx, "expected a shape table or sizes, got %s", luaL_typename(L, idx));
+  if (top > idx)
+    return nc_lua_argerror(L, fname, idx + 1, "a shape table takes no further arguments, got %s",
+                           luaL_typename(L, idx + 1));
   lua_Integer n = luaL_len(L, idx);
   if (n > NC_MAX_DIMS)
     return nc_lua_argerror(L, fname, idx, "shape has %lld dims; at most %d are supported", (long long)n,

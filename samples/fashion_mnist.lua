@@ -4,8 +4,11 @@
 --            [--device SPEC] [--data DIR] [--checkpoint PATH] [--resume] [--stop-after N] [--seed N]
 --
 -- Each epoch prints the mean training loss and the test accuracy, then saves a checkpoint
--- (model and optimizer state, with the history so far) and a loss/accuracy chart beside it
--- (PATH with .svg). --resume continues from the checkpoint up to --epochs.
+-- (model, optimizer and scheduler state, with the history so far) and a loss/accuracy chart
+-- beside it (PATH with .svg). --resume continues from the checkpoint up to --epochs. Ctrl-C
+-- during training stops after the current step and saves where it stopped (the loader's
+-- position in the epoch and the random generator's state too), so that --resume ends with the
+-- same weights as a run that was never stopped; a second Ctrl-C ends the process at once.
 local args = dofile((debug.getinfo(1, "S").source:sub(2):match("^(.*)/[^/]*$") or ".") .. "/args.lua")
 local nc = require "netcl"
 local ag = require "netcl.autograd"
@@ -25,7 +28,7 @@ usage: netcl-lua samples/fashion_mnist.lua [options]
   --data DIR         directory with the four Fashion-MNIST idx files (.gz or plain);
                      default: where Debian's dataset-fashion-mnist put them
   --checkpoint PATH  checkpoint file (default fashion_mnist.netcl); the chart goes to PATH.svg
-  --resume           continue from the checkpoint
+  --resume           continue from the checkpoint (also one saved by Ctrl-C in mid-epoch)
   --stop-after N     stop after epoch N (the schedule still spans --epochs; continue with --resume)
   --seed N           seed for initialization, shuffling and dropout (default 1)
   --help             this text]]
@@ -116,35 +119,54 @@ local function main(argv)
   local sched = optim.CosineAnnealingLR(opt, {T_max = o.epochs * train:len()})
 
   local history = {train_loss = {}, test_accuracy = {}, seconds = {}}
-  local done = 0
+  local done, partial = 0, nil
   if o.resume then
-    local loaded, extra = pcall(nio.load_model, model, o.checkpoint, {optimizer = opt})
+    local loaded, extra = pcall(nio.load_model, model, o.checkpoint, {optimizer = opt, scheduler = sched})
     if not loaded then fail("cannot resume: " .. tostring(extra)) end
     if type(extra) ~= "table" or type(extra.history) ~= "table" then
       fail(o.checkpoint .. " has no training history: it was not written by this sample")
     end
     history = extra.history
     done = #history.train_loss
-    if extra.scheduler then sched:load_state_dict(extra.scheduler) end
-    print(string.format("resumed from %s after epoch %d (test accuracy %.2f%%)", o.checkpoint, done,
-      100 * history.test_accuracy[done]))
+    -- a checkpoint that Ctrl-C saved in the middle of epoch done + 1
+    partial = extra.partial
+    if partial then
+      print(string.format("resumed from %s in epoch %d, after batch %d of %d", o.checkpoint, done + 1,
+        partial.loader.batch, train:len()))
+    else
+      print(string.format("resumed from %s after epoch %d (test accuracy %.2f%%)", o.checkpoint, done,
+        100 * (history.test_accuracy[done] or 0)))
+    end
   end
   print(model)
   print(string.format("%d parameters; Adam lr %g with cosine decay over %d epochs, batch %d", model:num_parameters(),
     o.lr, o.epochs, o.batch_size))
+  io.stdout:flush() -- what came before training shows at once, in a log file too
   -- the loader's shuffle is a function of (seed, epoch): a resumed run continues the sequence
-  train.epoch = done
+  if partial then train:load_state_dict(partial.loader) else train.epoch = done end
+  -- Ctrl-C from here on sets a flag that the loop reads between steps
+  nc.defer_interrupts()
 
   local chart = o.checkpoint:gsub("%.netcl$", "") .. ".svg"
   local last = math.min(o.epochs, o.stop_after or o.epochs)
   for epoch = done + 1, last do
-    -- dropout masks per epoch, independent of how many epochs ran in this process
-    nc.manual_seed(o.seed * 1000 + epoch)
-    local start = nc.clock()
-    local bar <close> = progress.bar{total = train:len(), desc = string.format("epoch %d/%d", epoch, o.epochs)}
     -- losses are summed on the device and read back every few steps, so the host does not
     -- wait for each step's result before queueing the next one
     local sum, window, steps, shown = nil, nil, 0, nil
+    if partial then
+      -- the epoch Ctrl-C stopped: its generator state and its loss so far
+      nc.set_rng_state(partial.rng)
+      steps = partial.steps
+      if partial.loss_sum then sum = nc.tensor(partial.loss_sum) end
+      partial = nil
+    else
+      -- dropout masks per epoch, independent of how many epochs ran in this process
+      nc.manual_seed(o.seed * 1000 + epoch)
+    end
+    local start = nc.clock()
+    local bar <close> = progress.bar{total = train:len(), desc = string.format("epoch %d/%d", epoch, o.epochs)}
+    if steps > 0 then bar:update(steps) end
+    local stopped = false
     for x, y in train:iter() do
       local tape = ag.Tape()
       local loss = tape:record(function() return criterion(model(x), y) end)
@@ -161,8 +183,20 @@ local function main(argv)
         window = nil
       end
       bar:update(1, shown and {loss = string.format("%.4f", shown)} or nil)
+      if nc.interrupted() then
+        stopped = true
+        break
+      end
     end
     bar:close()
+    if stopped then
+      nio.save_model(model, o.checkpoint, {optimizer = opt, scheduler = sched, extra = {history = history,
+        epoch = epoch - 1, partial = {loader = train:state_dict(), rng = nc.get_rng_state(), steps = steps,
+        loss_sum = sum and sum:item()}}})
+      print(string.format("interrupted in epoch %d after batch %d of %d: saved %s; continue with --resume", epoch,
+        train:state_dict().batch, train:len(), o.checkpoint))
+      os.exit(130)
+    end
     local train_loss = sum:item() / steps
     local acc = evaluate(model, test)
     local seconds = nc.clock() - start
@@ -171,10 +205,14 @@ local function main(argv)
     history.seconds[epoch] = seconds
     print(string.format("epoch %d: train loss %.4f, test accuracy %.2f%% (%.1fs)", epoch, train_loss, 100 * acc,
       seconds))
-    nio.save_model(model, o.checkpoint, {optimizer = opt,
-      extra = {history = history, epoch = epoch, scheduler = sched:state_dict()}})
+    nio.save_model(model, o.checkpoint, {optimizer = opt, scheduler = sched, extra = {history = history, epoch = epoch}})
     save_chart(chart, history)
+    if nc.interrupted() then
+      print(string.format("interrupted after epoch %d: saved %s; continue with --resume", epoch, o.checkpoint))
+      os.exit(130)
+    end
   end
+  nc.defer_interrupts(false)
   local total = 0
   for _, s in ipairs(history.seconds) do total = total + s end
   if #history.train_loss > 0 then

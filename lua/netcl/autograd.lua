@@ -27,14 +27,17 @@ end
 -- counters still catch a saved value changed behind the tape's back.
 for name, f in pairs(tensor_methods) do
   if name:sub(-1) == "_" and node_methods[name] == nil then
-    node_methods[name] = function(self, ...)
+    node_methods[name] = nc._wrapper(function(self, ...)
+      if not is_node(self) then
+        error(string.format("netcl.autograd.%s: argument 1: expected a Node, got %s", name, type(self)), 2)
+      end
       if self.requires_grad and ag.recording() then
         error(string.format("netcl.autograd.%s: in-place op on a Node that requires grad while a tape is " ..
                             "recording; use the out-of-place op (or ag.no_grad for updates)", name), 2)
       end
       f(self.value, unwrap(...))
       return self
-    end
+    end)
   end
 end
 
@@ -45,7 +48,12 @@ local read_only = {"numel", "size", "is_contiguous", "item", "tolist", "bytes"}
 for _, name in ipairs(read_only) do
   local f = tensor_methods[name]
   if f and node_methods[name] == nil then
-    node_methods[name] = function(self, ...) return f(self.value, unwrap(...)) end
+    node_methods[name] = nc._wrapper(function(self, ...)
+      if not is_node(self) then
+        error(string.format("netcl.autograd.%s: argument 1: expected a Node, got %s", name, type(self)), 2)
+      end
+      return f(self.value, unwrap(...))
+    end)
   end
 end
 

@@ -66,15 +66,21 @@ function class.is_class(v)
   return parents[v] ~= nil
 end
 
+local function index(v, k) return v[k] end
+
 --- class.field(v, k) -> v[k] when v can be indexed (a table, or a userdata whose metatable has
 -- __index), else nil. For arguments checked by what they offer rather than by their class (a
--- dataset is anything with len and get), without calling them under pcall to find out.
+-- dataset is anything with len and get), without calling them to find out. A userdata whose
+-- __index raises for names it lacks (Tensors, Nodes) gives nil for those.
 function class.field(v, k)
   local t = type(v)
   if t == "table" then return v[k] end
   if t == "userdata" then
     local mt = getmetatable(v)
-    if type(mt) == "table" and mt.__index ~= nil then return v[k] end
+    if type(mt) == "table" and mt.__index ~= nil then
+      local ok, r = pcall(index, v, k)
+      if ok then return r end
+    end
   end
   return nil
 end

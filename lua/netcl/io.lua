@@ -11,10 +11,11 @@ local M = {}
 -- EXTRA_KEY.
 local OPTIM_PREFIX = "optim."
 local OPTIM_KEY = "netcl.optimizer"
+local SCHED_KEY = "netcl.scheduler"
 local EXTRA_KEY = "netcl.extra"
 local TENSOR_REF = "$tensor"
 
-M.OPTIM_PREFIX, M.OPTIM_KEY, M.EXTRA_KEY = OPTIM_PREFIX, OPTIM_KEY, EXTRA_KEY
+M.OPTIM_PREFIX, M.OPTIM_KEY, M.SCHED_KEY, M.EXTRA_KEY = OPTIM_PREFIX, OPTIM_KEY, SCHED_KEY, EXTRA_KEY
 
 local is_tensor = nc.is_tensor
 
@@ -29,7 +30,12 @@ local function check_opts(fname, opts, allowed)
   if opts == nil then return {} end
   if type(opts) ~= "table" then error(string.format("%s: options must be a table, got %s", fname, type(opts)), 3) end
   for k in pairs(opts) do
-    if not allowed[k] then error(string.format("%s: unknown option '%s'", fname, tostring(k)), 3) end
+    if not allowed[k] then
+      local names = {}
+      for a in pairs(allowed) do names[#names + 1] = a .. "=" end
+      table.sort(names)
+      error(string.format("%s: unknown option '%s' (accepted: {%s})", fname, tostring(k), table.concat(names, ", ")), 3)
+    end
   end
   return opts
 end
@@ -150,13 +156,14 @@ local function join_state(fname, value, tensors)
   return out
 end
 
---- nio.save_model(model, path, {optimizer=, extra=, metadata=}): model:state_dict() (names to
--- Tensors) as a safetensors checkpoint; with `optimizer`, its state_dict too, and `extra`
--- (any JSON-able table: epoch, best score, ...) so that training can resume.
+--- nio.save_model(model, path, {optimizer=, scheduler=, extra=, metadata=}): model:state_dict()
+-- (names to Tensors) as a safetensors checkpoint; with `optimizer`, its state_dict too, with
+-- `scheduler` (a learning-rate scheduler), its state_dict, and `extra` (any JSON-able table:
+-- epoch, best score, ...) so that training can resume.
 function M.save_model(model, path, opts)
   local fname = "netcl.io.save_model"
   check_path(fname, path, 2)
-  opts = check_opts(fname, opts, {optimizer = true, extra = true, metadata = true})
+  opts = check_opts(fname, opts, {optimizer = true, scheduler = true, extra = true, metadata = true})
   local sd = method(fname, model, "state_dict", 1)(model)
   if type(sd) ~= "table" then error(string.format("%s: state_dict() returned a %s, expected a table", fname, type(sd)), 2) end
   local tensors = {}
@@ -181,34 +188,74 @@ function M.save_model(model, path, opts)
     local tree = split_state(fname, osd, OPTIM_PREFIX:sub(1, -2), tensors)
     meta[OPTIM_KEY] = json_encode(fname, "optimizer state", tree)
   end
+  if opts.scheduler ~= nil then
+    local ssd = method(fname, opts.scheduler, "state_dict", 3)(opts.scheduler)
+    meta[SCHED_KEY] = json_encode(fname, "scheduler state", ssd)
+  end
   if opts.extra ~= nil then meta[EXTRA_KEY] = json_encode(fname, "extra", opts.extra) end
   relay(2, pcall(nc._io.save_safetensors, path, tensors, meta, fname))
 end
 
---- nio.load_model(model, path, {strict=true, optimizer=, device=}) -> extra, metadata: gives
--- the checkpoint's model entries to model:load_state_dict(sd, {strict=}); with `optimizer`,
--- restores it with optimizer:load_state_dict. Tensors are read onto opts.device (default: the
--- default device) before the load_state_dict calls copy them into place.
+-- The message of an error caught from a load_state_dict, without the position in front.
+local function unplaced(err) return (tostring(err):gsub("^[^%s:]+:%d+: ", "", 1)) end
+
+--- nio.load_model(model, path, {strict=true, optimizer=, scheduler=, device=}) -> extra, metadata:
+-- gives the checkpoint's model entries to model:load_state_dict(sd, {strict=}); with
+-- `optimizer`, restores it with optimizer:load_state_dict, with `scheduler`, restores the
+-- scheduler. Tensors are read onto opts.device (default: the default device) before the
+-- load_state_dict calls copy them into place. All or nothing: the file is read and decoded
+-- whole first, then optimizer, scheduler and model are loaded in that order, and when one of
+-- them refuses its part (an SGD state for an Adam optimizer, a shape that differs) those
+-- already loaded are put back as they were, so that the error leaves every object unchanged.
 function M.load_model(model, path, opts)
   local fname = "netcl.io.load_model"
   check_path(fname, path, 2)
-  opts = check_opts(fname, opts, {strict = true, optimizer = true, device = true})
+  opts = check_opts(fname, opts, {strict = true, optimizer = true, scheduler = true, device = true})
   local load_sd = method(fname, model, "load_state_dict", 1)
   local opt_load = opts.optimizer ~= nil and method(fname, opts.optimizer, "load_state_dict", 3)
+  local opt_save = opts.optimizer ~= nil and method(fname, opts.optimizer, "state_dict", 3)
+  local sched_load = opts.scheduler ~= nil and method(fname, opts.scheduler, "load_state_dict", 3)
+  local sched_save = opts.scheduler ~= nil and method(fname, opts.scheduler, "state_dict", 3)
   local tensors, meta = relay(2, pcall(nc._io.load_safetensors, path, opts.device, fname))
   local sd, optim = {}, {}
   for k, v in pairs(tensors) do
     if k:sub(1, #OPTIM_PREFIX) == OPTIM_PREFIX then optim[k] = v else sd[k] = v end
   end
-  load_sd(model, sd, {strict = opts.strict ~= false})
+  -- every part is read and decoded before anything is loaded
+  local parts = {}
   if opt_load then
     if not meta[OPTIM_KEY] then
       error(string.format("%s: %s holds no optimizer state (it was saved without {optimizer=})", fname, path), 2)
     end
     local tree = json_decode(fname, path .. ": optimizer state", meta[OPTIM_KEY])
-    opt_load(opts.optimizer, join_state(fname, tree, optim))
+    parts[#parts + 1] = {what = "optimizer", obj = opts.optimizer, load = opt_load, save = opt_save,
+                         sd = join_state(fname, tree, optim)}
+  end
+  if sched_load then
+    if not meta[SCHED_KEY] then
+      error(string.format("%s: %s holds no scheduler state (it was saved without {scheduler=})", fname, path), 2)
+    end
+    parts[#parts + 1] = {what = "scheduler", obj = opts.scheduler, load = sched_load, save = sched_save,
+                         sd = json_decode(fname, path .. ": scheduler state", meta[SCHED_KEY])}
   end
   local extra = meta[EXTRA_KEY] and json_decode(fname, path .. ": extra", meta[EXTRA_KEY])
+  -- the model last: its load_state_dict checks every entry before it copies any, so only the
+  -- optimizer and the scheduler, loaded before it, may need putting back
+  parts[#parts + 1] = {what = "model", obj = model, load = function(m, s) return load_sd(m, s, {strict = opts.strict ~= false}) end,
+                       sd = sd}
+  for i, p in ipairs(parts) do
+    if p.save then p.before = p.save(p.obj) end
+    local ok, err = pcall(p.load, p.obj, p.sd)
+    if not ok then
+      local undo = {}
+      for j = i - 1, 1, -1 do
+        local ok2, err2 = pcall(parts[j].load, parts[j].obj, parts[j].before)
+        if not ok2 then undo[#undo + 1] = string.format("; putting the %s back failed too: %s", parts[j].what, unplaced(err2)) end
+      end
+      error(string.format("%s: %s: the %s state does not fit, so nothing was loaded: %s%s", fname, path, p.what,
+        unplaced(err), table.concat(undo)), 2)
+    end
+  end
   return extra, meta
 end
 

@@ -1,6 +1,8 @@
 /* Losses. cross_entropy with class targets and bce_with_logits have rules of their own (fused
  * and exact where compositions have kinks: d/dx of the BCE is sigmoid(x) - y also at x = 0);
  * the others are compositions of differentiable ops. */
+#include <stdio.h>
+#include <string.h>
 #include "core/check.h"
 #include "netcl/autograd_ops.h"
 #include "netcl/copy.h"
@@ -103,14 +105,36 @@ nc_status nc_ag_nll_loss(nc_tape *t, nc_node *logp, nc_tensor *targets, int64_t 
   return cg_end(&G, result, out);
 }
 
+/* The pair losses (mse, l1, bce_with_logits) take a target shaped like the input: broadcasting
+ * one against the other ([4] with [4, 1] gives [4, 4]) gives a loss over pairs that were never
+ * meant, so it is an error (PyTorch raises for bce_with_logits and warns for the others). */
+static const char *shape_text(const nc_tensor *t, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < t->ndim && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+  return buf;
+}
+
+static nc_status same_shape(const char *loss, nc_node *input, nc_node *target) {
+  const nc_tensor *x = nc_node_value(input), *y = nc_node_value(target);
+  if (x->ndim == y->ndim && (x->ndim == 0 || !memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim)))
+    return NC_OK;
+  char sx[128], sy[128];
+  return nc_error(NC_ERR_SHAPE, "target shape %s differs from input shape %s (%s takes a target of the input's shape)",
+                  shape_text(y, sy, sizeof sy), shape_text(x, sx, sizeof sx), loss);
+}
+
 /* ---- mse_loss, l1_loss ------------------------------------------------------------------------------ */
 nc_status nc_ag_mse_loss(nc_tape *t, nc_node *input, nc_node *target, int reduction, nc_node **out) {
+  NC_TRY(same_shape("mse_loss", input, target));
   ag_graph G = AG_GRAPH(t);
   nc_node *d = cg_bin(&G, NC_OP_SUB, input, target);
   return cg_end(&G, cg_reduction(&G, cg_bin(&G, NC_OP_MUL, d, d), reduction), out);
 }
 
 nc_status nc_ag_l1_loss(nc_tape *t, nc_node *input, nc_node *target, int reduction, nc_node **out) {
+  NC_TRY(same_shape("l1_loss", input, target));
   ag_graph G = AG_GRAPH(t);
   nc_node *d = cg_un(&G, NC_OP_ABS, cg_bin(&G, NC_OP_SUB, input, target));
   return cg_end(&G, cg_reduction(&G, d, reduction), out);
@@ -132,6 +156,7 @@ static nc_status bce_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
 }
 
 nc_status nc_ag_bce_with_logits(nc_tape *t, nc_node *input, nc_node *target, int reduction, nc_node **out) {
+  NC_TRY(same_shape("bce_with_logits", input, target));
   nc_tensor *x = nc_node_value(input), *y = nc_node_value(target);
   ag_scope S = AG_SCOPE;
   nc_tensor *soft =

@@ -3,10 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -86,6 +90,55 @@ void nc_file_view_close(nc_file_view *v) {
 
 static atomic_uint tmp_counter;
 
+/* Whether name is "<base>.tmp.<pid>.<counter>.<ns>", a temporary of nc_atomic_open for the
+ * target base, and if so, its writer's pid. */
+static bool own_temporary(const char *name, const char *base, size_t nbase, long *pid) {
+  if (strncmp(name, base, nbase) != 0 || strncmp(name + nbase, ".tmp.", 5) != 0) return false;
+  unsigned counter;
+  long ns;
+  int end = -1;
+  if (sscanf(name + nbase + 5, "%ld.%u.%ld%n", pid, &counter, &ns, &end) != 3) return false;
+  return end >= 0 && name[nbase + 5 + (size_t)end] == 0 && *pid > 0;
+}
+
+/* Removes the temporaries that killed writers left for the target path: those named as
+ * nc_atomic_open names them for this path (no other file), whose writer process is gone (no
+ * such pid; this process's own are never touched) and whose lock no one holds (a writer holds
+ * one on its temporary until it closes it, which guards against a pid that another PID
+ * namespace on the same host reuses). Best effort: errors leave a file where it is. */
+static void remove_stale_temporaries(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t nbase = strlen(base), ndir = slash ? (size_t)(slash - path) + 1 : 0;
+  char *dirname = malloc(ndir + 2), *full = NULL;
+  if (!dirname) return;
+  if (ndir) memcpy(dirname, path, ndir);
+  dirname[ndir] = 0;
+  DIR *d = opendir(ndir ? dirname : ".");
+  if (!d) {
+    free(dirname);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    long pid;
+    if (!own_temporary(e->d_name, base, nbase, &pid) || pid == (long)getpid()) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to ask */
+    size_t n = ndir + strlen(e->d_name) + 1;
+    char *p = realloc(full, n);
+    if (!p) break;
+    full = p;
+    snprintf(full, n, "%s%s", dirname, e->d_name);
+    int fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) unlink(full);
+    close(fd);
+  }
+  closedir(d);
+  free(full);
+  free(dirname);
+}
+
 nc_status nc_atomic_open(const char *path, nc_atomic_file *f) {
   f->fd = -1;
   f->path = strdup(path);
@@ -104,7 +157,13 @@ nc_status nc_atomic_open(const char *path, nc_atomic_file *f) {
     snprintf(f->tmp, n, "%s.tmp.%ld.%u.%ld", path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1),
              (long)(ts.tv_nsec % 1000000));
     f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (f->fd >= 0) return NC_OK;
+    if (f->fd >= 0) {
+      /* the lock marks the temporary as being written (remove_stale_temporaries); it goes
+       * with the descriptor, at close or when the process dies */
+      (void)flock(f->fd, LOCK_EX | LOCK_NB);
+      remove_stale_temporaries(path);
+      return NC_OK;
+    }
     if (errno != EEXIST) break;
   }
   nc_status s = io_error("cannot create a temporary file for writing:", path);

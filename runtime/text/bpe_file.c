@@ -126,9 +126,15 @@ static nc_status fail(reader *rd, const char *what) {
   return nc_error(NC_ERR_FORMAT, "line %zu: %s", rd->r.line, what);
 }
 
+/* The writer ends every line with "\n": a line before 'end' that reaches the end of the data
+ * without one is what is left of a file cut short (its id or token may be cut too, and would
+ * otherwise be read as another valid but wrong line). */
 static nc_status next_line(reader *rd, const char **s, size_t *n, const char *expected) {
   if (!nc_lines_next(&rd->r, s, n))
     return nc_error(NC_ERR_FORMAT, "truncated after line %zu (expected %s)", rd->r.line, expected);
+  if (rd->r.p == rd->r.end && rd->r.end[-1] != '\n' && strcmp(expected, "'end'") != 0)
+    return nc_error(NC_ERR_FORMAT, "truncated: line %zu stops without its newline, so the file was cut short (expected %s)",
+                    rd->r.line, expected);
   return NC_OK;
 }
 

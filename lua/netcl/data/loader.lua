@@ -189,11 +189,13 @@ end
 -- The worker's loop: its batches (b = w, w + W, ...), each collated on the CPU and written into
 -- its slot; a Lua error goes to the main process with its traceback instead of a batch. It never
 -- returns: the process ends here, without running finalizers on the copy of the parent's state.
-local function worker_main(ring, w, workers, ds, indices, bs, n, batches)
+-- Batches before `first` (a resumed epoch) are not made; slot r holds batch first + r.
+local function worker_main(ring, w, workers, ds, indices, bs, n, batches, first)
   local ok, err = pcall(function()
     local cpu = nc.device("cpu")
     nc.set_default_device(cpu) -- tensors a worker's get makes are CPU tensors
-    for b = w, batches - 1, workers do
+    for r = w, batches - first - 1, workers do
+      local b = first + r
       local start = b * bs + 1
       local count = math.min(bs, n - start + 1)
       local ok2, out = xpcall(collate, debug.traceback, ds, indices, start, count, cpu)
@@ -202,10 +204,10 @@ local function worker_main(ring, w, workers, ds, indices, bs, n, batches)
         -- process's stack at the fork).
         local msg = tostring(out)
         local cut = msg:find("\n\t%[C%]: in function 'xpcall'")
-        ring:put_error(b, cut and msg:sub(1, cut - 1) or msg)
+        ring:put_error(r, cut and msg:sub(1, cut - 1) or msg)
         return
       end
-      if not ring:put(b, table.unpack(out, 1, out.n)) then return end -- the main process has gone
+      if not ring:put(r, table.unpack(out, 1, out.n)) then return end -- the main process has gone
     end
   end)
   if not ok then
@@ -218,10 +220,11 @@ end
 -- An epoch with worker processes. The order (indices) is fixed before the workers fork, and
 -- batch b always comes from worker b % W's slot, so batches arrive in the same order, with the
 -- same contents, whatever the number of workers.
-local function iter_workers(self, ds, n, indices, batches, device, transform)
-  local bs, workers = self.batch_size, math.min(self.num_workers, math.max(batches, 1))
-  local b = 0
-  if batches == 0 then return function() return nil end end
+local function iter_workers(self, ds, n, indices, batches, device, transform, first)
+  local todo = batches - first
+  local bs, workers = self.batch_size, math.min(self.num_workers, math.max(todo, 1))
+  local r = 0
+  if todo <= 0 then return function() return nil end end
   -- One sample read here sizes the slots (every sample must have the same shapes).
   local probe = table.pack(ds:get(indices and indices[1] + 1 or 1))
   if probe.n == 0 then error(string.format("%s: the dataset's get returned nothing", FNAME), 3) end
@@ -230,28 +233,30 @@ local function iter_workers(self, ds, n, indices, batches, device, transform)
   local pids = {}
   for w = 0, workers - 1 do
     local pid = ring:fork(w)
-    if pid == 0 then worker_main(ring, w, workers, ds, indices, bs, n, batches) end
+    if pid == 0 then worker_main(ring, w, workers, ds, indices, bs, n, batches, first) end
     pids[w + 1] = pid
   end
   self._worker_pids = pids -- for tests (that no zombie is left)
   local function step()
-    if b >= batches then
+    if r >= todo then
       ring:close()
       return nil
     end
-    local out = table.pack(pcall(ring.take, ring, b, device))
+    local out = table.pack(pcall(ring.take, ring, r, device))
     if not out[1] then
       ring:close()
       error(out[2], 2)
     end
+    local b = first + r
     if not out[2] then
-      local w = b % workers
+      local w = r % workers
       ring:close()
       error(string.format("%s: worker %d failed on batch %d (samples %d..%d of the epoch's order): %s", FNAME,
         w + 1, b + 1, b * bs + 1, math.min(n, (b + 1) * bs), out[3]), 2)
     end
-    b = b + 1
-    if b >= batches then ring:close() end
+    r = r + 1
+    self.batch = first + r
+    if r >= todo then ring:close() end
     local first = out[3]
     if transform then
       first = transform(first)
@@ -267,10 +272,47 @@ local function iter_workers(self, ds, n, indices, batches, device, transform)
   return step, nil, nil, ring
 end
 
+--- loader:state_dict() -> {epoch=, batch=, seed=}: where the loader is (batch: how many batches
+-- of epoch `epoch` it has handed out), so that a run stopped in the middle of an epoch can
+-- resume there (JSON-able).
+function DataLoader:state_dict()
+  return {epoch = self.epoch, batch = self.batch or 0, seed = self.seed}
+end
+
+--- loader:load_state_dict(sd): the next iter() continues epoch sd.epoch after its first sd.batch
+-- batches (the same batches an uninterrupted run would give: the order is a function of seed
+-- and epoch), or starts epoch sd.epoch + 1 when that epoch was complete.
+function DataLoader:load_state_dict(sd)
+  local fname = FNAME .. ":load_state_dict"
+  if type(sd) ~= "table" then error(fname .. ": expected {epoch=, batch=, seed=}, got " .. type(sd), 2) end
+  for k in pairs(sd) do
+    if k ~= "epoch" and k ~= "batch" and k ~= "seed" then
+      error(string.format("%s: unknown entry '%s' (accepted: {batch=, epoch=, seed=})", fname, tostring(k)), 2)
+    end
+  end
+  local epoch, batch, seed = math.tointeger(sd.epoch), math.tointeger(sd.batch), math.tointeger(sd.seed)
+  if not epoch or epoch < 0 then error(fname .. ": epoch must be an integer >= 0, got " .. tostring(sd.epoch), 2) end
+  if not batch or batch < 0 then error(fname .. ": batch must be an integer >= 0, got " .. tostring(sd.batch), 2) end
+  if sd.seed ~= nil and not seed then error(fname .. ": seed must be an integer, got " .. tostring(sd.seed), 2) end
+  if batch > self:len() then
+    error(string.format("%s: batch %d is past the %d batches of an epoch", fname, batch, self:len()), 2)
+  end
+  self.seed = seed or self.seed
+  if epoch > 0 and batch < self:len() then
+    self.epoch, self._resume_batch = epoch - 1, batch
+  else
+    self.epoch, self._resume_batch = epoch, nil
+  end
+  self.batch = nil
+end
+
 --- for x, y in loader:iter() do ... end: one epoch. Each call starts the next epoch, whose
 -- shuffle is the permutation for (seed, epoch).
 function DataLoader:iter()
   self.epoch = self.epoch + 1
+  local first = self._resume_batch or 0
+  self._resume_batch = nil
+  self.batch = first
   local ds, bs, device, transform = self.dataset, self.batch_size, self.device, self.transform
   local n = dataset_len(ds)
   local order = self.shuffle and nc._data.permutation(n, self.seed, self.epoch) or nil
@@ -280,14 +322,15 @@ function DataLoader:iter()
   -- A TensorDataset is gathered in C in this process whatever num_workers: workers would only
   -- add copies.
   if self.num_workers > 0 and not fast then
-    return iter_workers(self, ds, n, indices, batches, device, transform)
+    return iter_workers(self, ds, n, indices, batches, device, transform, first)
   end
-  local b = 0
+  local b = first
   return function()
     if b >= batches then return nil end
     local start = b * bs + 1
     local count = math.min(bs, n - start + 1)
     b = b + 1
+    self.batch = b
     local out
     if fast then
       out = gather(ds.tensors, order, start, count, device)

@@ -1,4 +1,5 @@
 -- Loss modules: objects holding the options of the functional losses in netcl.autograd.
+local nc = require "netcl"
 local ag = require "netcl.autograd"
 local Module = require("netcl.nn.module").Module
 local U = require "netcl.nn.util"
@@ -51,8 +52,9 @@ end
 
 --- nn.MSELoss({reduction=}), nn.L1Loss({reduction=}), nn.BCEWithLogitsLoss({reduction=}):
 -- loss(input, target) with target shaped like input.
-pair_loss("MSELoss", function(a, b, o) return ag.mse_loss(a, b, o) end)
-pair_loss("L1Loss", function(a, b, o) return ag.l1_loss(a, b, o) end)
-pair_loss("BCEWithLogitsLoss", function(a, b, o) return ag.bce_with_logits(a, b, o) end)
+-- (Dispatch wrappers: an error of the op names the line that called the loss.)
+pair_loss("MSELoss", nc._wrapper(function(a, b, o) return ag.mse_loss(a, b, o) end))
+pair_loss("L1Loss", nc._wrapper(function(a, b, o) return ag.l1_loss(a, b, o) end))
+pair_loss("BCEWithLogitsLoss", nc._wrapper(function(a, b, o) return ag.bce_with_logits(a, b, o) end))
 
 return M
