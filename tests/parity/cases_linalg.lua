@@ -285,7 +285,7 @@ local function image_trials(case, size, dtype, H)
     local k = math.min(5, 2 * math.min(h, w) - 1)
     call = function(ins) return ops.gaussian_blur(ins[1], ins[2], k) end
   end
-  return over_layouts({x, nc.tensor(p, {dtype = dtype})}, call, standard_layouts(2), 10)
+  return over_layouts({x, nc.tensor(p, {dtype = dtype, device = nc.device("cpu")})}, call, standard_layouts(2), 10)
 end
 
 -- ---- embedding and cross entropy ---------------------------------------------------------------------
@@ -367,7 +367,7 @@ local function naive_lse(q, k, causal, scale)
     for i = 1, tq do
       for j = 1, tk do mask[#mask + 1] = (j - 1 > i - 1 + tk - tq) and -math.huge or 0 end
     end
-    s = s + nc.tensor(mask, {shape = {tq, tk}, dtype = "float64"})
+    s = s + nc.tensor(mask, {shape = {tq, tk}, dtype = "float64", device = nc.device("cpu")})
   end
   return s:logsumexp(4)
 end
