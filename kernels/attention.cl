@@ -200,3 +200,352 @@ __kernel void flash_attention_bwd_kv(__global const REAL *dout, const long go, _
     dkv[dko + nkv + row * d + e] = dv[e];
   }
 }
+
+/* ---- tiled flash attention (FlashAttention-2 style) ---------------------------------------------
+ * Built per head-dim class with -DHD=<32|64|128|256> (the padded head dim; columns past d are
+ * zeros) and each kernel's block sizes: -DFBR/-DFBC (forward), -DQBR/-DQBC (dq), -DKBR/-DKBC
+ * (dk, dv), multiples of 16 (runtime/backend/opencl/cl_attention.c picks them so that the
+ * local arrays fit the device). 256 work-items as a 16 x 16 grid (ty, tx): item (ty, tx) holds
+ * the rows ty + 16 i of its block and the columns tx + 16 j (keys or head-dim columns) in
+ * registers; the operands come from local memory, rows padded by one element against bank
+ * conflicts. Same arguments as the row kernels above. */
+#ifdef HD
+#define ATT_T 16
+#define ATT_LS (ATT_T * ATT_T)
+#define ATT_LD (HD + 1)
+
+/* dst[r][e] (row stride ATT_LD) = src[(row0 + r) * d + e] for r < rows, e < HD, zero past the
+ * n rows and d columns of src; rows * HD is a multiple of ATT_LS. */
+inline void att_stage(__local REAL *dst, __global const REAL *src, const long row0, const long n, const long d,
+                      const int rows, const int lid) {
+  for (int t = 0; t < rows * HD / ATT_LS; t++) {
+    const int idx = t * ATT_LS + lid, r = idx / HD, e = idx % HD;
+    const long gr = row0 + r;
+    dst[r * ATT_LD + e] = (gr < n && e < d) ? src[gr * d + e] : (REAL)0;
+  }
+}
+
+/* Whether key kj is seen by query qi (both in range). */
+#define ATT_SEES(qi, kj) ((qi) < tq && (kj) < tk && (!causal || (kj) <= (qi) + tk - tq))
+
+/* Forward: one work-group per block of FBR query rows of one (batch, head), the heaviest
+ * (causal: the last) blocks first; key blocks of FBC rows staged in local memory (K, then V in
+ * the same array), the blocks above the diagonal skipped. */
+#define RM (FBR / ATT_T)
+#define CN (FBC / ATT_T)
+#define DN (HD / ATT_T)
+__kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attention_fwd_tiled(
+    __global const REAL *q, const long qo, __global const REAL *k, const long ko, __global const REAL *v,
+    const long vo, __global REAL *out, const long oo, __global REAL *lse, const long lo, const long h,
+    const long hkv, const long tq, const long tk, const long d, const long causal, const REAL scale) {
+  __local REAL qs[FBR * ATT_LD], kvs[FBC * ATT_LD], ps[FBR * (FBC + 1)], red[FBR * ATT_T];
+  const long nqb = (tq + FBR - 1) / FBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
+  const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * FBR;
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
+  const long nk = causal ? min(tk, q0 + FBR + tk - tq) : tk; /* keys any row of the block sees */
+  att_stage(qs, q + qo + bh * tq * d, q0, tq, d, FBR, lid);
+  REAL o[RM][DN], m[RM], l[RM];
+#pragma unroll
+  for (int i = 0; i < RM; i++) {
+    m[i] = -INFINITY;
+    l[i] = 0;
+#pragma unroll
+    for (int j = 0; j < DN; j++) o[i][j] = 0;
+  }
+  for (long j0 = 0; j0 < nk; j0 += FBC) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    att_stage(kvs, k + ko + kvb, j0, tk, d, FBC, lid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    REAL s[RM][CN];
+#pragma unroll
+    for (int i = 0; i < RM; i++)
+#pragma unroll
+      for (int j = 0; j < CN; j++) s[i][j] = 0;
+    for (int e = 0; e < HD; e++) {
+      REAL a[RM], c[CN];
+#pragma unroll
+      for (int i = 0; i < RM; i++) a[i] = qs[(ty + ATT_T * i) * ATT_LD + e];
+#pragma unroll
+      for (int j = 0; j < CN; j++) c[j] = kvs[(tx + ATT_T * j) * ATT_LD + e];
+#pragma unroll
+      for (int i = 0; i < RM; i++)
+#pragma unroll
+        for (int j = 0; j < CN; j++) s[i][j] = fma(a[i], c[j], s[i][j]);
+    }
+#pragma unroll
+    for (int i = 0; i < RM; i++) {
+      const long qi = q0 + ty + ATT_T * i;
+      REAL pm = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < CN; j++) {
+        const long kj = j0 + tx + ATT_T * j;
+        s[i][j] = ATT_SEES(qi, kj) || (qi >= tq && kj < tk) ? s[i][j] * scale : -INFINITY;
+        pm = fmax(pm, s[i][j]);
+      }
+      red[(ty + ATT_T * i) * ATT_T + tx] = pm;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    REAL corr[RM];
+#pragma unroll
+    for (int i = 0; i < RM; i++) {
+      REAL mn = m[i];
+      for (int t = 0; t < ATT_T; t++) mn = fmax(mn, red[(ty + ATT_T * i) * ATT_T + t]);
+      corr[i] = exp(m[i] - mn);
+      m[i] = mn;
+      REAL ls = 0;
+#pragma unroll
+      for (int j = 0; j < CN; j++) {
+        const REAL p = exp(s[i][j] - mn);
+        ps[(ty + ATT_T * i) * (FBC + 1) + tx + ATT_T * j] = p;
+        ls += p;
+      }
+      l[i] = l[i] * corr[i] + ls;
+    }
+    att_stage(kvs, v + vo + kvb, j0, tk, d, FBC, lid); /* every item read its K before the barrier */
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (int i = 0; i < RM; i++)
+#pragma unroll
+      for (int j = 0; j < DN; j++) o[i][j] *= corr[i];
+    for (int c = 0; c < FBC; c++) {
+      REAL a[RM], w[DN];
+#pragma unroll
+      for (int i = 0; i < RM; i++) a[i] = ps[(ty + ATT_T * i) * (FBC + 1) + c];
+#pragma unroll
+      for (int j = 0; j < DN; j++) w[j] = kvs[c * ATT_LD + tx + ATT_T * j];
+#pragma unroll
+      for (int i = 0; i < RM; i++)
+#pragma unroll
+        for (int j = 0; j < DN; j++) o[i][j] = fma(a[i], w[j], o[i][j]);
+    }
+  }
+  /* the row sums: each item holds its columns' part */
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+  for (int i = 0; i < RM; i++) red[(ty + ATT_T * i) * ATT_T + tx] = l[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+  for (int i = 0; i < RM; i++) {
+    const long qi = q0 + ty + ATT_T * i;
+    REAL lt = 0;
+    for (int t = 0; t < ATT_T; t++) lt += red[(ty + ATT_T * i) * ATT_T + t];
+    if (qi < tq) {
+      const long row = bh * tq + qi;
+#pragma unroll
+      for (int j = 0; j < DN; j++)
+        if (tx + ATT_T * j < d) out[oo + row * d + tx + ATT_T * j] = o[i][j] / lt;
+      if (tx == 0) lse[lo + row] = m[i] + log(lt);
+    }
+  }
+}
+#undef RM
+#undef CN
+#undef DN
+
+/* dq: one work-group per block of QBR query rows; for each block of QBC keys, P from the saved
+ * lse, dP = dO V^T, dS = P (dP - delta) in registers, then dQ += dS K through local memory. */
+#define RM (QBR / ATT_T)
+#define CN (QBC / ATT_T)
+#define DN (HD / ATT_T)
+__kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attention_bwd_q_tiled(
+    __global const REAL *dout, const long go, __global const REAL *q, const long qo, __global const REAL *k,
+    const long ko, __global const REAL *v, const long vo, __global const REAL *lse, const long lo,
+    __global const REAL *delta, const long dlo, __global REAL *dq, const long dqo, const long h, const long hkv,
+    const long tq, const long tk, const long d, const long causal, const REAL scale) {
+  __local REAL qs[QBR * ATT_LD], gs[QBR * ATT_LD], ks[QBC * ATT_LD], vs[QBC * ATT_LD], dss[QBR * (QBC + 1)];
+  const long nqb = (tq + QBR - 1) / QBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
+  const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * QBR;
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
+  const long nk = causal ? min(tk, q0 + QBR + tk - tq) : tk;
+  att_stage(qs, q + qo + bh * tq * d, q0, tq, d, QBR, lid);
+  att_stage(gs, dout + go + bh * tq * d, q0, tq, d, QBR, lid);
+  REAL acc[RM][DN], lr[RM], dr[RM];
+#pragma unroll
+  for (int i = 0; i < RM; i++) {
+    const long qi = q0 + ty + ATT_T * i;
+    lr[i] = qi < tq ? lse[lo + bh * tq + qi] : (REAL)0;
+    dr[i] = qi < tq ? delta[dlo + bh * tq + qi] : (REAL)0;
+#pragma unroll
+    for (int j = 0; j < DN; j++) acc[i][j] = 0;
+  }
+  for (long j0 = 0; j0 < nk; j0 += QBC) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    att_stage(ks, k + ko + kvb, j0, tk, d, QBC, lid);
+    att_stage(vs, v + vo + kvb, j0, tk, d, QBC, lid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    REAL s[RM][CN], dp[RM][CN];
+#pragma unroll
+    for (int i = 0; i < RM; i++)
+#pragma unroll
+      for (int j = 0; j < CN; j++) s[i][j] = dp[i][j] = 0;
+    for (int e = 0; e < HD; e++) {
+      REAL a[RM], g[RM], kc[CN], vc[CN];
+#pragma unroll
+      for (int i = 0; i < RM; i++) {
+        a[i] = qs[(ty + ATT_T * i) * ATT_LD + e];
+        g[i] = gs[(ty + ATT_T * i) * ATT_LD + e];
+      }
+#pragma unroll
+      for (int j = 0; j < CN; j++) {
+        kc[j] = ks[(tx + ATT_T * j) * ATT_LD + e];
+        vc[j] = vs[(tx + ATT_T * j) * ATT_LD + e];
+      }
+#pragma unroll
+      for (int i = 0; i < RM; i++)
+#pragma unroll
+        for (int j = 0; j < CN; j++) {
+          s[i][j] = fma(a[i], kc[j], s[i][j]);
+          dp[i][j] = fma(g[i], vc[j], dp[i][j]);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < RM; i++) {
+      const long qi = q0 + ty + ATT_T * i;
+#pragma unroll
+      for (int j = 0; j < CN; j++) {
+        const long kj = j0 + tx + ATT_T * j;
+        const REAL p = ATT_SEES(qi, kj) ? exp(s[i][j] * scale - lr[i]) : (REAL)0;
+        dss[(ty + ATT_T * i) * (QBC + 1) + tx + ATT_T * j] = p * (dp[i][j] - dr[i]);
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int c = 0; c < QBC; c++) {
+      REAL a[RM], w[DN];
+#pragma unroll
+      for (int i = 0; i < RM; i++) a[i] = dss[(ty + ATT_T * i) * (QBC + 1) + c];
+#pragma unroll
+      for (int j = 0; j < DN; j++) w[j] = ks[c * ATT_LD + tx + ATT_T * j];
+#pragma unroll
+      for (int i = 0; i < RM; i++)
+#pragma unroll
+        for (int j = 0; j < DN; j++) acc[i][j] = fma(a[i], w[j], acc[i][j]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < RM; i++) {
+    const long qi = q0 + ty + ATT_T * i;
+    if (qi < tq) {
+#pragma unroll
+      for (int j = 0; j < DN; j++)
+        if (tx + ATT_T * j < d) dq[dqo + (bh * tq + qi) * d + tx + ATT_T * j] = acc[i][j] * scale;
+    }
+  }
+}
+#undef RM
+#undef CN
+#undef DN
+
+/* dk and dv: one work-group per block of KBC key rows of one (batch, key head), over the query
+ * heads sharing it and their blocks of KBR queries that see any of the keys (causal: from the
+ * diagonal on); P^T and dS^T go through local memory, dK and dV stay in registers. The result
+ * is [2, B, Hkv, Tk, D] (dk, then dv). */
+#define CM (KBC / ATT_T)
+#define QN (KBR / ATT_T)
+#define DN (HD / ATT_T)
+__kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attention_bwd_kv_tiled(
+    __global const REAL *dout, const long go, __global const REAL *q, const long qo, __global const REAL *k,
+    const long ko, __global const REAL *v, const long vo, __global const REAL *lse, const long lo,
+    __global const REAL *delta, const long dlo, __global REAL *dkv, const long dko, const long h, const long hkv,
+    const long tq, const long tk, const long d, const long causal, const REAL scale) {
+  __local REAL ks[KBC * ATT_LD], vs[KBC * ATT_LD], qs[KBR * ATT_LD], gs[KBR * ATT_LD], pts[KBC * (KBR + 1)],
+      dsts[KBC * (KBR + 1)], ls_[KBR], ds_[KBR];
+  const long nkb = (tk + KBC - 1) / KBC, grp = get_group_id(0), kb = grp % nkb, bk = grp / nkb;
+  const long kh = bk % hkv, b = bk / hkv, group = h / hkv, k0 = kb * KBC, kvb = bk * tk * d;
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
+  /* causal: query i sees key j when i >= j - (tk - tq); the first block holding such a query */
+  const long qstart = causal ? (max(0L, k0 - (tk - tq)) / KBR) * KBR : 0;
+  att_stage(ks, k + ko + kvb, k0, tk, d, KBC, lid);
+  att_stage(vs, v + vo + kvb, k0, tk, d, KBC, lid);
+  REAL dk[CM][DN], dv[CM][DN];
+#pragma unroll
+  for (int i = 0; i < CM; i++)
+#pragma unroll
+    for (int j = 0; j < DN; j++) dk[i][j] = dv[i][j] = 0;
+  for (long g = 0; g < group; g++) {
+    const long qrow0 = (b * h + kh * group + g) * tq;
+    for (long i0 = qstart; i0 < tq; i0 += KBR) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      att_stage(qs, q + qo + qrow0 * d, i0, tq, d, KBR, lid);
+      att_stage(gs, dout + go + qrow0 * d, i0, tq, d, KBR, lid);
+      if (lid < KBR) {
+        ls_[lid] = i0 + lid < tq ? lse[lo + qrow0 + i0 + lid] : (REAL)0;
+        ds_[lid] = i0 + lid < tq ? delta[dlo + qrow0 + i0 + lid] : (REAL)0;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      REAL s[CM][QN], dp[CM][QN];
+#pragma unroll
+      for (int i = 0; i < CM; i++)
+#pragma unroll
+        for (int j = 0; j < QN; j++) s[i][j] = dp[i][j] = 0;
+      for (int e = 0; e < HD; e++) {
+        REAL kc[CM], vc[CM], a[QN], gg[QN];
+#pragma unroll
+        for (int i = 0; i < CM; i++) {
+          kc[i] = ks[(ty + ATT_T * i) * ATT_LD + e];
+          vc[i] = vs[(ty + ATT_T * i) * ATT_LD + e];
+        }
+#pragma unroll
+        for (int j = 0; j < QN; j++) {
+          a[j] = qs[(tx + ATT_T * j) * ATT_LD + e];
+          gg[j] = gs[(tx + ATT_T * j) * ATT_LD + e];
+        }
+#pragma unroll
+        for (int i = 0; i < CM; i++)
+#pragma unroll
+          for (int j = 0; j < QN; j++) {
+            s[i][j] = fma(kc[i], a[j], s[i][j]);
+            dp[i][j] = fma(vc[i], gg[j], dp[i][j]);
+          }
+      }
+#pragma unroll
+      for (int i = 0; i < CM; i++) {
+        const long kj = k0 + ty + ATT_T * i;
+#pragma unroll
+        for (int j = 0; j < QN; j++) {
+          const int qj = tx + ATT_T * j;
+          const REAL p = ATT_SEES(i0 + qj, kj) ? exp(s[i][j] * scale - ls_[qj]) : (REAL)0;
+          pts[(ty + ATT_T * i) * (KBR + 1) + qj] = p;
+          dsts[(ty + ATT_T * i) * (KBR + 1) + qj] = p * (dp[i][j] - ds_[qj]);
+        }
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int c = 0; c < KBR; c++) {
+        REAL pa[CM], da[CM], gw[DN], qw[DN];
+#pragma unroll
+        for (int i = 0; i < CM; i++) {
+          pa[i] = pts[(ty + ATT_T * i) * (KBR + 1) + c];
+          da[i] = dsts[(ty + ATT_T * i) * (KBR + 1) + c];
+        }
+#pragma unroll
+        for (int j = 0; j < DN; j++) {
+          gw[j] = gs[c * ATT_LD + tx + ATT_T * j];
+          qw[j] = qs[c * ATT_LD + tx + ATT_T * j];
+        }
+#pragma unroll
+        for (int i = 0; i < CM; i++)
+#pragma unroll
+          for (int j = 0; j < DN; j++) {
+            dv[i][j] = fma(pa[i], gw[j], dv[i][j]);
+            dk[i][j] = fma(da[i], qw[j], dk[i][j]);
+          }
+      }
+    }
+  }
+  const long kvoff = (b * hkv + kh) * tk * d, total = (long)(get_num_groups(0) / nkb) * tk * d;
+#pragma unroll
+  for (int i = 0; i < CM; i++) {
+    const long kj = k0 + ty + ATT_T * i;
+    if (kj < tk) {
+#pragma unroll
+      for (int j = 0; j < DN; j++)
+        if (tx + ATT_T * j < d) {
+          dkv[dko + kvoff + kj * d + tx + ATT_T * j] = dk[i][j] * scale;
+          dkv[dko + total + kvoff + kj * d + tx + ATT_T * j] = dv[i][j];
+        }
+    }
+  }
+}
+#undef CM
+#undef QN
+#undef DN
+#endif

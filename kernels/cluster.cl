@@ -1,6 +1,7 @@
 /* k-means steps (op-table KERNEL rows kmeans_assign and kmeans_update; runtime/ops/cluster.c).
  * -DREAL=double for float64. Local size: a power of two <= KM_WG.
  *
+ * kmeans_assign_tiled (at the end) is the one OpenCL runs where it fits; this one is the fallback.
  * kmeans_assign: one work-group per tile of KM_TP points (the ops layer's NC_KMEANS_TILE). The
  * group walks the centroids in tiles: points and centroids are staged through local memory
  * KM_TD dims at a time, each work-item accumulates the squared distances of one point to
@@ -173,5 +174,181 @@ __kernel void kmeans_update(__global const REAL *x, const long xo, __global cons
       const long l = lab[lo + i];
       if (l >= 0 && l < k) cp[l]++;
     }
+  }
+}
+
+/* kmeans_assign_tiled: the same results as kmeans_assign, for 256-item groups
+ * (runtime/backend/opencl/cl_attention.c launches it where the local arrays fit). Like a GEMM: a
+ * group owns KT_P points and walks the centroids in tiles of KT_C; points and centroids are
+ * staged KT_D dims at a time (transposed, padded by one element); work-item (ty, tx) of the
+ * 16 x 16 grid accumulates the dot products of points ty + 16 i (i < 8) with centroids
+ * tx + 16 j (j < 4) in registers, then scores them as |c|^2 - 2 x.c (the CPU backend's form;
+ * |c|^2 summed from the staged tiles) and keeps each point's best and second best. The 16
+ * items that share a point merge at the end (ties: lower index); dist adds |x|^2. Hamerly's
+ * bounds as in kmeans_assign. */
+#define KT_T 16
+#define KT_P 128
+#define KT_C 64
+#define KT_D 32
+#define KT_RP (KT_P / KT_T)
+#define KT_RC (KT_C / KT_T)
+#define KT_XS(dd, p) tiles[(dd) * (KT_P + 1) + (p)]
+#define KT_CS(dd, cc) tiles[KT_D * (KT_P + 1) + (dd) * (KT_C + 1) + (cc)]
+__kernel __attribute__((reqd_work_group_size(KT_T * KT_T, 1, 1))) void kmeans_assign_tiled(
+    __global const REAL *x, const long xo, __global const REAL *c, const long co, __global const long *lab,
+    const long lo, __global const REAL *bnd, const long bo, __global const REAL *mv, const long mo,
+    __global long *out, const long oo, __global REAL *dist, const long dso, const long n, const long d,
+    const long k) {
+  /* the staged tiles; at the end, the per-lane best and second best (2 x KT_P x KT_T) */
+  __local REAL tiles[KT_D * (KT_P + 1) + KT_D * (KT_C + 1)];
+  __local REAL cn[KT_C], red[KT_T * KT_T];
+  __local int mi[KT_P * KT_T], needs[KT_P];
+  const int lid = get_local_id(0), ty = lid / KT_T, tx = lid % KT_T, ls = KT_T * KT_T;
+  const long p0 = get_group_id(0) * KT_P;
+  const int pruned = lo >= 0;
+  REAL mx = 0;
+  if (pruned) {
+    NC_GROUP_FOR(long, j, 0, lid, k, ls) mx = fmax(mx, mv[mo + 2 * j]);
+  }
+  red[lid] = mx;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = ls / 2; h > 0; h >>= 1) {
+    if (lid < h) red[lid] = fmax(red[lid], red[lid + h]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const REAL maxmove = red[0];
+  /* The bounds test: item lid < KT_P for point p0 + lid. */
+  {
+    const long i = p0 + lid;
+    int need = lid < KT_P && i < n, check = 0;
+    long a = 0;
+    REAL u = 0, l = 0, m = 0;
+    if (need && pruned) {
+      a = lab[lo + i];
+      if (a >= 0 && a < k) {
+        check = 1;
+        u = bnd[bo + 2 * i] + mv[mo + 2 * a];
+        l = bnd[bo + 2 * i + 1] - maxmove;
+        m = fmax(mv[mo + 2 * a + 1], l);
+      }
+    }
+    const int tighten = check && u > m;
+    REAL s = 0;
+    for (long e = 0; e < d; e++) {
+      if (tighten) {
+        const REAL t = x[xo + i * d + e] - c[co + a * d + e];
+        s += t * t;
+      }
+    }
+    if (tighten) u = sqrt(s);
+    if (check && !(u > m)) {
+      need = 0;
+      out[oo + i] = a;
+      dist[dso + 2 * i] = u;
+      dist[dso + 2 * i + 1] = l;
+    }
+    if (lid < KT_P) needs[lid] = need;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int any = 0;
+  for (int e = 0; e < KT_P; e++) any |= needs[e];
+  REAL b1[KT_RP], b2[KT_RP];
+  int bi[KT_RP];
+#pragma unroll
+  for (int i = 0; i < KT_RP; i++) {
+    b1[i] = b2[i] = INFINITY;
+    bi[i] = 0;
+  }
+  if (any) {
+    for (long c0 = 0; c0 < k; c0 += KT_C) {
+      REAL acc[KT_RP][KT_RC], cnorm = 0;
+#pragma unroll
+      for (int i = 0; i < KT_RP; i++)
+#pragma unroll
+        for (int j = 0; j < KT_RC; j++) acc[i][j] = 0;
+      for (long d0 = 0; d0 < d; d0 += KT_D) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int t = 0; t < KT_P * KT_D / (KT_T * KT_T); t++) {
+          const int idx = t * KT_T * KT_T + lid, dd = idx % KT_D, pp = idx / KT_D;
+          const long gi = p0 + pp, gd = d0 + dd;
+          KT_XS(dd, pp) = gi < n && gd < d ? x[xo + gi * d + gd] : (REAL)0;
+        }
+        for (int t = 0; t < KT_C * KT_D / (KT_T * KT_T); t++) {
+          const int idx = t * KT_T * KT_T + lid, dd = idx % KT_D, cc = idx / KT_D;
+          const long gj = c0 + cc, gd = d0 + dd;
+          KT_CS(dd, cc) = gj < k && gd < d ? c[co + gj * d + gd] : (REAL)0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int dd = 0; dd < KT_D; dd++)
+          if (lid < KT_C) cnorm += KT_CS(dd, lid) * KT_CS(dd, lid);
+        for (int dd = 0; dd < KT_D; dd++) {
+          REAL xa[KT_RP], ca[KT_RC];
+#pragma unroll
+          for (int i = 0; i < KT_RP; i++) xa[i] = KT_XS(dd, ty + KT_T * i);
+#pragma unroll
+          for (int j = 0; j < KT_RC; j++) ca[j] = KT_CS(dd, tx + KT_T * j);
+#pragma unroll
+          for (int i = 0; i < KT_RP; i++)
+#pragma unroll
+            for (int j = 0; j < KT_RC; j++) acc[i][j] = fma(xa[i], ca[j], acc[i][j]);
+        }
+      }
+      if (lid < KT_C) cn[lid] = cnorm;
+      barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+      for (int j = 0; j < KT_RC; j++) {
+        const long gj = c0 + tx + KT_T * j;
+        const REAL cnj = cn[tx + KT_T * j];
+#pragma unroll
+        for (int i = 0; i < KT_RP; i++) {
+          const REAL v = cnj + (REAL)-2 * acc[i][j];
+          if (gj < k && v < b2[i]) {
+            if (v < b1[i]) {
+              b2[i] = b1[i];
+              b1[i] = v;
+              bi[i] = (int)gj;
+            } else {
+              b2[i] = v;
+            }
+          }
+        }
+      }
+    }
+  }
+  /* Merge the 16 lanes of each point (lane order = centroid order within a tile column). */
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+  for (int i = 0; i < KT_RP; i++) {
+    const int p = ty + KT_T * i;
+    tiles[p * KT_T + tx] = b1[i];
+    tiles[KT_P * KT_T + p * KT_T + tx] = b2[i];
+    mi[p * KT_T + tx] = bi[i];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const long i = p0 + lid;
+  const int merge = lid < KT_P && i < n && needs[lid % KT_P], pm = lid % KT_P;
+  REAL m1 = tiles[pm * KT_T], m2 = tiles[KT_P * KT_T + pm * KT_T], xn = 0;
+  int mj = mi[pm * KT_T];
+  for (int o = 1; o < KT_T; o++) {
+    if (merge) {
+      const REAL o1 = tiles[pm * KT_T + o], o2 = tiles[KT_P * KT_T + pm * KT_T + o];
+      const int oi = mi[pm * KT_T + o];
+      if (o1 < m1 || (o1 == m1 && oi < mj)) {
+        m2 = fmin(m1, o2);
+        m1 = o1;
+        mj = oi;
+      } else {
+        m2 = fmin(m2, o1);
+      }
+    }
+  }
+  for (long e = 0; e < d; e++)
+    if (merge) xn += x[xo + i * d + e] * x[xo + i * d + e];
+  if (merge) {
+    m1 += xn;
+    m2 += xn;
+    out[oo + i] = mj;
+    dist[dso + 2 * i] = sqrt(m1 > 0 ? m1 : (REAL)0);
+    dist[dso + 2 * i + 1] = sqrt(m2 > 0 ? m2 : (REAL)0);
   }
 }

@@ -3,11 +3,14 @@
 -- * attention: causal forward + backward (gradients of q, k and v) of flash_attention and of the naive
 --   softmax(q k^T / sqrt(d)) v composed of ops, float32, head_dim 64: time (best of a few calls after a
 --   warm-up, each ended by a device sync) and extra memory (the device pool's peak minus what the inputs
---   hold; each configuration runs in a child process so the peak is its own). On a GPU: B 8, H 8,
---   T 128/512/2048/8192, naive up to 2048. On the CPU (slow): B 1, H 8, T 128/512/2048 (4096 flash),
---   naive up to 2048. NETCL_BENCH_B / _H / _T ("128,512") override. The ratio is flash's time over the
---   naive one's of the same run (lower is better), and over PyTorch's scaled_dot_product_attention on the
---   same GPU when torch has CUDA and SDPA (fp32, TF32 off).
+--   hold; each configuration runs in a child process so the peak is its own). On a GPU: every B in 1, 4
+--   with every H in 8, 16, at T 512/1024/2048/4096/8192, naive up to 2048. On the CPU (slow): B 1, H 8,
+--   T 128/512/2048 (4096 flash), naive up to 2048. NETCL_BENCH_B / _H / _T ("128,512") override. The
+--   ratio is flash's time over the naive one's of the same run (lower is better), and over PyTorch's
+--   scaled_dot_product_attention (fp32, TF32 off, is_causal) on the same GPU when torch has CUDA and SDPA
+--   (all configurations in one Python process, printed beside netcl's: sdpa_s, sdpa_extra_mb,
+--   ratio_sdpa); without them (torch 1.13, or no CUDA) those columns are left out.
+-- The device: the default one (NETCL_DEVICE=opencl:1:0, or run.lua --device opencl:1:0).
 -- * gpt_tiny step: models.GPT (vocab 1024, dim 256, 4 layers, 4 heads, T 128, ffn_hidden 683), batch 32 on
 --   a GPU and 8 on the CPU (NETCL_BENCH_GPT_B), one AdamW training step; tokens/s against the same model in
 --   PyTorch (on CUDA for a GPU, else on the CPU with the same thread count), ratio = netcl / PyTorch (higher
@@ -71,13 +74,13 @@ if one then
   return
 end
 
-local B = list("NETCL_BENCH_B", {dev.is_gpu and 8 or 1})[1]
-local Hh = list("NETCL_BENCH_H", {8})[1]
+local BS = list("NETCL_BENCH_B", dev.is_gpu and {1, 4} or {1})
+local HS = list("NETCL_BENCH_H", dev.is_gpu and {8, 16} or {8})
 local D = 64
-local TS = list("NETCL_BENCH_T", dev.is_gpu and {128, 512, 2048, 8192} or {128, 512, 2048, 4096})
+local TS = list("NETCL_BENCH_T", dev.is_gpu and {512, 1024, 2048, 4096, 8192} or {128, 512, 2048, 4096})
 local NAIVE_MAX = 2048
 
-local function child(impl, t)
+local function child(impl, B, Hh, t)
   local p = io.popen(string.format("NETCL_BENCH_ATT_ONE='%s %d %d %d %d' NETCL_DEVICE='%s' '%s' '%s' 2>&1", impl, B, Hh,
     t, D, dev.spec, EXE, SELF))
   local out = p:read("a")
@@ -110,19 +113,25 @@ def best(fn, reps):
         r = min(r, time.perf_counter() - t0)
     return r
 mode, a = sys.argv[1], [int(x) for x in sys.argv[2:]]
-if mode == "sdpa":
+if mode == "sdpa":  # a: d, then (b, h, t) per configuration; one line "b h t device seconds bytes" each
     if not gpu or not hasattr(F, "scaled_dot_product_attention"):
         print("none"); sys.exit(0)
-    b, h, t, d = a
-    q, k, v = (torch.randn(b, h, t, d, device=dev, requires_grad=True) for _ in range(3))
-    g = torch.randn(b, h, t, d, device=dev)
-    def step():
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        o.backward(g)
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    s = best(step, 5)
-    print(dev, s, torch.cuda.max_memory_allocated() - base)
+    d = a[0]
+    for i in range(1, len(a), 3):
+        b, h, t = a[i:i + 3]
+        q, k, v = (torch.randn(b, h, t, d, device=dev, requires_grad=True) for _ in range(3))
+        g = torch.randn(b, h, t, d, device=dev)
+        def step():
+            q.grad = k.grad = v.grad = None
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            o.backward(g)
+        sync()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        s = best(step, 3 if t >= 2048 else 5)
+        print(b, h, t, dev, s, torch.cuda.max_memory_allocated() - base, flush=True)
+        del q, k, v, g
+        torch.cuda.empty_cache()
 else:
     V, dim, L, H, T, hidden, B = a
     hd = dim // H
@@ -180,35 +189,52 @@ else:
 ]==]):format(dev.is_gpu and "True" or "False", dev.compute_units))
   f:close()
   local p = io.popen(PY .. " '" .. path .. "' " .. mode .. " " .. table.concat(args, " ") .. " 2>/dev/null")
-  local line = p and p:read("l")
+  local out = p and p:read("a") or ""
   if p then p:close() end
   os.remove(path)
-  return line
+  return out
 end
 
 local have_torch = os.execute(PY .. " -c 'import torch' >/dev/null 2>&1")
 if not have_torch then io.stderr:write("bench_attention: python3-torch not found; no PyTorch reference\n") end
 
-for _, t in ipairs(TS) do
-  local fs, fm = child("flash", t)
-  local line = string.format('{"bench":"attention","device":"%s","B":%d,"H":%d,"T":%d,"D":%d', dev.spec, B, Hh, t, D)
-  if fs then line = line .. string.format(',"flash_s":%.5f,"flash_extra_mb":%.1f', fs, fm / 2 ^ 20) end
-  if t <= NAIVE_MAX then
-    local ns, nm = child("naive", t)
-    if ns then
-      line = line .. string.format(',"naive_s":%.5f,"naive_extra_mb":%.1f', ns, nm / 2 ^ 20)
-      if fs then line = line .. string.format(',"ratio_naive":%.3f', fs / ns) end
+-- PyTorch SDPA for every configuration first (one process: CUDA starts once), keyed "b h t".
+local sdpa = {}
+if have_torch and dev.is_gpu then
+  local args = {D}
+  for _, b in ipairs(BS) do
+    for _, hh in ipairs(HS) do
+      for _, t in ipairs(TS) do args[#args + 1] = string.format("%d %d %d", b, hh, t) end
     end
   end
-  if have_torch and dev.is_gpu then
-    local r = torch_run("sdpa", {B, Hh, t, D})
-    local tdev, ts, tm = (r or ""):match("^(%S+) (%S+) (%S+)$")
-    if ts and fs then
-      line = line .. string.format(',"torch_device":"%s","sdpa_s":%.5f,"sdpa_extra_mb":%.1f,"ratio_sdpa":%.3f', tdev,
-        tonumber(ts), tonumber(tm) / 2 ^ 20, fs / tonumber(ts))
+  local out = torch_run("sdpa", args)
+  for b, hh, t, tdev, ts, tm in out:gmatch("(%d+) (%d+) (%d+) (%S+) (%S+) (%S+)") do
+    sdpa[b .. " " .. hh .. " " .. t] = {dev = tdev, s = tonumber(ts), m = tonumber(tm)}
+  end
+  if not next(sdpa) then io.stderr:write("bench_attention: no PyTorch SDPA on CUDA here; no SDPA reference\n") end
+end
+
+for _, B in ipairs(BS) do
+  for _, Hh in ipairs(HS) do
+    for _, t in ipairs(TS) do
+      local fs, fm = child("flash", B, Hh, t)
+      local line = string.format('{"bench":"attention","device":"%s","B":%d,"H":%d,"T":%d,"D":%d', dev.spec, B, Hh, t, D)
+      if fs then line = line .. string.format(',"flash_s":%.5f,"flash_extra_mb":%.1f', fs, fm / 2 ^ 20) end
+      if t <= NAIVE_MAX then
+        local ns, nm = child("naive", B, Hh, t)
+        if ns then
+          line = line .. string.format(',"naive_s":%.5f,"naive_extra_mb":%.1f', ns, nm / 2 ^ 20)
+          if fs then line = line .. string.format(',"ratio_naive":%.3f', fs / ns) end
+        end
+      end
+      local r = sdpa[B .. " " .. Hh .. " " .. t]
+      if r and fs then
+        line = line .. string.format(',"torch_device":"%s","sdpa_s":%.5f,"sdpa_extra_mb":%.1f,"ratio_sdpa":%.3f', r.dev,
+          r.s, r.m / 2 ^ 20, fs / r.s)
+      end
+      print(line .. "}")
     end
   end
-  print(line .. "}")
 end
 
 -- ---- GPT-tiny training step ----------------------------------------------------------------------------
@@ -234,7 +260,7 @@ do
     dev.spec, GB, T, s, GB * T / s)
   if have_torch then
     local r = torch_run("gpt", {V, DIM, L, H, T, HID, GB})
-    local tdev, ts = (r or ""):match("^(%S+) (%S+)$")
+    local tdev, ts = r:match("^(%S+) (%S+)")
     if ts then
       ts = tonumber(ts)
       line = line .. string.format(',"torch_device":"%s","torch_s":%.4f,"torch_tok_s":%.0f,"ratio":%.3f', tdev, ts,

@@ -1,4 +1,5 @@
--- k-means on the default device (docs/cluster.md). One Lloyd iteration (kmeans_assign +
+-- k-means on the default device (NETCL_DEVICE=opencl:1:0, or run.lua --device opencl:1:0;
+-- docs/cluster.md). One Lloyd iteration (kmeans_assign +
 -- kmeans_update + the division) in points * centroids * dims per second, best of REPS, each
 -- ended by a device sync; and a full fit to convergence from the same initial centroids.
 -- References measured in the same run:

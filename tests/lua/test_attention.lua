@@ -76,6 +76,7 @@ end
 local CASES = { -- b, h, hkv, tq, tk, d, causal, scale
   {2, 2, 2, 9, 9, 16, true}, {1, 4, 2, 7, 7, 64, false}, {1, 4, 1, 5, 13, 64, true},
   {2, 2, 1, 33, 33, 128, true, 0.2}, {1, 2, 2, 1, 70, 128, false}, {1, 1, 1, 65, 65, 256, true},
+  {1, 4, 2, 100, 130, 64, true}, -- several query and key blocks of the tiled OpenCL kernels
 }
 
 TestFlashAttention = {}

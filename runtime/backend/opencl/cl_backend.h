@@ -31,7 +31,8 @@ typedef struct nc_cl_staging nc_cl_staging;
  *   BYTES  "<name>_<size of T>"          (kernels that only move elements)
  *   COPY   "copy_<T>_<name>"             (name: the source dtype; one slot per source dtype)
  *   REAL   "<name>", built with -DREAL=double for float64 (the layer kernels)
- *   TILED  "<name>", built with a GEMM tile variant's options (cl_linalg.h) */
+ *   TILED  "<name>", built with a tile variant's options (GEMM: cl_linalg.h; flash attention:
+ *          cl_attention.c) */
 #define NC_CL_KERNELS(X)                                                     \
   X(UNARY, "elementwise", "unary", TYPED)                                    \
   X(BINARY, "elementwise", "binary", TYPED)                                  \
@@ -97,7 +98,11 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV2D_BWD_INPUT, "gemm+conv", "conv2d_bwd_input", TILED)                \
   X(CONV2D_BWD_WEIGHT, "gemm+conv", "conv2d_bwd_weight", TILED)              \
   X(CONV2D_COL2IM, "gemm+conv", "conv2d_col2im", TILED)                      \
-  X(CONV2D_SUM_SPLITS, "gemm+conv", "conv2d_sum_splits", TILED)
+  X(CONV2D_SUM_SPLITS, "gemm+conv", "conv2d_sum_splits", TILED)             \
+  X(FLASH_ATTENTION_FWD, "attention", "flash_attention_fwd_tiled", TILED)    \
+  X(FLASH_ATTENTION_BWD_Q, "attention", "flash_attention_bwd_q_tiled", TILED) \
+  X(FLASH_ATTENTION_BWD_KV, "attention", "flash_attention_bwd_kv_tiled", TILED) \
+  X(KMEANS_ASSIGN_TILED, "cluster", "kmeans_assign_tiled", REAL)
 
 /* Slots: 0 .. NC_OP_COUNT-1 are the ops' fast kernels, then NC_CL_K_<ID>. */
 typedef enum {
@@ -267,6 +272,11 @@ nc_status nc_cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, d
  * absent optional input), then the integers as long and the reals in the tensor dtype, over
  * one work-group of nc_cl_local_size work-items per row (cl_kernel_call.c). */
 nc_status nc_cl_kernel_call(const nc_kernel_call *c);
+/* The tiled flash-attention kernel for c (cl_attention.c) and its number of work-groups of 256
+ * items; *out NULL when c is another op or no tiled variant covers it. */
+nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups);
+/* kmeans_assign's tiled kernel for c (cl_cluster.c), the same way. */
+nc_status nc_cl_kmeans_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups);
 
 /* Op entries (backend/dispatch.h), one file per family. */
 nc_status nc_cl_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);

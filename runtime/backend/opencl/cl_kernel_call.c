@@ -15,8 +15,6 @@ nc_status nc_cl_kernel_call(const nc_kernel_call *c) {
   for (int i = 0; i < c->nt && !first; i++) first = c->t[i];
   nc_device *dev = nc_tensor_device(first);
   NC_TRY(nc_cl_check_real(dev, first->dtype));
-  const nc_cl_handle *h;
-  NC_TRY(nc_cl_handle_get(dev, c->op, first->dtype, &h));
   nc_cl_arg args[2 * NC_KERNEL_MAX_TENSORS + 2 * NC_KERNEL_MAX_SCALARS];
   cl_mem mem[NC_KERNEL_MAX_TENSORS];
   cl_long off[NC_KERNEL_MAX_TENSORS], ints[NC_KERNEL_MAX_SCALARS];
@@ -39,6 +37,15 @@ nc_status nc_cl_kernel_call(const nc_kernel_call *c) {
       reals[i].f = (cl_float)c->f[i], args[na++] = (nc_cl_arg){sizeof reals[i].f, &reals[i].f};
   }
   if (c->rows <= 0) return NC_OK;
+  const nc_cl_handle *h;
+  int64_t groups = 0;
+  NC_TRY(nc_cl_attention_tiled(c, &h, &groups));
+  if (!h) NC_TRY(nc_cl_kmeans_tiled(c, &h, &groups));
+  if (h) {
+    size_t ls = 256, global = (size_t)groups * ls;
+    return nc_cl_launch_nd(dev, h->kernel, na, args, 1, &global, &ls);
+  }
+  NC_TRY(nc_cl_handle_get(dev, c->op, first->dtype, &h));
   size_t ls = nc_cl_group_size(dev), global = (size_t)c->rows * ls;
   return nc_cl_launch_nd(dev, h->kernel, na, args, 1, &global, &ls);
 }

@@ -1,0 +1,86 @@
+/* The tiled flash-attention kernels (kernels/attention.cl, *_tiled): the variant for a call's
+ * head dim, with block sizes that fit the device's local memory, or none (the op-table row
+ * kernels run instead: float64 on a device with little local memory, head dim 256 backward on
+ * a 48 KB GPU, a device whose work-groups cannot hold 256 items). NETCL_FLASH_TILED=0 turns the
+ * tiled kernels off (the benchmark's comparison). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cl_linalg.h"
+#include "core/check.h"
+
+#define ATT_LS 256 /* kernels/attention.cl: ATT_T x ATT_T work-items */
+
+/* Per head-dim class: rows of the query and key blocks of the forward, dq and dk/dv kernels. */
+typedef struct {
+  int hd, fbr, fbc, qbr, qbc, kbr, kbc;
+} att_variant;
+
+static const att_variant VARIANTS[] = {
+    {32, 64, 64, 64, 32, 32, 64},
+    {64, 64, 32, 32, 32, 32, 32},
+    {128, 32, 32, 16, 16, 16, 16},
+    {256, 16, 16, 16, 16, 16, 16},
+};
+
+/* Local memory (elements) of each kernel, as kernels/attention.cl declares it. */
+static size_t local_elems(const att_variant *a, nc_op op) {
+  const size_t ld = (size_t)a->hd + 1;
+  switch (op) {
+    case NC_OP_FLASH_ATTENTION:
+      return (size_t)(a->fbr + a->fbc) * ld + (size_t)a->fbr * (a->fbc + 1) + (size_t)a->fbr * 16;
+    case NC_OP_FLASH_ATTENTION_BWD_Q:
+      return 2 * (size_t)(a->qbr + a->qbc) * ld + (size_t)a->qbr * (a->qbc + 1);
+    default:
+      return 2 * (size_t)(a->kbr + a->kbc) * ld + 2 * (size_t)a->kbc * (a->kbr + 1) + 2 * (size_t)a->kbr;
+  }
+}
+
+static bool tiled_enabled(void) {
+  const char *e = getenv("NETCL_FLASH_TILED");
+  return !(e && strcmp(e, "0") == 0);
+}
+
+nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups) {
+  *out = NULL;
+  nc_cl_slot slot;
+  switch (c->op) {
+    case NC_OP_FLASH_ATTENTION: slot = NC_CL_K_FLASH_ATTENTION_FWD; break;
+    case NC_OP_FLASH_ATTENTION_BWD_Q: slot = NC_CL_K_FLASH_ATTENTION_BWD_Q; break;
+    case NC_OP_FLASH_ATTENTION_BWD_KV: slot = NC_CL_K_FLASH_ATTENTION_BWD_KV; break;
+    default: return NC_OK;
+  }
+  if (!tiled_enabled()) return NC_OK;
+  /* integers: h, hkv, tq, tk, d, causal; the first tensor is q (forward) or dout */
+  const int64_t tq = c->i[2], tk = c->i[3], d = c->i[4];
+  const nc_tensor *first = c->t[0];
+  nc_device *dev = nc_tensor_device(first);
+  const att_variant *a = NULL;
+  for (size_t i = 0; i < sizeof VARIANTS / sizeof VARIANTS[0] && !a; i++)
+    if (d <= VARIANTS[i].hd) a = &VARIANTS[i];
+  if (!a || dev->info.max_work_group_size < ATT_LS) return NC_OK;
+  const size_t es = first->dtype == NC_FLOAT64 ? 8 : 4;
+  cl_ulong have = 0;
+  nc_cl_device *cd = dev->impl;
+  if (nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have, NULL) != CL_SUCCESS) return NC_OK;
+  if (local_elems(a, c->op) * es > have) return NC_OK;
+  const int tiles[6] = {a->hd, a->fbr, a->fbc, a->qbr, a->qbc, a->kbc * 1000 + a->kbr};
+  const nc_cl_handle *hd = nc_cl_handle_peek(dev, slot, first->dtype);
+  if (!hd || memcmp(hd->tiles, tiles, sizeof tiles) != 0) {
+    char opts[256];
+    snprintf(opts, sizeof opts, "-DREAL=%s -DHD=%d -DFBR=%d -DFBC=%d -DQBR=%d -DQBC=%d -DKBR=%d -DKBC=%d",
+             first->dtype == NC_FLOAT64 ? "double -DNC_REAL_DOUBLE=1" : "float", a->hd, a->fbr, a->fbc, a->qbr,
+             a->qbc, a->kbr, a->kbc);
+    NC_TRY(nc_cl_resolve(dev, slot, first->dtype, opts, tiles, &hd));
+  }
+  if (hd->local < ATT_LS) return NC_OK; /* the kernel's registers leave no room for 256 items */
+  const int64_t bh = c->rows / (c->op == NC_OP_FLASH_ATTENTION_BWD_KV ? tk : tq); /* B*H or B*Hkv */
+  if (c->op == NC_OP_FLASH_ATTENTION)
+    *groups = bh * ((tq + a->fbr - 1) / a->fbr);
+  else if (c->op == NC_OP_FLASH_ATTENTION_BWD_Q)
+    *groups = bh * ((tq + a->qbr - 1) / a->qbr);
+  else
+    *groups = bh * ((tk + a->kbc - 1) / a->kbc);
+  *out = hd;
+  return NC_OK;
+}
