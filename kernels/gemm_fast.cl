@@ -34,7 +34,7 @@
     if (a_kmajor) {                                                                              \
       const int row_ = v_ / ((BK) / 4), kq_ = (v_ % ((BK) / 4)) * 4;                              \
       __global const REAL *p_ = Ab + row_ * lda + k0 + kq_;                                      \
-      if (fullm && k0 + (BK) <= K) ra[t_] = vload4(0, p_);                                       \
+      if (fullm && k0 + (BK) <= K) ra[t_] = a_vec ? *(__global const REAL4 *)p_ : vload4(0, p_);  \
       else {                                                                                     \
         const bool r_ok = m0 + row_ < M;                                                         \
         ra[t_] = (REAL4)((r_ok && k0 + kq_ < K) ? p_[0] : 0, (r_ok && k0 + kq_ + 1 < K) ? p_[1] : 0, \
@@ -43,7 +43,7 @@
     } else {                                                                                     \
       const int kk_ = v_ / ((BM) / 4), mq_ = (v_ % ((BM) / 4)) * 4;                               \
       __global const REAL *p_ = Ab + (k0 + kk_) * lda + mq_;                                     \
-      if (fullm && k0 + (BK) <= K) ra[t_] = vload4(0, p_);                                       \
+      if (fullm && k0 + (BK) <= K) ra[t_] = a_vec ? *(__global const REAL4 *)p_ : vload4(0, p_);  \
       else {                                                                                     \
         const bool k_ok = k0 + kk_ < K;                                                          \
         ra[t_] = (REAL4)((k_ok && m0 + mq_ < M) ? p_[0] : 0, (k_ok && m0 + mq_ + 1 < M) ? p_[1] : 0, \
@@ -77,7 +77,7 @@
     if (b_nmajor) {                                                                              \
       const int kk_ = v_ / ((BN) / 4), nq_ = (v_ % ((BN) / 4)) * 4;                               \
       __global const REAL *p_ = Bb + (k0 + kk_) * ldb + nq_;                                     \
-      if (fulln && k0 + (BK) <= K) rb[t_] = vload4(0, p_);                                       \
+      if (fulln && k0 + (BK) <= K) rb[t_] = b_vec ? *(__global const REAL4 *)p_ : vload4(0, p_);  \
       else {                                                                                     \
         const bool k_ok = k0 + kk_ < K;                                                          \
         rb[t_] = (REAL4)((k_ok && n0 + nq_ < N) ? p_[0] : 0, (k_ok && n0 + nq_ + 1 < N) ? p_[1] : 0, \
@@ -86,7 +86,7 @@
     } else {                                                                                     \
       const int col_ = v_ / ((BK) / 4), kq_ = (v_ % ((BK) / 4)) * 4;                              \
       __global const REAL *p_ = Bb + col_ * ldb + k0 + kq_;                                      \
-      if (fulln && k0 + (BK) <= K) rb[t_] = vload4(0, p_);                                       \
+      if (fulln && k0 + (BK) <= K) rb[t_] = b_vec ? *(__global const REAL4 *)p_ : vload4(0, p_);  \
       else {                                                                                     \
         const bool c_ok = n0 + col_ < N;                                                         \
         rb[t_] = (REAL4)((c_ok && k0 + kq_ < K) ? p_[0] : 0, (c_ok && k0 + kq_ + 1 < K) ? p_[1] : 0, \
@@ -174,6 +174,9 @@
   __global const REAL *Ab = A + a_off + bi * a_sb + (a_kmajor ? (long)m0 * lda : (long)m0);     \
   __global const REAL *Bb = B + b_off + bi * b_sb + (b_nmajor ? (long)n0 : (long)n0 * ldb);     \
   const bool fullm = m0 + (BM) <= M, fulln = n0 + (BN) <= N;                                    \
+  /* 16-byte aligned rows (buffers are): full tiles read through REAL4 pointers */              \
+  const bool a_vec = ((a_off + bi * a_sb) & 3) == 0 && (lda & 3) == 0;                          \
+  const bool b_vec = ((b_off + bi * b_sb) & 3) == 0 && (ldb & 3) == 0;                          \
   GF_MAIN(BM, BN, BK, WM, WN, NVA, NVB, 0, GF_FETCH_A, GF_STORE_A, GF_FETCH_B, GF_STORE_B)        \
   __global REAL *Cb = C + c_off + bi * c_sb;                                                    \
   __global const REAL *biasb = bias + bias_off;                                                 \
@@ -252,6 +255,7 @@ typedef struct {
   const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
   const bool a_kmajor = true, b_nmajor = true, fullm = m0 + (BM) <= M;                          \
   const int lda = K;                                                                            \
+  const bool a_vec = (K & 3) == 0;                                                              \
   __global const REAL *Ab = Wt + (long)m0 * K;                                                  \
   int cb[4], cy[4], cx[4];                                                                      \
   _Pragma("unroll") for (int e = 0; e < 4; e++) {                                               \
@@ -296,7 +300,9 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_AR
     const int m_ = m0 + v_ / ((BK) / 4), k_ = k0 + (v_ % ((BK) / 4)) * 4;                         \
     const bool m_ok = m_ < M;                                                                    \
     const int b_ = k_ / ohw, q_ = k_ - b_ * ohw;                                                 \
-    if (m_ok && k_ + 3 < K && q_ + 3 < ohw) ra[t_] = vload4(0, DY + b_ * p.o * ohw + m_ * ohw + q_); \
+    if (m_ok && k_ + 3 < K && q_ + 3 < ohw)                                                     \
+      ra[t_] = dy_vec ? *(__global const REAL4 *)(DY + b_ * p.o * ohw + m_ * ohw + q_)           \
+                      : vload4(0, DY + b_ * p.o * ohw + m_ * ohw + q_);                          \
     else ra[t_] = (REAL4)(CW_DY(0), CW_DY(1), CW_DY(2), CW_DY(3));                               \
   }
 
@@ -332,7 +338,7 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_AR
   const int M = p.o, N = p.c * khw, split = get_group_id(2);                                    \
   const int K = min(p.n * ohw, (split + 1) * kchunk);                                           \
   const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
-  const bool a_kmajor = true, b_nmajor = false;                                                 \
+  const bool a_kmajor = true, b_nmajor = false, dy_vec = (ohw & 3) == 0;                        \
   GF_MAIN(BM, BN, BK, WM, WN, NVA, NVB, split * kchunk, CW_FETCH_A, GF_STORE_A, CW_FETCH_B, GF_STORE_B) \
   __global REAL *Wout = WS + (long)split * M * N;                                                \
   _Pragma("unroll") for (int r = 0; r < WM; r++)                                                \
