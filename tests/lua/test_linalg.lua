@@ -209,4 +209,57 @@ function TestEmbeddingLoss:test_cross_entropy()
   lu.assertErrorMsgContains("reduction must be", function() return ops.cross_entropy(x, t, {reduction = "avg"}) end)
 end
 
+TestGemmFast = {}
+
+-- The large-tile kernels (kernels/gemm_fast.cl) take every float32 product with contiguous rows
+-- or columns on OpenCL: edge tiles in M, N and K, both layouts of each operand, batches.
+function TestGemmFast:test_layouts_and_edges()
+  local function err(a, b) return (a - b):abs():max():item() / math.max(1, b:abs():max():item()) end
+  for _, s in ipairs({{1, 1, 1}, {3, 5, 7}, {64, 64, 16}, {127, 129, 33}, {200, 70, 300}, {257, 1, 100}, {65, 130, 17}}) do
+    for ta = 0, 1 do
+      for tb = 0, 1 do
+        for _, batch in ipairs({0, 3}) do
+          local M, N, K = s[1], s[2], s[3]
+          local ash, bsh = ta == 1 and {K, M} or {M, K}, tb == 1 and {N, K} or {K, N}
+          if batch > 0 then table.insert(ash, 1, batch); table.insert(bsh, 1, batch) end
+          local a, b = nc.randn(ash, {device = cpu}), nc.randn(bsh, {device = cpu})
+          local function tr(x, t) return t == 1 and x:transpose(-1, -2) or x end
+          local ref = nc.matmul(tr(a, ta), tr(b, tb))
+          local got = nc.matmul(tr(a:to(dev), ta), tr(b:to(dev), tb)):to(cpu)
+          local e = err(got, ref)
+          lu.assertTrue(e < 1e-5, string.format("M %d N %d K %d ta %d tb %d batch %d: rel err %g", M, N, K, ta, tb, batch, e))
+        end
+      end
+    end
+  end
+  -- a row offset that is not a multiple of 4 (no aligned vector loads) and a K of 0
+  local a, b = nc.randn({9, 37}, {device = cpu}), nc.randn({37, 20}, {device = cpu})
+  local ref = nc.matmul(a:narrow(1, 2, 7), b)
+  lu.assertTrue(err(nc.matmul(a:to(dev):narrow(1, 2, 7), b:to(dev)):to(cpu), ref) < 1e-5)
+  local z = nc.matmul(nc.zeros({4, 0}, {device = dev}), nc.zeros({0, 6}, {device = dev})):to(cpu)
+  lu.assertEquals(z:abs():max():item(), 0)
+end
+
+-- conv2d's three passes against the CPU backend over geometries that reach every path: stride 1
+-- (input gradient as a flipped forward convolution), stride 2 (columns and col2im), dilation,
+-- 1x1, output channels above one tile, and a batch long enough to split the weight gradient's K.
+function TestGemmFast:test_conv_geometries()
+  local function err(a, b) return (a - b):abs():max():item() / math.max(1, b:abs():max():item()) end
+  for _, c in ipairs({{2, 3, 9, 7, 5, 3, 3, 1, 1, 1}, {3, 8, 11, 13, 70, 3, 3, 1, 2, 1}, {2, 5, 10, 10, 7, 3, 3, 2, 1, 1},
+                      {2, 6, 9, 9, 130, 1, 1, 1, 0, 1}, {1, 4, 12, 12, 3, 5, 3, 1, 2, 2}, {2, 3, 7, 7, 4, 2, 2, 2, 0, 1},
+                      {64, 8, 8, 8, 8, 3, 3, 1, 1, 1}}) do
+    local B, C, H, W, O, KH, KW, S, P, D = table.unpack(c)
+    local o = {stride = S, padding = P, dilation = D}
+    local x, w, bias = nc.randn({B, C, H, W}, {device = cpu}), nc.randn({O, C, KH, KW}, {device = cpu}), nc.randn({O}, {device = cpu})
+    local y = ops.conv2d(x, w, bias, o)
+    local dy = nc.randn(y.shape, {device = cpu})
+    local what = table.concat(c, ",")
+    lu.assertTrue(err(ops.conv2d(x:to(dev), w:to(dev), bias:to(dev), o):to(cpu), y) < 1e-5, "forward " .. what)
+    lu.assertTrue(err(ops.conv2d_backward_input(dy:to(dev), w:to(dev), x.shape, o):to(cpu),
+      ops.conv2d_backward_input(dy, w, x.shape, o)) < 1e-5, "input gradient " .. what)
+    lu.assertTrue(err(ops.conv2d_backward_weight(dy:to(dev), x:to(dev), w.shape, o):to(cpu),
+      ops.conv2d_backward_weight(dy, x, w.shape, o)) < 1e-5, "weight gradient " .. what)
+  end
+end
+
 os.exit(lu.LuaUnit.run())

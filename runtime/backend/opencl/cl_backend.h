@@ -85,6 +85,15 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(EMBEDDING_BWD_INT64, "embedding", "embedding_bwd_int64", REAL)           \
   X(EMBEDDING_BWD_INT32, "embedding", "embedding_bwd_int32", REAL)           \
   X(GEMM, "gemm", "gemm", TILED)                                             \
+  X(GEMM_FAST_L, "gemm_fast", "gemm_fast_l", REAL)                           \
+  X(GEMM_FAST_M, "gemm_fast", "gemm_fast_m", REAL)                           \
+  X(GEMM_FAST_S, "gemm_fast", "gemm_fast_s", REAL)                           \
+  X(CONV_FAST_L, "gemm_fast", "conv_fast_l", REAL)                           \
+  X(CONV_FAST_S, "gemm_fast", "conv_fast_s", REAL)                           \
+  X(CONV_WGRAD_FAST_L, "gemm_fast", "conv_wgrad_fast_l", REAL)               \
+  X(CONV_WGRAD_FAST_S, "gemm_fast", "conv_wgrad_fast_s", REAL)               \
+  X(GF_SUM_SPLITS, "gemm_fast", "gf_sum_splits", REAL)                       \
+  X(CONV_FLIP_WEIGHT, "gemm_fast", "conv_flip_weight", REAL)                 \
   X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \
   X(CONV2D_BWD_INPUT, "gemm+conv", "conv2d_bwd_input", TILED)                \
   X(CONV2D_BWD_WEIGHT, "gemm+conv", "conv2d_bwd_weight", TILED)              \

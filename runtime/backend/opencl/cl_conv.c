@@ -46,9 +46,117 @@ static void grid(const nc_gemm_config *cfg, int64_t m, int64_t n, int64_t z, siz
   global[2] = (size_t)z;
 }
 
+/* ---- the large-tile path (kernels/gemm_fast.cl): float32, one group, 32-bit extents -------------- */
+
+/* Mirrors nc_convi in kernels/gemm_fast.cl. */
+typedef struct {
+  cl_int n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+} cl_convi;
+
+static bool fast_fits(const nc_conv2d_desc *p, nc_dtype dt) {
+  const int64_t lim = (int64_t)1 << 31;
+  return dt == NC_FLOAT32 && p->groups == 1 && p->n * p->c_in * p->h * p->w < lim &&
+         p->n * p->c_out * p->oh * p->ow < lim && p->c_out * p->c_in * p->kh * p->kw < lim &&
+         p->n * p->oh * p->ow + 64 < lim;
+}
+
+static cl_convi geometry_i(const nc_conv2d_desc *p) {
+  return (cl_convi){(cl_int)p->n,         (cl_int)p->c_in,        (cl_int)p->h,           (cl_int)p->w,
+                    (cl_int)p->c_out,     (cl_int)p->kh,          (cl_int)p->kw,          (cl_int)p->oh,
+                    (cl_int)p->ow,        (cl_int)p->stride[0],   (cl_int)p->stride[1],   (cl_int)p->padding[0],
+                    (cl_int)p->padding[1], (cl_int)p->dilation[0], (cl_int)p->dilation[1]};
+}
+
+static int64_t compute_units(nc_device *dev) { return dev->info.compute_units > 0 ? dev->info.compute_units : 1; }
+
+/* 128 x 128 tiles when there are more than 64 rows and about two such work-groups per compute
+ * unit, else 64 x 64 (as nc_cl_gemm_fast's choice). */
+static bool large_tile(nc_device *dev, int64_t m, int64_t n) {
+  return m > 64 && 10 * ((m + 127) / 128) * ((n + 127) / 128) >= 19 * compute_units(dev);
+}
+
+/* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]). */
+static nc_status fast_forward(nc_device *dev, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm, cl_int has_bias,
+                              cl_mem ym) {
+  const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow;
+  const bool large = large_tile(dev, m, n);
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, large ? NC_CL_K_CONV_FAST_L : NC_CL_K_CONV_FAST_S, NC_FLOAT32, &k));
+  const int64_t bm_ = large ? 128 : 64, bn_ = large ? 128 : 64;
+  nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(xm), NC_CL_ARG(wm), NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
+  size_t local[3] = {256, 1, 1};
+  size_t global[3] = {(size_t)((n + bn_ - 1) / bn_) * 256, (size_t)((m + bm_ - 1) / bm_), 1};
+  return nc_cl_launch_nd(dev, k->kernel, 6, args, 3, global, local);
+}
+
+static nc_status fast_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
+                                     nc_tensor *dx) {
+  nc_device *dev = nc_tensor_device(dx);
+  const cl_convi g = geometry_i(p);
+  const cl_int khw = g.kh * g.kw;
+  int64_t wshape[1] = {(int64_t)g.o * g.c * khw};
+  nc_tensor *wf;
+  NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &wf));
+  const nc_cl_handle *flip;
+  nc_status s = nc_cl_handle_get(dev, NC_CL_K_CONV_FLIP_WEIGHT, NC_FLOAT32, &flip);
+  cl_mem wm = nc_cl_mem(w), wfm = nc_cl_mem(wf);
+  nc_cl_arg fargs[] = {NC_CL_ARG(wm), NC_CL_ARG(g.o), NC_CL_ARG(g.c), NC_CL_ARG(khw), NC_CL_ARG(wfm)};
+  if (s == NC_OK) s = nc_cl_launch(dev, flip->kernel, 5, fargs, nc_cl_global_size(dev, wshape[0]), 0);
+  /* dX = conv(dY, WF) with stride 1, the same dilation and padding d*(k-1) - p */
+  const cl_convi t = {g.n, g.o, g.oh, g.ow, g.c, g.kh, g.kw, g.h, g.w, 1, 1,
+                      g.dh * (g.kh - 1) - g.ph, g.dw * (g.kw - 1) - g.pw, g.dh, g.dw};
+  if (s == NC_OK) s = fast_forward(dev, &t, nc_cl_mem(dy), wfm, wfm, 0, nc_cl_mem(dx));
+  /* The workspace returns to the pool; the queue is in order, so its reuse waits for us. */
+  nc_tensor_release(wf);
+  return s;
+}
+
+static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
+                                      nc_tensor *dw) {
+  nc_device *dev = nc_tensor_device(dw);
+  const cl_convi g = geometry_i(p);
+  const int64_t m = g.o, n = (int64_t)g.c * g.kh * g.kw, kt = (int64_t)g.n * g.oh * g.ow;
+  const bool large = large_tile(dev, m, n);
+  const int64_t bm_ = large ? 128 : 64, bn_ = large ? 128 : 64;
+  /* Split K so that the grid gives every compute unit about two work-groups, each with at least
+   * 32 K tiles of 16. */
+  const int64_t tiles = ((m + bm_ - 1) / bm_) * ((n + bn_ - 1) / bn_);
+  int64_t splits = (2 * compute_units(dev) + tiles - 1) / tiles, max_splits = kt / (32 * 16);
+  if (splits > max_splits) splits = max_splits;
+  if (splits < 1) splits = 1;
+  cl_int kchunk = (cl_int)(((kt + splits - 1) / splits + 15) / 16 * 16);
+  splits = (kt + kchunk - 1) / kchunk;
+  nc_tensor *ws = NULL;
+  if (splits > 1) {
+    int64_t wshape[1] = {splits * m * n};
+    NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
+  }
+  const nc_cl_handle *k;
+  nc_status s = nc_cl_handle_get(dev, large ? NC_CL_K_CONV_WGRAD_FAST_L : NC_CL_K_CONV_WGRAD_FAST_S, NC_FLOAT32, &k);
+  cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), dwm = nc_cl_mem(dw), wsm = ws ? nc_cl_mem(ws) : dwm;
+  nc_cl_arg args[] = {NC_CL_ARG(g), NC_CL_ARG(kchunk), NC_CL_ARG(dym), NC_CL_ARG(xm), NC_CL_ARG(wsm)};
+  size_t local[3] = {256, 1, 1};
+  size_t global[3] = {(size_t)((n + bn_ - 1) / bn_) * 256, (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
+  if (s == NC_OK) s = nc_cl_launch_nd(dev, k->kernel, 5, args, 3, global, local);
+  if (s == NC_OK && ws) {
+    const nc_cl_handle *sum;
+    s = nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum);
+    cl_int sp = (cl_int)splits, total = (cl_int)(m * n);
+    nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(total), NC_CL_ARG(dwm)};
+    if (s == NC_OK) s = nc_cl_launch(dev, sum->kernel, 4, sargs, nc_cl_global_size(dev, total), 0);
+  }
+  nc_tensor_release(ws);
+  return s;
+}
+
 nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
                        nc_tensor *y) {
   nc_device *dev = nc_tensor_device(y);
+  if (fast_fits(p, y->dtype)) {
+    const cl_convi g = geometry_i(p);
+    return fast_forward(dev, &g, nc_cl_mem(x), nc_cl_mem(w), bias ? nc_cl_mem(bias) : nc_cl_mem(w), bias != NULL,
+                        nc_cl_mem(y));
+  }
   nc_gemm_config cfg;
   const nc_cl_handle *k;
   NC_TRY(conv_kernel(dev, y->dtype, NC_CL_K_CONV2D_FWD, &k, &cfg));
@@ -102,7 +210,8 @@ static nc_status backward_input_cols(const cl_conv *geo, const nc_gemm_config *c
                         .c_sn = 1,
                         .alpha = 1,
                         .beta = 0};
-      s = nc_cl_gemm_with(&d, cfg);
+      s = d.c->dtype == NC_FLOAT32 && nc_cl_gemm_fast_fits(&d) ? nc_cl_gemm_fast(&d, NC_GEMM_FAST_AUTO)
+                                                             : nc_cl_gemm_with(&d, cfg);
       cl_long total = cnt * geo->cg * geo->h * geo->w;
       nc_cl_arg args[] = {NC_CL_ARG(*geo), NC_CL_ARG(g),   NC_CL_ARG(n0),
                           NC_CL_ARG(cnt),  NC_CL_ARG(wsm), NC_CL_ARG(dxm)};
@@ -116,6 +225,10 @@ static nc_status backward_input_cols(const cl_conv *geo, const nc_gemm_config *c
 nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
                                       nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
+  /* Stride 1 with padding at most the dilated kernel's reach: a forward convolution. */
+  if (fast_fits(p, dx->dtype) && p->stride[0] == 1 && p->stride[1] == 1 &&
+      p->padding[0] <= p->dilation[0] * (p->kh - 1) && p->padding[1] <= p->dilation[1] * (p->kw - 1))
+    return fast_backward_input(p, dy, w, dx);
   nc_gemm_config cfg;
   const nc_cl_handle *k;
   NC_TRY(conv_kernel(dev, dx->dtype, NC_CL_K_CONV2D_BWD_INPUT, &k, &cfg));
@@ -133,6 +246,7 @@ nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *
 nc_status nc_cl_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
                                        nc_tensor *dw) {
   nc_device *dev = nc_tensor_device(dw);
+  if (fast_fits(p, dw->dtype)) return fast_backward_weight(p, dy, x, dw);
   nc_gemm_config cfg;
   const nc_cl_handle *k;
   NC_TRY(conv_kernel(dev, dw->dtype, NC_CL_K_CONV2D_BWD_WEIGHT, &k, &cfg));

@@ -107,3 +107,68 @@ nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg) {
                       (size_t)((g->m + cfg->mwg - 1) / cfg->mwg) * local[1], (size_t)g->batch};
   return nc_cl_launch_nd(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
 }
+
+/* ---- the large-tile float32 kernel ----------------------------------------------------------- */
+
+static const struct {
+  nc_cl_slot slot;
+  int bm, bn;
+} fast_tiles[] = {
+    [NC_GEMM_FAST_L] = {NC_CL_K_GEMM_FAST_L, 128, 128},
+    [NC_GEMM_FAST_M] = {NC_CL_K_GEMM_FAST_M, 128, 64},
+    [NC_GEMM_FAST_S] = {NC_CL_K_GEMM_FAST_S, 64, 64},
+};
+
+/* The kernel forms element indices within one batch entry in 32 bits: row (or column) index
+ * times the leading dimension plus the other index, for edge tiles up to a tile past the end. */
+static bool index_fits(int64_t outer, int64_t ld, int64_t inner) {
+  const int64_t lim = (int64_t)1 << 31;
+  return outer < lim && inner < lim && ld >= 0 && ld < lim && (ld == 0 || outer <= (lim - 1 - inner) / ld);
+}
+
+bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g) {
+  if (g->c->dtype != NC_FLOAT32 || g->m <= 0 || g->n <= 0 || g->k < 0) return false;
+  if (g->a_sk != 1 && g->a_sm != 1) return false;
+  if (g->b_sn != 1 && g->b_sk != 1) return false;
+  const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
+  const bool a_ok = g->a_sk == 1 ? index_fits(g->m + 128, lda, g->k + 16) : index_fits(g->k + 16, lda, g->m + 128);
+  const bool b_ok = g->b_sn == 1 ? index_fits(g->k + 16, ldb, g->n + 128) : index_fits(g->n + 128, ldb, g->k + 16);
+  return a_ok && b_ok;
+}
+
+/* The 128 x 128 tile when it still gives the device about two work-groups per compute unit,
+ * else 64 x 64 (on the H200, 64 x 64 was faster for M = 64 and for grids of about one 128 x 128
+ * group per compute unit; tests/bench/bench_gpu.lua and docs/performance.md). */
+static nc_gemm_fast_tile pick_tile(const nc_gemm_desc *g, nc_device *dev) {
+  const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  const int64_t groups_l = ((g->m + 127) / 128) * ((g->n + 127) / 128) * g->batch;
+  return g->m > 64 && 10 * groups_l >= 19 * cus ? NC_GEMM_FAST_L : NC_GEMM_FAST_S;
+}
+
+nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
+  nc_device *dev = nc_tensor_device(g->c);
+  if (!nc_cl_gemm_fast_fits(g)) return nc_error(NC_ERR_ARG, "this product does not suit the large-tile GEMM kernel");
+  if (tile == NC_GEMM_FAST_AUTO) tile = pick_tile(g, dev);
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, fast_tiles[tile].slot, NC_FLOAT32, &k));
+  cl_mem a = nc_cl_mem(g->a), b = nc_cl_mem(g->b), c = nc_cl_mem(g->c);
+  cl_mem bias = g->bias ? nc_cl_mem(g->bias) : c;
+  cl_long M = g->m, N = g->n, K = g->k;
+  cl_long a_off = g->a_off, a_sb = g->a_sb, a_sm = g->a_sm, a_sk = g->a_sk;
+  cl_long b_off = g->b_off, b_sb = g->b_sb, b_sk = g->b_sk, b_sn = g->b_sn;
+  cl_long c_off = g->c_off, c_sb = g->c_sb, c_sm = g->c_sm, c_sn = g->c_sn;
+  cl_long bias_off = g->bias_off, bias_sm = g->bias_sm, bias_sn = g->bias_sn;
+  cl_int has_bias = g->bias != NULL;
+  cl_float alpha = (cl_float)g->alpha, beta = (cl_float)g->beta;
+  nc_cl_arg args[] = {NC_CL_ARG(M),     NC_CL_ARG(N),       NC_CL_ARG(K),        NC_CL_ARG(a),
+                      NC_CL_ARG(a_off), NC_CL_ARG(a_sb),    NC_CL_ARG(a_sm),     NC_CL_ARG(a_sk),
+                      NC_CL_ARG(b),     NC_CL_ARG(b_off),   NC_CL_ARG(b_sb),     NC_CL_ARG(b_sk),
+                      NC_CL_ARG(b_sn),  NC_CL_ARG(c),       NC_CL_ARG(c_off),    NC_CL_ARG(c_sb),
+                      NC_CL_ARG(c_sm),  NC_CL_ARG(c_sn),    NC_CL_ARG(bias),     NC_CL_ARG(bias_off),
+                      NC_CL_ARG(bias_sm), NC_CL_ARG(bias_sn), NC_CL_ARG(has_bias), NC_CL_ARG(alpha),
+                      NC_CL_ARG(beta)};
+  size_t local[3] = {256, 1, 1};
+  size_t global[3] = {(size_t)((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn) * 256,
+                      (size_t)((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm), (size_t)g->batch};
+  return nc_cl_launch_nd(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
+}

@@ -39,6 +39,14 @@ extern const int nc_gemm_candidate_count;
 nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg);
 
 nc_status nc_cl_gemm(const nc_gemm_desc *g);
+
+/* The large-tile float32 kernel (kernels/gemm_fast.cl): whether g suits it (float32; A with
+ * unit stride along K or M, B along N or K; every extent and offset reach within a batch
+ * below 2^31 elements), and a run with a given tile shape (AUTO: the largest that still gives
+ * the device a few work-groups per compute unit). */
+typedef enum { NC_GEMM_FAST_AUTO = -1, NC_GEMM_FAST_L, NC_GEMM_FAST_M, NC_GEMM_FAST_S } nc_gemm_fast_tile;
+bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g);
+nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile);
 nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
                        nc_tensor *y);
 nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,

@@ -199,8 +199,10 @@ nc_status nc_cl_gemm_config(nc_device *dev, nc_dtype dt, nc_gemm_config *out) {
   return NC_OK;
 }
 
-/* The dispatch entry: the tuned (or default) configuration for the device, then the kernel. */
+/* The dispatch entry: float32 products with contiguous rows or columns go to the large-tile
+ * kernel (kernels/gemm_fast.cl), the rest to the tuned (or default) variant of gemm.cl. */
 nc_status nc_cl_gemm(const nc_gemm_desc *g) {
+  if (nc_cl_gemm_fast_fits(g)) return nc_cl_gemm_fast(g, NC_GEMM_FAST_AUTO);
   nc_gemm_config cfg;
   NC_TRY(nc_cl_gemm_config(nc_tensor_device(g->c), g->c->dtype, &cfg));
   return nc_cl_gemm_with(g, &cfg);
