@@ -127,7 +127,7 @@ static nc_kernel_call attention_call(nc_op op, const att_geometry *g, bool causa
 
 nc_status nc_flash_attention(nc_tensor *q, nc_tensor *k, nc_tensor *v, bool causal, double scale, nc_tensor **lse,
                              nc_tensor **out) {
-  att_geometry g;
+  att_geometry g = {0};
   NC_TRY(attention_geometry(q, k, v, causal, scale, &g));
   nc_device *dev = nc_tensor_device(q);
   nc_tensor *in[3] = {q, k, v}, *c[3], *r[2] = {NULL, NULL};
@@ -154,7 +154,7 @@ nc_status nc_flash_attention(nc_tensor *q, nc_tensor *k, nc_tensor *v, bool caus
 static nc_status attention_backward(nc_op op, nc_tensor *dout, nc_tensor *q, nc_tensor *k, nc_tensor *v,
                                     nc_tensor *lse, nc_tensor *delta, bool causal, double scale, int ndim,
                                     const int64_t *shape, nc_tensor **out) {
-  att_geometry g;
+  att_geometry g = {0};
   NC_TRY(attention_geometry(q, k, v, causal, scale, &g));
   NC_TRY(check_float("dout", dout, q));
   NC_TRY(check_float("lse", lse, q));
