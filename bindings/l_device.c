@@ -153,12 +153,12 @@ static int l_memory_stats(lua_State *L) {
   nc_device *d = lua_isnoneornil(L, 1) ? nc_lua_default_device(L) : nc_lua_checkdevice(L, 1, "netcl.memory_stats");
   nc_memory_stats st;
   NC_LUA_CHECK(L, "netcl.memory_stats", nc_memory_stats_get(d, &st));
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 11);
 #define F(name)                                   \
   lua_pushinteger(L, (lua_Integer)st.name);       \
   lua_setfield(L, -2, #name);
   F(in_use) F(cached) F(peak) F(hits) F(misses) F(persistent_in_use) F(pinned_bytes)
-  F(programs_built) F(programs_loaded)
+  F(programs_built) F(programs_loaded) F(host_reads) F(syncs)
 #undef F
   return 1;
 }

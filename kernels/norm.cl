@@ -95,6 +95,200 @@ __kernel void batch_norm_bwd(__global const REAL *dy, __global const REAL *x, __
   }
 }
 
+/* ---- batch norm over many work-groups per channel (x with fewer than 2^31 elements) --------------
+ * Channel ch's cnt = n * s elements are the n runs of s at (i * c + ch) * s. Work-group g takes
+ * channel g / chunks and elements [k * len, (k + 1) * len) of it (k = g % chunks), in (i, j)
+ * order; item lid starts at element e0 + lid and steps by ls, carrying its address and j, so no
+ * element needs a division. Indices are 32-bit. Partial results go to `part` per (channel,
+ * chunk); a second kernel merges a channel's chunks in order (deterministic, no atomics), and a
+ * third writes the output elementwise (four at a time when s is a multiple of 4).
+ *
+ * Statistics: each item sums d = x - K and d * d, with K the channel's first element (a shift
+ * that keeps the sums of squares free of the cancellation of sum(x^2) - n mean^2 when the mean
+ * is large against the spread), over its few elements (len / ls); then the items' (count, mean,
+ * M2) merge pairwise with Chan et al.'s update, which is exact in exact arithmetic and stable. */
+#define NC_CAT2(a, b) a##b
+#define NC_CAT(a, b) NC_CAT2(a, b)
+#define REAL4 NC_CAT(REAL, 4)
+
+/* Item lid's elements of the group's chunk: BN_ITEMS(e, addr) body. Every item runs `rounds`
+ * rounds (group-uniform) and skips the body past e1. */
+#define BN_ITEMS(e, addr)                                                                         \
+  const uint g_ = get_group_id(0), ch = g_ / chunks, e0_ = (g_ - ch * chunks) * len,             \
+             e1_ = min(cnt, e0_ + len), cs_ = c * s, di_ = ls / s, dj_ = ls - di_ * s,           \
+             rounds_ = (e1_ - e0_ + ls - 1) / ls;                                                 \
+  uint e = e0_ + lid, j_ = e % s, addr = ((e / s) * c + ch) * s + j_;                             \
+  for (uint r_ = 0; r_ < rounds_; r_++, e += ls, j_ += dj_, addr += di_ * cs_ + dj_,            \
+            addr += j_ >= s ? cs_ - s : 0, j_ -= j_ >= s ? s : 0)                                 \
+    if (e < e1_)
+
+/* Merges (nb, mb, qb) into (na, ma, qa): count, mean, sum of squared deviations. */
+#define BN_CHAN(na, ma, qa, nb, mb, qb)                                                           \
+  if ((nb) > 0) {                                                                                 \
+    const uint n_ = (na) + (nb);                                                                  \
+    const REAL d_ = (mb) - (ma), f_ = (REAL)(nb) / (REAL)n_;                                      \
+    (ma) += d_ * f_;                                                                              \
+    (qa) += (qb) + d_ * d_ * (REAL)(na) * f_;                                                     \
+    (na) = n_;                                                                                    \
+  }
+
+__kernel void bn_stats(__global const REAL *x, const uint c, const uint s, const uint cnt, const uint chunks,
+                       const uint len, __global REAL *part) {
+  __local REAL lm[NC_NORM_WG], lq[NC_NORM_WG];
+  __local uint ln[NC_NORM_WG];
+  const uint lid = get_local_id(0), ls = get_local_size(0);
+  REAL sd = 0, sq = 0, k0 = x[(get_group_id(0) / chunks) * s];
+  uint m = 0;
+  BN_ITEMS(e, addr) {
+    const REAL d = x[addr] - k0;
+    sd += d;
+    sq += d * d;
+    m++;
+  }
+  ln[lid] = m;
+  lm[lid] = m ? k0 + sd / (REAL)m : (REAL)0;
+  lq[lid] = m ? fmax(sq - sd * (sd / (REAL)m), (REAL)0) : (REAL)0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint h = ls / 2; h > 0; h >>= 1) {
+    if (lid < h) {
+      uint na = ln[lid];
+      REAL ma = lm[lid], qa = lq[lid];
+      if (na == 0) {
+        na = ln[lid + h], ma = lm[lid + h], qa = lq[lid + h];
+      } else {
+        BN_CHAN(na, ma, qa, ln[lid + h], lm[lid + h], lq[lid + h]);
+      }
+      ln[lid] = na, lm[lid] = ma, lq[lid] = qa;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    const uint g = get_group_id(0);
+    part[3 * g] = (REAL)ln[0];
+    part[3 * g + 1] = lm[0];
+    part[3 * g + 2] = lq[0];
+  }
+}
+
+/* One item per channel: merges its chunks in order, updates the running statistics, saves mean
+ * and invstd, and leaves (mean, invstd * weight, bias) in coef[3 * ch ...]. */
+__kernel void bn_finish(__global const REAL *part, const uint chunks, const uint c, const int training,
+                        __global const REAL *w, __global const REAL *b, const int has_w, const int has_b,
+                        __global REAL *rm, __global REAL *rv, const int has_running, const REAL momentum,
+                        const REAL eps, __global REAL *sm, __global REAL *si, __global REAL *coef) {
+  for (uint ch = get_global_id(0); ch < c; ch += get_global_size(0)) {
+    REAL mean, var;
+    if (training) {
+      uint na = 0;
+      REAL ma = 0, qa = 0;
+      for (uint k = 0; k < chunks; k++) {
+        __global const REAL *q = part + 3 * (ch * chunks + k);
+        const uint nb = (uint)q[0];
+        if (na == 0) {
+          na = nb, ma = q[1], qa = q[2];
+        } else {
+          BN_CHAN(na, ma, qa, nb, q[1], q[2]);
+        }
+      }
+      mean = ma;
+      var = qa / (REAL)na;
+      if (has_running) {
+        rm[ch] = (1 - momentum) * rm[ch] + momentum * mean;
+        rv[ch] = (1 - momentum) * rv[ch] + momentum * qa / (REAL)(na - 1);
+      }
+    } else {
+      mean = rm[ch];
+      var = rv[ch];
+    }
+    const REAL invstd = 1 / sqrt(var + eps);
+    sm[ch] = mean;
+    si[ch] = invstd;
+    coef[3 * ch] = mean;
+    coef[3 * ch + 1] = invstd * (has_w ? w[ch] : (REAL)1);
+    coef[3 * ch + 2] = has_b ? b[ch] : (REAL)0;
+  }
+}
+
+/* y = (x - mean) * scale + bias, elementwise; vec: s % 4 == 0, four elements of one channel at a
+ * time (total counts them in fours then). */
+__kernel void bn_apply(__global const REAL *x, __global REAL *y, __global const REAL *coef, const uint c,
+                       const uint s, const uint total, const int vec) {
+  if (vec) {
+    const uint s4 = s / 4;
+    for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
+      const uint ch = (e / s4) % c;
+      const REAL m = coef[3 * ch], k = coef[3 * ch + 1], b = coef[3 * ch + 2];
+      vstore4((vload4(e, x) - m) * k + b, e, y);
+    }
+  } else {
+    for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
+      const uint ch = (e / s) % c;
+      y[e] = (x[e] - coef[3 * ch]) * coef[3 * ch + 1] + coef[3 * ch + 2];
+    }
+  }
+}
+
+/* Backward sums per (channel, chunk): sum dy and sum dy * (x - mean). */
+__kernel void bn_bwd_sums(__global const REAL *dy, __global const REAL *x, __global const REAL *mean,
+                          const uint c, const uint s, const uint cnt, const uint chunks, const uint len,
+                          __global REAL *part) {
+  __local REAL scratch[NC_NORM_WG];
+  const uint lid = get_local_id(0), ls = get_local_size(0);
+  const REAL m = mean[get_group_id(0) / chunks];
+  REAL a1 = 0, a2 = 0;
+  BN_ITEMS(e, addr) {
+    const REAL g = dy[addr];
+    a1 += g;
+    a2 += g * (x[addr] - m);
+  }
+  a1 = wg_sum(a1, scratch);
+  a2 = wg_sum(a2, scratch);
+  if (lid == 0) {
+    part[2 * get_group_id(0)] = a1;
+    part[2 * get_group_id(0) + 1] = a2;
+  }
+}
+
+/* One item per channel: dweight, dbias, and dx's coefficients (a, mean dy, mean, mean dy xhat
+ * terms) in coef[4 * ch ...]. */
+__kernel void bn_bwd_finish(__global const REAL *part, const uint chunks, const uint c, const uint cnt,
+                            const int training, __global const REAL *w, const int has_w,
+                            __global const REAL *mean, __global const REAL *invstd, __global REAL *dw,
+                            const int want_dw, __global REAL *db, const int want_db, __global REAL *coef) {
+  for (uint ch = get_global_id(0); ch < c; ch += get_global_size(0)) {
+    REAL sdy = 0, sdyx = 0;
+    for (uint k = 0; k < chunks; k++) {
+      sdy += part[2 * (ch * chunks + k)];
+      sdyx += part[2 * (ch * chunks + k) + 1];
+    }
+    const REAL is = invstd[ch];
+    if (want_dw) dw[ch] = sdyx * is;
+    if (want_db) db[ch] = sdy;
+    coef[4 * ch] = (has_w ? w[ch] : (REAL)1) * is;
+    coef[4 * ch + 1] = training ? sdy / (REAL)cnt : (REAL)0;
+    coef[4 * ch + 2] = mean[ch];
+    coef[4 * ch + 3] = training ? sdyx * is * is / (REAL)cnt : (REAL)0;
+  }
+}
+
+/* dx = a * (dy - mdy - (x - mean) * mdyx), elementwise (vec as for bn_apply). */
+__kernel void bn_bwd_apply(__global const REAL *dy, __global const REAL *x, __global REAL *dx,
+                           __global const REAL *coef, const uint c, const uint s, const uint total, const int vec) {
+  if (vec) {
+    const uint s4 = s / 4;
+    for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
+      const uint ch = (e / s4) % c;
+      const REAL a = coef[4 * ch], mdy = coef[4 * ch + 1], m = coef[4 * ch + 2], mdyx = coef[4 * ch + 3];
+      vstore4(a * (vload4(e, dy) - mdy - (vload4(e, x) - m) * mdyx), e, dx);
+    }
+  } else {
+    for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
+      const uint ch = (e / s) % c;
+      dx[e] = coef[4 * ch] * (dy[e] - coef[4 * ch + 1] - (x[e] - coef[4 * ch + 2]) * coef[4 * ch + 3]);
+    }
+  }
+}
+
 /* Rows of length d; group = row. mean is written only for layer norm (rms = 0). */
 __kernel void row_norm_fwd(const int rms, __global const REAL *x, __global const REAL *w, const int has_w,
                            __global const REAL *b, const int has_b, const REAL eps, __global REAL *y,

@@ -129,14 +129,14 @@ nc_status nc_bk_row_norm_bwd(nc_op op, const nc_tensor *dy, const nc_tensor *x, 
                              nc_tensor *dbias) {
   CALL(dy, op, ROW_NORM_BWD, nc_row_norm_bwd_fn, op == NC_OP_RMS_NORM_BWD, dy, x, weight, mean, rstd, dx, dweight, dbias);
 }
-nc_status nc_bk_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad) {
+nc_status nc_bk_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, nc_index_verdict *bad) {
   CALL(out, NC_OP_EMBEDDING, EMBEDDING, nc_embedding_fn, weight, idx, out, bad);
 }
 nc_status nc_bk_embedding_bwd(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx, nc_tensor *dweight) {
   CALL(dweight, NC_OP_EMBEDDING_BWD, EMBEDDING_BWD, nc_embedding_bwd_fn, dout, idx, padding_idx, dweight);
 }
 nc_status nc_bk_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
-                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse, int64_t *bad) {
+                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse, nc_index_verdict *bad) {
   CALL(loss, NC_OP_CROSS_ENTROPY, CROSS_ENTROPY, nc_cross_entropy_fn, logits, targets, ignore_index, label_smoothing, reduction,
        loss, lse, bad);
 }

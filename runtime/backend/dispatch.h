@@ -140,19 +140,29 @@ typedef nc_status (*nc_row_norm_fn)(bool rms, const nc_tensor *x, const nc_tenso
 typedef nc_status (*nc_row_norm_bwd_fn)(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                         const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
                                         nc_tensor *dweight, nc_tensor *dbias);
-/* out[i, :] = weight[idx[i], :]; idx int64 or int32 (contiguous). Sets *bad to the first
- * out-of-range index position + 1 when one is found (0 otherwise). */
-typedef nc_status (*nc_embedding_fn)(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad);
+/* The verdict of the index check an op's kernels make: `bad`, the first out-of-range position + 1
+ * (0: none), when the backend knows it on return (CPU); else `flag`, a new int32 device tensor
+ * that the queued kernels leave at INT32_MAX or set to that position + 1 (OpenCL: the op defers
+ * reading it to the next sync point, nc_device_defer_check, so the launch does not wait). */
+typedef struct {
+  int64_t bad;
+  nc_tensor *flag;
+} nc_index_verdict;
+/* out[i, :] = weight[idx[i], :]; idx int64 or int32 (contiguous). Out-of-range indices give
+ * zero rows and the verdict in *bad. */
+typedef nc_status (*nc_embedding_fn)(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out,
+                                     nc_index_verdict *bad);
 /* dweight (zeroed here) += scatter of dout rows by idx, skipping padding_idx (< 0: none). */
 typedef nc_status (*nc_embedding_bwd_fn)(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx,
                                          nc_tensor *dweight);
 /* Cross entropy over logits [N, C, S] (contiguous) and int64 targets [N, S]. reduction
  * (NC_REDUCTION_*): NONE writes per-position losses into loss [N, S] (0 where target ==
  * ignore_index); MEAN (over non-ignored positions) and SUM write one value into loss (0-dim).
- * lse [N, S] receives the log-sum-exp of each position. *bad as for embedding. */
+ * lse [N, S] receives the log-sum-exp of each position. Targets outside [0, C) that are not
+ * ignore_index count as ignored, with the verdict in *bad as for embedding. */
 typedef nc_status (*nc_cross_entropy_fn)(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
                                          double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
-                                         int64_t *bad);
+                                         nc_index_verdict *bad);
 /* dlogits from the upstream gradient dloss ([N, S] for NONE, 0-dim otherwise). */
 typedef nc_status (*nc_cross_entropy_bwd_fn)(const nc_tensor *dloss, const nc_tensor *logits,
                                              const nc_tensor *targets, const nc_tensor *lse, int64_t ignore_index,
@@ -286,10 +296,10 @@ nc_status nc_bk_row_norm(nc_op op, const nc_tensor *x, const nc_tensor *weight, 
 nc_status nc_bk_row_norm_bwd(nc_op op, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                              const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx, nc_tensor *dweight,
                              nc_tensor *dbias);
-nc_status nc_bk_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad);
+nc_status nc_bk_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, nc_index_verdict *bad);
 nc_status nc_bk_embedding_bwd(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx, nc_tensor *dweight);
 nc_status nc_bk_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
-                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse, int64_t *bad);
+                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse, nc_index_verdict *bad);
 nc_status nc_bk_cross_entropy_bwd(const nc_tensor *dloss, const nc_tensor *logits, const nc_tensor *targets,
                                   const nc_tensor *lse, int64_t ignore_index, double label_smoothing, int reduction,
                                   nc_tensor *dlogits);

@@ -25,7 +25,11 @@ nc_status nc_device_register(nc_device *dev) {
 
 const nc_device_info *nc_device_info_of(const nc_device *dev) { return &dev->info; }
 
-nc_status nc_device_sync(nc_device *dev) { return dev->iface->sync(dev); }
+nc_status nc_device_sync(nc_device *dev) {
+  atomic_fetch_add(&dev->syncs, 1);
+  NC_TRY(dev->iface->sync(dev));
+  return nc_device_flush_checks(dev);
+}
 
 nc_status nc_device_warmup(nc_device *dev, double *seconds) {
   struct timespec a, b;
@@ -35,4 +39,5 @@ nc_status nc_device_warmup(nc_device *dev, double *seconds) {
   if (seconds) *seconds = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
   return s;
 }
+
 

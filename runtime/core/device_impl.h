@@ -7,12 +7,15 @@
 #define NETCL_CORE_DEVICE_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include "netcl/device.h"
 #include "netcl/memory.h"
 #include "netcl/storage.h"
 
 struct nc_pool;
 struct nc_dispatch;
+struct nc_pending_check;
 
 typedef struct nc_device_iface {
   const char *name;
@@ -40,6 +43,9 @@ struct nc_device {
   struct nc_pool *pool;       /* BufferPool */
   struct nc_pool *persistent; /* PersistentBufferPool */
   pthread_mutex_t lock;       /* serializes launches from several threads */
+  struct nc_pending_check *pending; /* device-side checks not read yet (nc_device_defer_check) */
+  int npending;
+  atomic_uint_fast64_t host_reads, syncs; /* reads to the host and syncs (nc_memory_stats) */
 };
 
 /* Adds a device to the list (takes ownership of dev; called by the backend registry only, while
@@ -52,5 +58,19 @@ int nc_device_list(nc_device ***out);
  * the CPU device and so the registry, lives there. */
 nc_status nc_storage_wrap_host_on(nc_device *dev, void *ptr, size_t nbytes, void (*release)(void *ud),
                                   void *ud, struct nc_storage **out);
+
+/* A check a kernel made on the device: the int32 at byte `off` of `flag` holds INT32_MAX when all
+ * was well, else a 1-based position the reporter turns into an error. The device reads the
+ * flags at its next sync point (nc_device_sync, a read to the host: nc_storage_read), so an op
+ * that validates its inputs on the device does not wait for its kernels; the first failed check
+ * makes that call fail with report(ud, position)'s error, and the later ones are dropped. Retains
+ * flag; takes ud (free_ud(ud) when done, may be NULL) even on failure. At most
+ * NC_PENDING_MAX checks wait: the next one reads them at once. */
+#define NC_PENDING_MAX 64
+typedef nc_status (*nc_check_report)(void *ud, int64_t position);
+nc_status nc_device_defer_check(nc_device *dev, nc_storage *flag, size_t off, nc_check_report report, void *ud,
+                                void (*free_ud)(void *));
+/* Reads every pending check of dev (each read waits for the queue up to its kernels). */
+nc_status nc_device_flush_checks(nc_device *dev);
 
 #endif

@@ -211,6 +211,8 @@ nc_status nc_memory_stats_get(nc_device *dev, nc_memory_stats *st) {
   pthread_mutex_lock(&dev->persistent->lock);
   st->persistent_in_use = dev->persistent->in_use;
   pthread_mutex_unlock(&dev->persistent->lock);
+  st->host_reads = atomic_load(&dev->host_reads);
+  st->syncs = atomic_load(&dev->syncs);
   if (dev->iface->stats) dev->iface->stats(dev, st);
   return NC_OK;
 }

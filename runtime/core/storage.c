@@ -1,7 +1,9 @@
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include "core/check.h"
 #include "netcl/storage.h"
+#include "device_impl.h"
 #include "pool.h"
 
 struct nc_storage {
@@ -88,5 +90,70 @@ nc_status nc_storage_write(nc_storage *s, size_t off, const void *src, size_t nb
 nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nbytes) {
   NC_TRY(check_range(s, off, nbytes, "read"));
   if (nbytes == 0) return NC_OK;
+  NC_TRY(nc_device_flush_checks(s->dev));
+  atomic_fetch_add(&s->dev->host_reads, 1);
   return s->dev->iface->read(s->dev, s->handle, off, dst, nbytes);
+}
+
+/* ---- checks made on the device, read at the next sync point ------------------------------------ */
+typedef struct nc_pending_check {
+  nc_storage *flag;
+  size_t off;
+  nc_check_report report;
+  void *ud;
+  void (*free_ud)(void *);
+  struct nc_pending_check *next;
+} nc_pending_check;
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Reads one check's flag (unless an earlier one failed), then frees it. */
+static nc_status settle(nc_pending_check *p, nc_status s) {
+  if (s == NC_OK) {
+    int32_t v = INT32_MAX;
+    s = nc_storage_read(p->flag, p->off, &v, sizeof v);
+    if (s == NC_OK && v != INT32_MAX) s = p->report(p->ud, v);
+  }
+  nc_storage_release(p->flag);
+  if (p->free_ud) p->free_ud(p->ud);
+  free(p);
+  return s;
+}
+
+nc_status nc_device_defer_check(nc_device *dev, nc_storage *flag, size_t off, nc_check_report report, void *ud,
+                                void (*free_ud)(void *)) {
+  nc_status s = check_range(flag, off, sizeof(int32_t), "check flag read");
+  nc_pending_check *p = s == NC_OK ? malloc(sizeof *p) : NULL;
+  if (!p) {
+    if (free_ud) free_ud(ud);
+    return s != NC_OK ? s : nc_error(NC_ERR_OOM, "out of host memory for a pending check");
+  }
+  *p = (nc_pending_check){nc_storage_retain(flag), off, report, ud, free_ud, NULL};
+  pthread_mutex_lock(&pending_lock);
+  p->next = dev->pending;
+  dev->pending = p;
+  const bool full = ++dev->npending >= NC_PENDING_MAX;
+  pthread_mutex_unlock(&pending_lock);
+  return full ? nc_device_flush_checks(dev) : NC_OK;
+}
+
+nc_status nc_device_flush_checks(nc_device *dev) {
+  pthread_mutex_lock(&pending_lock);
+  nc_pending_check *p = dev->pending, *order = NULL;
+  dev->pending = NULL;
+  dev->npending = 0;
+  pthread_mutex_unlock(&pending_lock);
+  while (p) { /* newest first: reverse, to report the oldest failure */
+    nc_pending_check *next = p->next;
+    p->next = order;
+    order = p;
+    p = next;
+  }
+  nc_status s = NC_OK;
+  while (order) {
+    nc_pending_check *next = order->next;
+    s = settle(order, s);
+    order = next;
+  }
+  return s;
 }

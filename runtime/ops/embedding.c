@@ -5,6 +5,7 @@
 #include "netcl/creation.h"
 #include "netcl/embedding.h"
 #include "ops/dense.h"
+#include "ops/support.h"
 
 static nc_status check_idx(const nc_tensor *idx, const nc_device *dev) {
   if (idx->dtype != NC_INT64 && idx->dtype != NC_INT32)
@@ -28,26 +29,13 @@ nc_status nc_embedding(nc_tensor *weight, nc_tensor *idx, nc_tensor **out) {
   nc_status s = nc_tensor_empty(dev, weight->dtype, idx->ndim + 1, shape, 0, &r);
   if (s == NC_OK) s = nc_dense_operand(weight, &dw);
   if (s == NC_OK) s = nc_dense_operand(idx, &di);
-  int64_t bad = 0;
+  nc_index_verdict bad = {0, NULL};
   if (s == NC_OK && nc_tensor_numel(r) > 0) s = nc_bk_embedding(dw, di, r, &bad);
-  if (s == NC_OK && bad > 0) {
-    int64_t v = 0;
-    nc_tensor *flat = NULL, *one = NULL;
-    int64_t n = nc_tensor_numel(di);
-    /* Read the offending value for the message. */
-    if (nc_tensor_view(di, 1, &n, &flat) == NC_OK && nc_tensor_narrow(flat, 0, bad - 1, 1, &one) == NC_OK) {
-      if (di->dtype == NC_INT64)
-        nc_read_values(one, &v, sizeof v);
-      else {
-        int32_t v32 = 0;
-        nc_read_values(one, &v32, sizeof v32);
-        v = v32;
-      }
-    }
-    nc_tensor_release(flat), nc_tensor_release(one);
-    s = nc_error(NC_ERR_INDEX, "index %lld at position %lld is out of range for %lld embeddings (0-based)",
-                 (long long)v, (long long)bad, (long long)weight->shape[0]);
-  }
+  if (s == NC_OK)
+    s = nc_index_verdict_settle(&bad, "embedding", di,
+                                "index %lld at position %lld is out of range for %lld embeddings (0-based)",
+                                weight->shape[0], 0);
+  nc_tensor_release(bad.flag);
   nc_tensor_release(dw), nc_tensor_release(di);
   if (s != NC_OK) {
     nc_tensor_release(r);

@@ -4,6 +4,7 @@
 #include "core/device_impl.h"
 #include "netcl/loss.h"
 #include "ops/dense.h"
+#include "ops/support.h"
 
 nc_cross_entropy_opts nc_cross_entropy_defaults(void) {
   return (nc_cross_entropy_opts){
@@ -44,19 +45,13 @@ nc_status nc_cross_entropy(nc_tensor *logits, nc_tensor *targets, const nc_cross
   if (s == NC_OK) s = nc_tensor_empty(dev, logits->dtype, targets->ndim, targets->shape, 0, &s_);
   if (s == NC_OK) s = nc_dense_operand(logits, &dl);
   if (s == NC_OK) s = nc_dense_operand(targets, &dt);
-  int64_t bad = 0;
+  nc_index_verdict bad = {0, NULL};
+  if (s == NC_OK) s = nc_bk_cross_entropy(dl, dt, o.ignore_index, o.label_smoothing, o.reduction, l, s_, &bad);
   if (s == NC_OK)
-    s = nc_bk_cross_entropy(dl, dt, o.ignore_index, o.label_smoothing, o.reduction, l, s_, &bad);
-  if (s == NC_OK && bad > 0) {
-    int64_t n = nc_tensor_numel(dt), v = 0;
-    nc_tensor *flat = NULL, *one = NULL;
-    if (nc_tensor_view(dt, 1, &n, &flat) == NC_OK && nc_tensor_narrow(flat, 0, bad - 1, 1, &one) == NC_OK)
-      nc_read_values(one, &v, sizeof v);
-    nc_tensor_release(flat), nc_tensor_release(one);
-    s = nc_error(NC_ERR_INDEX,
-                 "target %lld at position %lld is not a class in [0, %lld) nor ignore_index %lld",
-                 (long long)v, (long long)bad, (long long)logits->shape[1], (long long)o.ignore_index);
-  }
+    s = nc_index_verdict_settle(&bad, "cross_entropy", dt,
+                                "target %lld at position %lld is not a class in [0, %lld) nor ignore_index %lld",
+                                logits->shape[1], o.ignore_index);
+  nc_tensor_release(bad.flag);
   nc_tensor_release(dl), nc_tensor_release(dt);
   if (s != NC_OK) {
     nc_tensor_release(l), nc_tensor_release(s_);

@@ -1,5 +1,6 @@
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "support.h"
 
@@ -122,4 +123,65 @@ nc_status nc_check_dim(int dim, int ndim) {
   if (dim < 0 || dim >= (ndim ? ndim : 1))
     return nc_error(NC_ERR_INDEX, "dim %d is out of range for a tensor with %d dims", dim + 1, ndim);
   return NC_OK;
+}
+
+/* ---- index verdicts ------------------------------------------------------------------------------ */
+typedef struct {
+  const char *op, *fmt;
+  nc_tensor *idx;
+  int64_t a, b;
+} index_report;
+
+/* The index at 0-based flat position pos of a dense int64 or int32 tensor (0 if unreadable). */
+static int64_t index_value(nc_tensor *idx, int64_t pos) {
+  int64_t n = nc_tensor_numel(idx), v = 0;
+  nc_tensor *flat = NULL, *one = NULL;
+  if (nc_tensor_view(idx, 1, &n, &flat) == NC_OK && nc_tensor_narrow(flat, 0, pos, 1, &one) == NC_OK) {
+    if (idx->dtype == NC_INT64) {
+      nc_read_values(one, &v, sizeof v);
+    } else {
+      int32_t v32 = 0;
+      nc_read_values(one, &v32, sizeof v32);
+      v = v32;
+    }
+  }
+  nc_tensor_release(flat), nc_tensor_release(one);
+  return v;
+}
+
+static nc_status index_error(const index_report *r, int64_t position, bool deferred) {
+  char msg[256];
+  snprintf(msg, sizeof msg, r->fmt, (long long)index_value(r->idx, position - 1), (long long)position,
+           (long long)r->a, (long long)r->b);
+  if (deferred)
+    return nc_error(NC_ERR_INDEX, "%s: %s (found on the device, reported at this sync point)", r->op, msg);
+  return nc_error(NC_ERR_INDEX, "%s", msg);
+}
+
+static nc_status report_deferred(void *ud, int64_t position) { return index_error(ud, position, true); }
+
+static void free_report(void *ud) {
+  index_report *r = ud;
+  nc_tensor_release(r->idx);
+  free(r);
+}
+
+nc_status nc_index_verdict_settle(nc_index_verdict *v, const char *op, nc_tensor *idx, const char *fmt, int64_t a,
+                                  int64_t b) {
+  index_report now = {op, fmt, idx, a, b};
+  if (!v->flag) return v->bad > 0 ? index_error(&now, v->bad, false) : NC_OK;
+  nc_tensor *flag = v->flag;
+  v->flag = NULL;
+  index_report *r = malloc(sizeof *r);
+  nc_status s = NC_OK;
+  if (!r) {
+    s = nc_error(NC_ERR_OOM, "out of host memory for a pending index check");
+  } else {
+    *r = now;
+    r->idx = nc_tensor_retain(idx);
+    s = nc_device_defer_check(nc_tensor_device(flag), flag->storage, (size_t)flag->offset * sizeof(int32_t),
+                              report_deferred, r, free_report);
+  }
+  nc_tensor_release(flag);
+  return s;
 }

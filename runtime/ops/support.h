@@ -48,4 +48,12 @@ nc_status nc_check_dim(int dim, int ndim);
  * Waits for the device. */
 nc_status nc_check_indices(nc_tensor *idx, int64_t size, int dim);
 
+/* Acts on the verdict of an op's index check (backend/dispatch.h): a bad position known now is
+ * an NC_ERR_INDEX error at once; a device flag becomes a check of idx's device read at its next
+ * sync point, failing that call. The message is fmt (printf, taking the bad index's value, its
+ * 1-based position, then a and b, all as long long); the deferred form says which op it was and
+ * when. Takes the verdict's flag; retains idx while the check waits. */
+nc_status nc_index_verdict_settle(nc_index_verdict *v, const char *op, nc_tensor *idx, const char *fmt, int64_t a,
+                                  int64_t b);
+
 #endif

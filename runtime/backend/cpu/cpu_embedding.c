@@ -9,7 +9,7 @@ static inline int64_t index_at(const nc_tensor *idx, int64_t i) {
                                 : ((const int32_t *)nc_cpu_base(idx))[idx->offset + i];
 }
 
-nc_status nc_cpu_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad) {
+nc_status nc_cpu_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, nc_index_verdict *bad) {
   const int64_t n = nc_tensor_numel(idx), v = weight->shape[0], d = weight->shape[1];
   const size_t es = nc_dtype_size(weight->dtype), row = es * (size_t)d;
   const char *w = (const char *)nc_cpu_base(weight) + es * (size_t)weight->offset;
@@ -25,7 +25,7 @@ nc_status nc_cpu_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_ten
     }
     memcpy(o + row * (size_t)i, w + row * (size_t)k, row);
   }
-  *bad = first_bad == INT64_MAX ? 0 : first_bad;
+  *bad = (nc_index_verdict){first_bad == INT64_MAX ? 0 : first_bad, NULL};
   return NC_OK;
 }
 

@@ -37,12 +37,12 @@ nc_status nc_cpu_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight,
 nc_status nc_cpu_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                    const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
                                    nc_tensor *dweight, nc_tensor *dbias);
-nc_status nc_cpu_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad);
+nc_status nc_cpu_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, nc_index_verdict *bad);
 nc_status nc_cpu_embedding_backward(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx,
                                     nc_tensor *dweight);
 nc_status nc_cpu_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
                                double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
-                               int64_t *bad);
+                               nc_index_verdict *bad);
 nc_status nc_cpu_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *logits,
                                         const nc_tensor *targets, const nc_tensor *lse, int64_t ignore_index,
                                         double label_smoothing, int reduction, nc_tensor *dlogits);

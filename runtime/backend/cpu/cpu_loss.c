@@ -19,7 +19,7 @@ static inline const void *ptr(const nc_tensor *t) {
 
 nc_status nc_cpu_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
                                double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
-                               int64_t *bad) {
+                               nc_index_verdict *bad) {
   const bool f = logits->dtype == NC_FLOAT32;
   const int64_t n = logits->shape[0], c = logits->shape[1], s = nc_tensor_numel(targets) / (n > 0 ? n : 1);
   const void *x = ptr(logits);
@@ -57,7 +57,7 @@ nc_status nc_cpu_cross_entropy(const nc_tensor *logits, const nc_tensor *targets
     if (reduction == NC_REDUCTION_NONE) st(lp, pos, r, f);
     total += r;
   }
-  *bad = first_bad == INT64_MAX ? 0 : first_bad;
+  *bad = (nc_index_verdict){first_bad == INT64_MAX ? 0 : first_bad, NULL};
   if (reduction == NC_REDUCTION_SUM)
     st(lp, 0, total, f);
   else if (reduction == NC_REDUCTION_MEAN)

@@ -68,6 +68,12 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(SUM_SQUARES, "optim", "sum_squares", TYPED)                              \
   X(BATCH_NORM_FWD, "norm", "batch_norm_fwd", REAL)                          \
   X(BATCH_NORM_BWD, "norm", "batch_norm_bwd", REAL)                          \
+  X(BN_STATS, "norm", "bn_stats", REAL)                                      \
+  X(BN_FINISH, "norm", "bn_finish", REAL)                                    \
+  X(BN_APPLY, "norm", "bn_apply", REAL)                                      \
+  X(BN_BWD_SUMS, "norm", "bn_bwd_sums", REAL)                                \
+  X(BN_BWD_FINISH, "norm", "bn_bwd_finish", REAL)                            \
+  X(BN_BWD_APPLY, "norm", "bn_bwd_apply", REAL)                              \
   X(ROW_NORM_FWD, "norm", "row_norm_fwd", REAL)                              \
   X(ROW_NORM_BWD_DX, "norm", "row_norm_bwd_dx", REAL)                        \
   X(ROW_NORM_BWD_DW, "norm", "row_norm_bwd_dw", REAL)                        \

@@ -1,5 +1,5 @@
 /* OpenCL embedding: kernels/embedding.cl. Out-of-range indices are found on the device and
- * reported through a one-int buffer (reading it waits for the lookup). */
+ * reported through a one-int buffer, which the op reads at the next sync point. */
 #include <limits.h>
 #include <stdio.h>
 #include "core/check.h"
@@ -15,14 +15,9 @@ nc_status nc_cl_flag_new(nc_device *dev, nc_tensor **out) {
   return s;
 }
 
-nc_status nc_cl_flag_read(nc_tensor *flag, int64_t *bad) {
-  int32_t v;
-  NC_TRY(nc_tensor_read_host(flag, &v, sizeof v));
-  *bad = v == INT_MAX ? 0 : v;
-  return NC_OK;
-}
+void nc_cl_flag_verdict(nc_tensor *flag, nc_index_verdict *bad) { *bad = (nc_index_verdict){0, flag}; }
 
-nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad) {
+nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, nc_index_verdict *bad) {
   nc_device *dev = nc_tensor_device(out);
   NC_TRY(nc_cl_check_real(dev, out->dtype));
   const nc_cl_handle *k;
@@ -35,8 +30,10 @@ nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tens
   nc_cl_arg args[] = {NC_CL_ARG(wm), NC_CL_ARG(im), NC_CL_ARG(om), NC_CL_ARG(n),
                       NC_CL_ARG(v),  NC_CL_ARG(d),  NC_CL_ARG(fm)};
   nc_status s = nc_cl_launch(dev, k->kernel, 7, args, nc_cl_global_size(dev, n * d), 0);
-  if (s == NC_OK) s = nc_cl_flag_read(flag, bad);
-  nc_tensor_release(flag);
+  if (s == NC_OK)
+    nc_cl_flag_verdict(flag, bad);
+  else
+    nc_tensor_release(flag);
   return s;
 }
 

@@ -67,12 +67,12 @@ nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, 
 nc_status nc_cl_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                   const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
                                   nc_tensor *dweight, nc_tensor *dbias);
-nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, int64_t *bad);
+nc_status nc_cl_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, nc_index_verdict *bad);
 nc_status nc_cl_embedding_backward(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx,
                                    nc_tensor *dweight);
 nc_status nc_cl_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
                               double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
-                              int64_t *bad);
+                              nc_index_verdict *bad);
 nc_status nc_cl_cross_entropy_backward(const nc_tensor *dloss, const nc_tensor *logits,
                                        const nc_tensor *targets, const nc_tensor *lse, int64_t ignore_index,
                                        double label_smoothing, int reduction, nc_tensor *dlogits);
@@ -84,7 +84,7 @@ size_t nc_cl_group_size(nc_device *dev);
 /* A device int32 flag holding INT_MAX, which kernels atomic-min a bad position + 1 into, and
  * its read-back (0 = nothing bad). */
 nc_status nc_cl_flag_new(nc_device *dev, nc_tensor **out);
-nc_status nc_cl_flag_read(nc_tensor *flag, int64_t *bad);
+void nc_cl_flag_verdict(nc_tensor *flag, nc_index_verdict *bad);
 
 /* The layer kernels take float32, and float64 where the device has cl_khr_fp64. */
 nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt);

@@ -19,7 +19,7 @@ static nc_status one_group(nc_device *dev, cl_kernel k, int nargs, const nc_cl_a
 
 nc_status nc_cl_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
                               double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
-                              int64_t *bad) {
+                              nc_index_verdict *bad) {
   nc_device *dev = nc_tensor_device(logits);
   nc_dtype dt = logits->dtype;
   NC_TRY(nc_cl_check_real(dev, dt));
@@ -47,9 +47,11 @@ nc_status nc_cl_cross_entropy(const nc_tensor *logits, const nc_tensor *targets,
                          NC_CL_ARG(ign), NC_CL_ARG(mean), NC_CL_ARG(om)};
     st = one_group(dev, red->kernel, 7, rargs, 1);
   }
-  if (st == NC_OK) st = nc_cl_flag_read(flag, bad);
+  if (st == NC_OK)
+    nc_cl_flag_verdict(flag, bad);
+  else
+    nc_tensor_release(flag);
   nc_tensor_release(per);
-  nc_tensor_release(flag);
   return st;
 }
 

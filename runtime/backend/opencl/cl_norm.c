@@ -1,4 +1,7 @@
-/* OpenCL norms: kernels/norm.cl; one work-group per channel or row for the statistics. */
+/* OpenCL norms: kernels/norm.cl. Batch norm spreads each channel over several work-groups
+ * (statistics or gradient sums per chunk, merged per channel in order, then an elementwise pass);
+ * tensors of 2^31 elements or more, and layer/RMS norm, take one work-group per channel or row. */
+#include <limits.h>
 #include "core/check.h"
 #include "cl_linalg.h"
 
@@ -32,10 +35,124 @@ static nc_status launch_groups(nc_device *dev, cl_kernel k, int nargs, const nc_
   return nc_cl_launch_nd(dev, k, nargs, args, 1, &global, &ls);
 }
 
+/* The chunk plan of a batch norm over x [n, c, s]: each channel's cnt elements in `chunks` runs
+ * of `len`, enough work-groups to fill the device, and at least four elements per item. It
+ * depends on the shape and the device only, so results are deterministic. */
+typedef struct {
+  cl_uint c, s, cnt, chunks, len, total;
+} bn_plan;
+
+static bool bn_plan_of(nc_device *dev, const nc_tensor *x, bn_plan *p) {
+  const int64_t numel = nc_tensor_numel(x), n = x->shape[0], c = x->shape[1];
+  if (numel <= 0 || numel >= INT_MAX) return false;
+  const int64_t s = numel / (n * c), cnt = n * s, ls = (int64_t)nc_cl_group_size(dev);
+  const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  const int64_t target = cus * 8 > 64 ? cus * 8 : 64, most = (cnt + 4 * ls - 1) / (4 * ls);
+  int64_t chunks = (target + c - 1) / c;
+  if (chunks > most) chunks = most;
+  if (chunks < 1) chunks = 1;
+  const int64_t len = (cnt + chunks - 1) / chunks;
+  *p = (bn_plan){(cl_uint)c, (cl_uint)s, (cl_uint)cnt, (cl_uint)((cnt + len - 1) / len), (cl_uint)len,
+                 (cl_uint)numel};
+  return true;
+}
+
+/* An elementwise pass over the plan's elements, four at a time when s allows. */
+static nc_status bn_elementwise(nc_device *dev, const nc_cl_handle *k, int nargs, nc_cl_arg *args,
+                                const bn_plan *p) {
+  cl_int vec = p->s % 4 == 0;
+  cl_uint total = vec ? p->total / 4 : p->total;
+  args[nargs - 2] = NC_CL_ARG(total), args[nargs - 1] = NC_CL_ARG(vec);
+  const nc_cl_arg *a = args;
+  return nc_cl_launch(dev, k->kernel, nargs, a, nc_cl_global_size(dev, total), 0);
+}
+
+static nc_status bn_forward(nc_device *dev, const bn_plan *p, const nc_tensor *x, const nc_tensor *weight,
+                            const nc_tensor *bias, nc_tensor *running_mean, nc_tensor *running_var, bool training,
+                            double momentum, double eps, nc_tensor *y, nc_tensor *save_mean,
+                            nc_tensor *save_invstd) {
+  const nc_dtype dt = x->dtype;
+  const nc_cl_handle *kst, *kfin, *kapp;
+  NC_TRY(kernel(dev, dt, NC_CL_K_BN_STATS, &kst));
+  NC_TRY(kernel(dev, dt, NC_CL_K_BN_FINISH, &kfin));
+  NC_TRY(kernel(dev, dt, NC_CL_K_BN_APPLY, &kapp));
+  int64_t npart = training ? 3 * (int64_t)p->c * p->chunks : 1, ncoef = 3 * (int64_t)p->c;
+  nc_tensor *part = NULL, *coef = NULL;
+  nc_status st = nc_tensor_empty(dev, dt, 1, &npart, 0, &part);
+  if (st == NC_OK) st = nc_tensor_empty(dev, dt, 1, &ncoef, 0, &coef);
+  cl_mem xm = nc_cl_mem(x), pm = part ? nc_cl_mem(part) : NULL, cm = coef ? nc_cl_mem(coef) : NULL;
+  if (st == NC_OK && training) {
+    nc_cl_arg a[] = {NC_CL_ARG(xm),     NC_CL_ARG(p->c),   NC_CL_ARG(p->s), NC_CL_ARG(p->cnt),
+                     NC_CL_ARG(p->chunks), NC_CL_ARG(p->len), NC_CL_ARG(pm)};
+    size_t ls = nc_cl_group_size(dev), global = (size_t)p->c * p->chunks * ls;
+    st = nc_cl_launch_nd(dev, kst->kernel, 7, a, 1, &global, &ls);
+  }
+  if (st == NC_OK) {
+    cl_mem wm = mem_or(weight, x), bm = mem_or(bias, x), rmm = mem_or(running_mean, x),
+           rvm = mem_or(running_var, x), smm = nc_cl_mem(save_mean), sim = nc_cl_mem(save_invstd);
+    cl_int tr = training, has_w = weight != NULL, has_b = bias != NULL, has_r = running_mean != NULL;
+    real_arg mo, ep;
+    nc_cl_arg a[] = {NC_CL_ARG(pm),   NC_CL_ARG(p->chunks), NC_CL_ARG(p->c),  NC_CL_ARG(tr),
+                     NC_CL_ARG(wm),   NC_CL_ARG(bm),        NC_CL_ARG(has_w), NC_CL_ARG(has_b),
+                     NC_CL_ARG(rmm),  NC_CL_ARG(rvm),       NC_CL_ARG(has_r), real_of(dt, momentum, &mo),
+                     real_of(dt, eps, &ep), NC_CL_ARG(smm), NC_CL_ARG(sim),   NC_CL_ARG(cm)};
+    st = nc_cl_launch(dev, kfin->kernel, 16, a, nc_cl_global_size(dev, p->c), 0);
+  }
+  if (st == NC_OK) {
+    cl_mem ym = nc_cl_mem(y);
+    nc_cl_arg a[7] = {NC_CL_ARG(xm), NC_CL_ARG(ym), NC_CL_ARG(cm), NC_CL_ARG(p->c), NC_CL_ARG(p->s)};
+    st = bn_elementwise(dev, kapp, 7, a, p);
+  }
+  /* The in-order queue runs the kernels before any later user of the recycled buffers. */
+  nc_tensor_release(part), nc_tensor_release(coef);
+  return st;
+}
+
+static nc_status bn_backward(nc_device *dev, const bn_plan *p, const nc_tensor *dy, const nc_tensor *x,
+                             const nc_tensor *weight, const nc_tensor *mean, const nc_tensor *invstd, bool training,
+                             nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias) {
+  const nc_dtype dt = x->dtype;
+  const nc_cl_handle *ksum, *kfin, *kapp;
+  NC_TRY(kernel(dev, dt, NC_CL_K_BN_BWD_SUMS, &ksum));
+  NC_TRY(kernel(dev, dt, NC_CL_K_BN_BWD_FINISH, &kfin));
+  NC_TRY(kernel(dev, dt, NC_CL_K_BN_BWD_APPLY, &kapp));
+  int64_t npart = 2 * (int64_t)p->c * p->chunks, ncoef = 4 * (int64_t)p->c;
+  nc_tensor *part = NULL, *coef = NULL;
+  nc_status st = nc_tensor_empty(dev, dt, 1, &npart, 0, &part);
+  if (st == NC_OK) st = nc_tensor_empty(dev, dt, 1, &ncoef, 0, &coef);
+  cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), mm = nc_cl_mem(mean), pm = part ? nc_cl_mem(part) : NULL,
+         cm = coef ? nc_cl_mem(coef) : NULL;
+  if (st == NC_OK) {
+    nc_cl_arg a[] = {NC_CL_ARG(dym),   NC_CL_ARG(xm),       NC_CL_ARG(mm),     NC_CL_ARG(p->c), NC_CL_ARG(p->s),
+                     NC_CL_ARG(p->cnt), NC_CL_ARG(p->chunks), NC_CL_ARG(p->len), NC_CL_ARG(pm)};
+    size_t ls = nc_cl_group_size(dev), global = (size_t)p->c * p->chunks * ls;
+    st = nc_cl_launch_nd(dev, ksum->kernel, 9, a, 1, &global, &ls);
+  }
+  if (st == NC_OK) {
+    cl_mem wm = mem_or(weight, x), im = nc_cl_mem(invstd), dwm = mem_or(dweight, x), dbm = mem_or(dbias, x);
+    cl_int tr = training, has_w = weight != NULL, wdw = dweight != NULL, wdb = dbias != NULL;
+    nc_cl_arg a[] = {NC_CL_ARG(pm),  NC_CL_ARG(p->chunks), NC_CL_ARG(p->c), NC_CL_ARG(p->cnt), NC_CL_ARG(tr),
+                     NC_CL_ARG(wm),  NC_CL_ARG(has_w),     NC_CL_ARG(mm),   NC_CL_ARG(im),     NC_CL_ARG(dwm),
+                     NC_CL_ARG(wdw), NC_CL_ARG(dbm),       NC_CL_ARG(wdb),  NC_CL_ARG(cm)};
+    st = nc_cl_launch(dev, kfin->kernel, 14, a, nc_cl_global_size(dev, p->c), 0);
+  }
+  if (st == NC_OK && dx) {
+    cl_mem dxm = nc_cl_mem(dx);
+    nc_cl_arg a[8] = {NC_CL_ARG(dym), NC_CL_ARG(xm), NC_CL_ARG(dxm), NC_CL_ARG(cm), NC_CL_ARG(p->c), NC_CL_ARG(p->s)};
+    st = bn_elementwise(dev, kapp, 8, a, p);
+  }
+  nc_tensor_release(part), nc_tensor_release(coef);
+  return st;
+}
+
 nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
                            nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
                            double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd) {
   nc_device *dev = nc_tensor_device(x);
+  bn_plan plan;
+  if (bn_plan_of(dev, x, &plan))
+    return bn_forward(dev, &plan, x, weight, bias, running_mean, running_var, training, momentum, eps, y, save_mean,
+                      save_invstd);
   const nc_cl_handle *k;
   NC_TRY(kernel(dev, x->dtype, NC_CL_K_BATCH_NORM_FWD, &k));
   cl_long n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1);
@@ -68,6 +185,8 @@ nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, con
                                     const nc_tensor *mean, const nc_tensor *invstd, bool training,
                                     nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias) {
   nc_device *dev = nc_tensor_device(x);
+  bn_plan plan;
+  if (bn_plan_of(dev, x, &plan)) return bn_backward(dev, &plan, dy, x, weight, mean, invstd, training, dx, dweight, dbias);
   const nc_cl_handle *k;
   NC_TRY(kernel(dev, x->dtype, NC_CL_K_BATCH_NORM_BWD, &k));
   cl_long n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1);

@@ -2,6 +2,7 @@
  * per work-item; longer rows get work-groups, and rows too few to fill the device are cut into
  * chunks whose partial states a second kernel merges. The plan depends only on the shape and
  * the device, so results are deterministic. */
+#include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
 #include "cl_backend.h"
@@ -12,6 +13,15 @@
 static int64_t busy_groups(nc_device *dev) {
   int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
   return cus * 8 > 64 ? cus * 8 : 64;
+}
+
+/* The access pattern: GPU drivers get strided (coalesced) loads, CPU drivers blocked runs.
+ * NETCL_CL_PATTERN=gpu or cpu overrides it, so the tests run the GPU paths on PoCL's CPU device. */
+static cl_int blocked_pattern(const nc_device *dev) {
+  const char *e = getenv("NETCL_CL_PATTERN");
+  if (e && strcmp(e, "gpu") == 0) return 0;
+  if (e && strcmp(e, "cpu") == 0) return 1;
+  return !dev->info.is_gpu;
 }
 
 static void own_layout(const nc_tensor *t, nc_cl_layout *l) {
@@ -64,7 +74,7 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
   else
     li = lo;
   cl_mem mo = nc_cl_mem(out), mi = idx ? nc_cl_mem(idx) : mo, mx = nc_cl_mem(x);
-  cl_int cop = (cl_int)op, has_idx = idx != NULL, blocked = !dev->info.is_gpu;
+  cl_int cop = (cl_int)op, has_idx = idx != NULL, blocked = blocked_pattern(dev);
   real_arg p, corr;
   nc_cl_arg head[] = {
       NC_CL_ARG(cop), NC_CL_ARG(mo),      NC_CL_ARG(lo),         NC_CL_ARG(mi),
@@ -137,7 +147,7 @@ static nc_status along_rows(nc_cl_slot rows_slot, nc_cl_slot groups_slot, nc_op 
   cl_mem mo = nc_cl_mem(out), mx = nc_cl_mem(x);
   cl_int cop = (cl_int)op;
   const size_t ls = k->local;
-  cl_int blocked = !dev->info.is_gpu;
+  cl_int blocked = blocked_pattern(dev);
   /* softmax on GPUs: a row gets the power of two items nearest inner / 32 (at least 32, at most the
    * group), and a group takes ls / sub rows at once; CPU drivers keep a row per group. */
   cl_int sub = (cl_int)ls;

@@ -18,6 +18,8 @@ typedef struct {
   uint64_t pinned_bytes;    /* page-locked host staging bytes held */
   uint64_t programs_built;  /* OpenCL programs compiled from source */
   uint64_t programs_loaded; /* OpenCL programs loaded from the on-disk binary cache */
+  uint64_t host_reads;      /* reads from the device to the host (each waits for queued work) */
+  uint64_t syncs;           /* nc_device_sync calls */
 } nc_memory_stats;
 
 nc_status nc_memory_stats_get(nc_device *dev, nc_memory_stats *out);

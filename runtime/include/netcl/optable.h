@@ -170,8 +170,8 @@ typedef enum {
   X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
   X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d") \
   X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
-  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM), DIFF(nc_ag_batch_norm), "norm.cl:batch_norm_fwd", "cpu_batch_norm")   \
-  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM_BWD), NODIFF, "norm.cl:batch_norm_bwd", "cpu_batch_norm_bwd") \
+  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM), DIFF(nc_ag_batch_norm), "norm.cl:bn_stats", "cpu_batch_norm")   \
+  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM_BWD), NODIFF, "norm.cl:bn_bwd_sums", "cpu_batch_norm_bwd") \
   X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_layer_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")       \
   X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
   X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_rms_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")           \

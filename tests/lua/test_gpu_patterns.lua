@@ -1,0 +1,48 @@
+-- The GPU access patterns of the reductions and softmax (16-byte loads with an unaligned head and
+-- tail, several rows per work-group), which PoCL's CPU device does not pick by itself: ctest runs
+-- the opencl variant with NETCL_CL_PATTERN=gpu. Each result is compared with the CPU backend in
+-- float64 (an independent implementation); rows long enough that every item takes several vectors.
+local lu = require "luaunit"
+local nc = require "netcl"
+local H = require "helpers"
+
+local dev = H.device()
+local cpu = nc.device("cpu")
+
+local function max_err(a, b)
+  local d = (a:to(cpu):to("float64") - b):abs():max():item()
+  return d / (b:abs():max():item() + 1)
+end
+
+TestGpuPatterns = {}
+
+function TestGpuPatterns:test_sum_and_mean()
+  nc.manual_seed(11)
+  -- offsets 0..3 in elements: every alignment of the vector body, odd lengths for the tail
+  local base = nc.randn({5, 70001}, {device = dev})
+  for off = 1, 4 do
+    local x = base:narrow(2, off, 70001 - 4)
+    local ref = x:to(cpu):to("float64")
+    lu.assertTrue(max_err(x:sum(2), ref:sum(2)) < 1e-5, "sum, offset " .. off)
+    lu.assertTrue(max_err(x:mean(2), ref:mean(2)) < 1e-6, "mean, offset " .. off)
+  end
+  local flat = base:view({5 * 70001}):narrow(1, 3, 350000)
+  lu.assertTrue(max_err(flat:sum(), flat:to(cpu):to("float64"):sum()) < 1e-5, "full sum")
+  local d = base:to("float64")
+  if dev.fp64 then lu.assertTrue(max_err(d:sum(2), d:to(cpu):sum(2)) < 1e-12, "float64 sum") end
+  -- short rows keep their path; a non-contiguous input the strided one
+  local t = base:narrow(2, 1, 40):transpose(1, 2)
+  lu.assertTrue(max_err(t:sum(1), t:to(cpu):to("float64"):sum(1)) < 1e-5, "strided sum")
+end
+
+function TestGpuPatterns:test_softmax()
+  nc.manual_seed(12)
+  for _, shape in ipairs({{3, 5000}, {37, 65}, {1000, 7}}) do
+    local x = nc.randn(shape, {device = dev}) * 4
+    local ref = x:to(cpu):to("float64")
+    lu.assertTrue(max_err(x:softmax(2), ref:softmax(2)) < 1e-6, "softmax " .. shape[2])
+    lu.assertTrue(max_err(x:log_softmax(2), ref:log_softmax(2)) < 1e-5, "log_softmax " .. shape[2])
+  end
+end
+
+os.exit(lu.LuaUnit.run())
