@@ -290,4 +290,51 @@ function TestApiReference:test_documented_fields_exist()
   end
 end
 
+-- ---- examples in the docs that print what the docs show ---------------------------------------
+-- The first ```lua block after marker in path, and the plain ``` block right after it (the output
+-- the docs show), or nil.
+local function example(path, marker)
+  local doc = read(path)
+  local at = doc:find(marker, 1, true)
+  assert(at, path .. " lacks " .. marker)
+  local code, rest = doc:match("```lua\n(.-)\n```\n()", at)
+  assert(code, path .. ": no lua block after " .. marker)
+  return code, doc:match("^%s*```\n(.-)\n```", rest)
+end
+
+-- Runs code with print captured; returns the printed lines joined by newlines.
+local function run(code, name, prelude)
+  local lines = {}
+  local env = setmetatable({print = function(...)
+    local t = table.pack(...)
+    for i = 1, t.n do t[i] = tostring(t[i]) end
+    lines[#lines + 1] = table.concat(t, "\t")
+  end}, {__index = _G})
+  assert(load((prelude or "") .. code, "=" .. name, "t", env))()
+  return table.concat(lines, "\n")
+end
+
+TestDocExamples = {}
+
+-- README's first example trains; it prints the loss every 100 steps and the accuracy.
+function TestDocExamples:test_readme()
+  local code = example("README.md", "## A first example")
+  local n = 0
+  for _ in code:gmatch("[^\n]+") do n = n + 1 end
+  lu.assertTrue(n <= 15, "the README example has " .. n .. " lines")
+  local out = run(code, "README.md")
+  local acc = tonumber(out:match("accuracy ([%d.]+)"))
+  lu.assertNotNil(acc, out)
+  lu.assertTrue(acc >= 0.95, out)
+  local first, last = out:match("step 100  loss ([%d.]+)"), out:match("step 300  loss ([%d.]+)")
+  lu.assertTrue(tonumber(last) < tonumber(first), out)
+end
+
+-- docs/nn.md's printing example prints exactly the tree shown under it.
+function TestDocExamples:test_nn_printing()
+  local code, shown = example("docs/nn.md", "## Printing")
+  lu.assertNotNil(shown)
+  lu.assertEquals(run(code, "docs/nn.md", 'local nn = require "netcl.nn" '), shown)
+end
+
 os.exit(lu.LuaUnit.run())
