@@ -9,7 +9,9 @@
 #     `build/` in a command is that directory;
 #   - `make test` is not run (it is the suite that runs this test);
 #   - `make demo` trains one epoch of the sample on a small synthetic dataset in the
-#     Fashion-MNIST layout (NETCL_FASHION_MNIST, DEMO_ARGS), not three on the real one;
+#     Fashion-MNIST layout (NETCL_FASHION_MNIST, DEMO_ARGS), not three on the real one, and writes
+#     its checkpoint and chart to the temporary folder (a later --checkpoint wins), not over a
+#     reader's build/demo;
 #   - HOME is a temporary folder, so `make install PREFIX=$HOME/.local` installs there, and PREFIX
 #     is that prefix for the commands written for "another prefix";
 #   - a block that starts with `luarocks` is run by the package.rockspec test (a Release build of
@@ -47,7 +49,8 @@ export HOME='$tmp/home' PREFIX='$tmp/home/.local' NETCL_FASHION_MNIST='$data'
 make() {
   case "\${1:-}" in
     test) echo "(make test: not run here)"; return 0 ;;
-    demo) command make -C '$src' BUILD='$build' DEMO_ARGS='--epochs 1 --batch-size 16' "\$@" ;;
+    demo) command make -C '$src' BUILD='$build' \\
+            DEMO_ARGS='--epochs 1 --batch-size 16 --checkpoint $tmp/demo.netcl' "\$@" ;;
     *) command make -C '$src' BUILD='$build' "\$@" ;;
   esac
 }
@@ -86,6 +89,7 @@ run_blocks() {
 
 run_blocks "$src/README.md"
 grep -q "final test accuracy" "$tmp"/out.* || fail "make demo did not print a final test accuracy"
+[ -s "$tmp/demo.netcl" ] || fail "make demo wrote no checkpoint"
 grep -q "opencl\|cpu" "$tmp"/out.* || fail "netcl-lua --list-devices printed no device"
 run_blocks "$src/docs/install.md"
 [ -x "$tmp/home/.local/bin/netcl-lua" ] || fail "make install PREFIX=\$HOME/.local installed no netcl-lua"
