@@ -247,7 +247,9 @@ void nc_lua_add_ops(lua_State *L) {
                {"__sub", NC_OP_SUB},
                {"__mul", NC_OP_MUL},
                {"__div", NC_OP_DIV},
-               {"__pow", NC_OP_POW}};
+               {"__pow", NC_OP_POW},
+               {"__idiv", NC_OP_FLOOR_DIVIDE},
+               {"__mod", NC_OP_REMAINDER}};
   for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++)
     nc_lua_bind_op(L, module, arith[i].meta, l_binary, arith[i].op, NC_LUA_OPERATOR);
   nc_lua_bind_op(L, module, "__unm", l_unm, NC_OP_NEG, NC_LUA_OPERATOR);

@@ -14,13 +14,58 @@ static int t_numel(lua_State *L) {
   return 1;
 }
 
+#define SIZE_MT "netcl.Size"
+
+/* t:size(): the shape as a Size, a plain Lua array (t:size()[1], #, ipairs) with a metatable
+ * that prints it (Size([2, 3])) and compares it by value with another array (==). */
 static int t_size(lua_State *L) {
   nc_tensor *t = self(L, "netcl.size");
   if (lua_isnoneornil(L, 2)) {
     nc_lua_pushshape(L, t->ndim, t->shape);
+    luaL_setmetatable(L, SIZE_MT);
     return 1;
   }
   lua_pushinteger(L, t->shape[nc_lua_checkdim(L, 2, t->ndim, "netcl.size")]);
+  return 1;
+}
+
+static int size_tostring(lua_State *L) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "Size([");
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    if (i > 1) luaL_addstring(&b, ", ");
+    luaL_addvalue(&b);
+  }
+  luaL_addstring(&b, "])");
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int size_eq(lua_State *L) {
+  if (!lua_istable(L, 1) || !lua_istable(L, 2) || lua_rawlen(L, 1) != lua_rawlen(L, 2)) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, 1); i++) {
+    lua_rawgeti(L, 1, i);
+    lua_rawgeti(L, 2, i);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    if (!same) {
+      lua_pushboolean(L, 0);
+      return 1;
+    }
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* t:dim(): the number of dims (t.ndim), as PyTorch's and Torch7's. */
+static int t_dim(lua_State *L) {
+  lua_pushinteger(L, self(L, "netcl.dim")->ndim);
   return 1;
 }
 
@@ -117,6 +162,22 @@ static int t_to(lua_State *L) {
   nc_lua_pushtensor_new(L, r);
   return 1;
 }
+
+/* t:float(), t:double(), t:long(): t:to("float32"), t:to("float64"), t:to("int64") (t itself when
+ * it has that dtype already). */
+static int cast(lua_State *L, const char *fname, nc_dtype dt) {
+  nc_tensor *t = self(L, fname), *r;
+  if (t->dtype == dt) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  CHECK(fname, nc_to(t, nc_tensor_device(t), dt, &r));
+  nc_lua_pushtensor_new(L, r);
+  return 1;
+}
+static int t_float(lua_State *L) { return cast(L, "netcl.float", NC_FLOAT32); }
+static int t_double(lua_State *L) { return cast(L, "netcl.double", NC_FLOAT64); }
+static int t_long(lua_State *L) { return cast(L, "netcl.long", NC_INT64); }
 
 /* t:free(): gives the tensor's memory back now. A Node's value or gradient (n.value, n.grad) is
  * the Node's: freeing the handle would free nothing, so it raises and says what does. */
@@ -287,6 +348,17 @@ void nc_lua_add_tensor(lua_State *L) {
   lua_pop(L, 1);
   /* Methods are also module functions: nc.view(t, shape) == t:view(shape). */
   luaL_setfuncs(L, methods, 0);
+  /* Methods only: nc.float would read as a dtype, as torch.float is one. */
+  static const luaL_Reg method_only[] = {
+      {"dim", t_dim}, {"float", t_float}, {"double", t_double}, {"long", t_long}, {NULL, NULL}};
+  luaL_getmetatable(L, NC_TENSOR_MT);
+  lua_getfield(L, -1, "methods");
+  luaL_setfuncs(L, method_only, 0);
+  lua_pop(L, 2);
+  static const luaL_Reg size_meta[] = {{"__tostring", size_tostring}, {"__eq", size_eq}, {NULL, NULL}};
+  luaL_newmetatable(L, SIZE_MT);
+  luaL_setfuncs(L, size_meta, 0);
+  lua_pop(L, 1);
   lua_pushcfunction(L, l_is_tensor);
   lua_setfield(L, -2, "is_tensor");
   lua_pushcfunction(L, l_wrapper);

@@ -1,7 +1,7 @@
 /* View and copy bindings, one per op for Tensors and Nodes alike (nc.<op>, nc.autograd.<op>,
  * t:<op>(), n:<op>()), and x[i]:
  *   x:view(shape) x:reshape(shape) x:expand(shape)   (shape may hold one -1; view and reshape)
- *   x:transpose(d1, d2) x:permute(dims) x:narrow(d, start, len) x:select(d, i) x[i]
+ *   x:transpose(d1, d2) x:t() x:permute(dims) x:narrow(d, start, len) x:select(d, i) x[i]
  *   x:squeeze(d?) x:unsqueeze(d) x:flatten(d1?, d2?) x:contiguous() x:clone()
  * Views share storage with their input; reshape and flatten copy when no view exists. A Node
  * records the differentiable op, whose value shares storage the same way. */
@@ -102,6 +102,22 @@ static int l_transpose(lua_State *L) {
   int d1 = nc_lua_checkdim(L, 2, x->ndim, fname), d2 = nc_lua_checkdim(L, 3, x->ndim, fname);
   if (n) return nc_lua_ag_result(L, nc_ag_transpose(nc_lua_active_tape(L), n, d1, d2, &out), &out, fname);
   NC_LUA_CHECK(L, fname, nc_tensor_transpose(x, d1, d2, &r));
+  return push_tensor(L, x, r);
+}
+
+/* x:t(): transpose(1, 2) of a 2-D x, x itself for 0 and 1 dims (as torch.Tensor.t). */
+static int l_t(lua_State *L) {
+  const char *fname = "netcl.t";
+  nc_node *n, *out;
+  nc_tensor *x = self(L, &n, fname), *r;
+  if (x->ndim > 2)
+    return nc_lua_errorf(L, "%s: expects a tensor of at most 2 dims, got %d (use transpose(d1, d2))", fname, x->ndim);
+  if (x->ndim < 2) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  if (n) return nc_lua_ag_result(L, nc_ag_transpose(nc_lua_active_tape(L), n, 0, 1, &out), &out, fname);
+  NC_LUA_CHECK(L, fname, nc_tensor_transpose(x, 0, 1, &r));
   return push_tensor(L, x, r);
 }
 
@@ -239,6 +255,7 @@ void nc_lua_add_views(lua_State *L, int module) {
     if (!o) luaL_error(L, "netcl: %s has no row in the op table", v->name);
     nc_lua_bind_op(L, module, v->name, v->func, (int)o->op, NC_LUA_BOTH);
   }
+  nc_lua_bind_op(L, module, "t", l_t, (int)nc_op_find("transpose")->op, NC_LUA_BOTH);
   luaL_getmetatable(L, NC_NODE_MT);
   lua_pushcfunction(L, nc_lua_index_number);
   lua_setfield(L, -2, "__index_number");

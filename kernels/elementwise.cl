@@ -76,7 +76,9 @@ inline long nc_ipow(long a, long b) {
   X(N, T, DIV, div, v / w)                                                                        \
   X(N, T, POW, pow, pow(v, w))                                                                    \
   X(N, T, MAXIMUM, maximum, (v > w || isnan(v)) ? v : w)                                          \
-  X(N, T, MINIMUM, minimum, (v < w || isnan(v)) ? v : w)
+  X(N, T, MINIMUM, minimum, (v < w || isnan(v)) ? v : w)                                          \
+  X(N, T, FLOOR_DIVIDE, floor_divide, nc_floordiv_##N(v, w))                                      \
+  X(N, T, REMAINDER, remainder, nc_remainder_##N(v, w))
 
 #define INT_BINARY(X, N, T, U)                                                                    \
   X(N, T, ADD, add, (T)((U)v + (U)w))                                                             \
@@ -84,7 +86,47 @@ inline long nc_ipow(long a, long b) {
   X(N, T, MUL, mul, (T)((U)v * (U)w))                                                             \
   X(N, T, POW, pow, (T)nc_ipow((long)v, (long)w))                                                 \
   X(N, T, MAXIMUM, maximum, v > w ? v : w)                                                        \
-  X(N, T, MINIMUM, minimum, v < w ? v : w)
+  X(N, T, MINIMUM, minimum, v < w ? v : w)                                                        \
+  X(N, T, FLOOR_DIVIDE, floor_divide, nc_floordiv_##N(v, w))                                      \
+  X(N, T, REMAINDER, remainder, nc_remainder_##N(v, w))
+
+/* floor_divide and remainder as PyTorch computes them (Python's // and %), as in the CPU backend
+ * (runtime/backend/cpu/elementwise.c): from fmod, the quotient rounded toward -inf, the remainder
+ * with the sign of the divisor. Integer divisors of 0 are rejected by the op before any launch;
+ * here they give 0 rather than a trap, and -1 avoids the overflow of INT_MIN / -1. */
+#define FLOORDIV_FLOAT(N, T)                                                                      \
+  inline T nc_floordiv_##N(T a, T b) {                                                            \
+    if (b == 0) return a / b;                                                                     \
+    const T mod = fmod(a, b);                                                                     \
+    T div = (a - mod) / b;                                                                        \
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                                               \
+    if (div == 0) return copysign((T)0, a / b);                                                   \
+    const T fl = floor(div);                                                                      \
+    return div - fl > (T)0.5 ? fl + 1 : fl;                                                       \
+  }                                                                                               \
+  inline T nc_remainder_##N(T a, T b) {                                                           \
+    const T mod = fmod(a, b);                                                                     \
+    return mod != 0 && (b < 0) != (mod < 0) ? mod + b : mod;                                      \
+  }
+#define FLOORDIV_INT(N, T, U, SIGNED)                                                             \
+  inline T nc_floordiv_##N(T a, T b) {                                                            \
+    if (b == 0) return 0;                                                                         \
+    if (SIGNED && b == (T)-1) return (T)((U)0 - (U)a);                                            \
+    const T q = a / b, r = a % b;                                                                 \
+    return r != 0 && SIGNED && ((r < 0) != (b < 0)) ? (T)(q - 1) : q;                             \
+  }                                                                                               \
+  inline T nc_remainder_##N(T a, T b) {                                                           \
+    if (b == 0 || (SIGNED && b == (T)-1)) return 0;                                               \
+    const T r = a % b;                                                                            \
+    return r != 0 && SIGNED && ((r < 0) != (b < 0)) ? (T)(r + b) : r;                             \
+  }
+FLOORDIV_FLOAT(float32, float)
+#ifdef NC_FP64
+FLOORDIV_FLOAT(float64, double)
+#endif
+FLOORDIV_INT(int32, int, uint, 1)
+FLOORDIV_INT(int64, long, ulong, 1)
+FLOORDIV_INT(uint8, uchar, uchar, 0)
 
 /* bool: add and maximum are "or", mul and minimum are "and" */
 #define BOOL_BINARY(X, N, T)                                                                      \

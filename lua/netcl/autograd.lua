@@ -44,7 +44,7 @@ end
 -- Read-only Tensor methods apply to the value and return plain values or Tensors (no gradient
 -- flows through host copies). The ops' bindings (comparisons, argmax, any, sort, ...) serve
 -- Nodes themselves.
-local read_only = {"numel", "size", "is_contiguous", "item", "tolist", "bytes"}
+local read_only = {"numel", "size", "dim", "is_contiguous", "item", "tolist", "bytes"}
 for _, name in ipairs(read_only) do
   local f = tensor_methods[name]
   if f and node_methods[name] == nil then

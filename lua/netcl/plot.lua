@@ -7,7 +7,8 @@
 --     series = {{name = "train", y = train_loss}, {name = "test", x = epochs, y = test_loss}},
 --   }
 --   plot.save("loss.svg", svg)
---   plot.save("curves.svg", plot.grid({loss_chart, accuracy_chart}, {columns = 2}))
+--   local acc = plot.line{title = "accuracy", series = {{name = "test", y = test_acc}}}
+--   plot.save("curves.svg", plot.grid({svg, acc}, {columns = 2}))   -- documents or chart specs
 --
 -- Series values are numbers (or 1-D tensors); NaN and infinities leave a gap in the line.
 local plot = {}
@@ -362,7 +363,20 @@ function plot.line(spec)
   return document(body, W, H)
 end
 
--- Several charts in one SVG document, laid out row by row. opts: columns (2), title.
+-- A document made by plot.line (or plot.grid) as grid cell i: its body, width and height, with
+-- its clip-path ids prefixed by id so that they stay unique in the grid. Text in a document is
+-- escaped, so the id patterns only match attributes.
+local function from_document(svg, i, id)
+  local W, H, body = svg:match('^<%?xml[^\n]*\n<svg [^\n]-width="(%d+)" height="(%d+)"[^\n]*>\n(.*)\n</svg>\n$')
+  if not body then
+    fail("grid", "chart %d: expected a chart spec or an SVG document from plot.line, got a string that is not one", i)
+  end
+  body = body:gsub('(id=")(c[c%d]*%-)', "%1" .. id .. "%2"):gsub("(url%(#)(c[c%d]*%-)", "%1" .. id .. "%2")
+  return body, tonumber(W), tonumber(H)
+end
+
+-- Several charts in one SVG document, laid out row by row: each a chart spec (as plot.line
+-- takes) or a document plot.line made. opts: columns (2), title.
 function plot.grid(charts, opts)
   opts = opts or {}
   if type(charts) ~= "table" or #charts == 0 then fail("grid", "expected a non-empty array of chart tables") end
@@ -371,7 +385,12 @@ function plot.grid(charts, opts)
   local parts, rendered = {}, {}
   local cell_w, cell_h = 0, 0
   for i, spec in ipairs(charts) do
-    local body, W, H = render("grid", spec, "c" .. i)
+    local body, W, H
+    if type(spec) == "string" then
+      body, W, H = from_document(spec, i, "c" .. i)
+    else
+      body, W, H = render("grid", spec, "c" .. i)
+    end
     rendered[i] = {body = body, w = W, h = H}
     cell_w, cell_h = math.max(cell_w, W), math.max(cell_h, H)
   end

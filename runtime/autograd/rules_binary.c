@@ -1,4 +1,5 @@
-/* Broadcasting binary ops (add sub mul div pow maximum minimum), where and masked_fill.
+/* Broadcasting binary ops (add sub mul div pow maximum minimum floor_divide remainder), where and
+ * masked_fill.
  * Either operand of a binary op may be a number; the rule keeps numbers as parameters and
  * reduces each tensor gradient back to its input's shape. */
 #include <math.h>
@@ -17,8 +18,8 @@ typedef struct {
 
 /* What each op's rule reads besides g. */
 static void needs(nc_op op, bool *a, bool *b, bool *y) {
-  *a = op == NC_OP_MUL || op == NC_OP_POW || op == NC_OP_MAXIMUM || op == NC_OP_MINIMUM;
-  *b = *a || op == NC_OP_DIV;
+  *a = op == NC_OP_MUL || op == NC_OP_POW || op == NC_OP_MAXIMUM || op == NC_OP_MINIMUM || op == NC_OP_REMAINDER;
+  *b = *a || op == NC_OP_DIV || op == NC_OP_REMAINDER;
   *y = op == NC_OP_DIV || op == NC_OP_POW;
 }
 
@@ -88,6 +89,14 @@ static void grads(ag_scope *S, nc_op op, nc_tensor *g, side a, side b, nc_tensor
       if (b.node) *gb = ag_where(S, ag_bin(S, wins, b.o, a.o), AG_T(g), AG_T(half));
       break;
     }
+    case NC_OP_FLOOR_DIVIDE: /* piecewise constant: zero almost everywhere, as in PyTorch */
+      if (a.node) *ga = ag_zeros_like(S, g);
+      if (b.node) *gb = ag_zeros_like(S, g);
+      break;
+    case NC_OP_REMAINDER: /* y = a - floor_divide(a, b) b: dy/da = 1, dy/db = -floor_divide(a, b) */
+      if (a.node) *ga = g;
+      if (b.node) *gb = ag_un(S, NC_OP_NEG, ag_mul(S, g, ag_bin(S, NC_OP_FLOOR_DIVIDE, a.o, b.o)));
+      break;
     default:
       ag_fail(S, nc_error(NC_ERR_STATE, "no gradient for binary op %s", nc_op_get(op)->name));
   }

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 #include "core/check.h"
+#include "netcl/reduce.h"
 #include "support.h"
 
 nc_dtype nc_dtype_with_scalar(nc_dtype d, nc_scalar s) {
@@ -185,6 +186,26 @@ nc_status nc_clamp_into(nc_tensor *dst, nc_tensor *x, const nc_scalar *lo, const
 }
 
 /* ---- binary ---------------------------------------------------------------------------------- */
+/* Integer floor_divide and remainder by zero are errors, as in PyTorch and Lua (the kernels would
+ * give 0). A tensor divisor is checked on its device (eq, any), which waits for it once. */
+static nc_status check_int_divisor(const nc_op_info *o, nc_operand b) {
+  bool zero;
+  if (!b.t) {
+    zero = b.s.is_int ? b.s.i == 0 : b.s.f == 0;
+  } else {
+    nc_tensor *eq = NULL, *any = NULL;
+    nc_status s = nc_binary(NC_OP_EQ, b, nc_operand_scalar(nc_scalar_int(0)), &eq);
+    if (s == NC_OK) s = nc_reduce(NC_OP_ANY, eq, 0, NULL, false, NULL, &any);
+    uint8_t v = 0;
+    if (s == NC_OK) s = nc_read_values(any, &v, 1);
+    nc_tensor_release(eq);
+    nc_tensor_release(any);
+    NC_TRY(s);
+    zero = v != 0;
+  }
+  return zero ? nc_error(NC_ERR_ARG, "division by zero in integer %s", o->name) : NC_OK;
+}
+
 static nc_status binary_impl(nc_op op, nc_tensor *dst, nc_operand a, nc_operand b, nc_tensor **out) {
   const nc_op_info *o = nc_op_get(op);
   if (!o || o->family != NC_FAMILY_BINARY)
@@ -197,6 +218,8 @@ static nc_status binary_impl(nc_op op, nc_tensor *dst, nc_operand a, nc_operand 
   NC_TRY(compute_dtype(o, &a, &b, &d));
   if (op == NC_OP_POW && !nc_dtype_is_float(d) && !b.t && b.s.is_int && b.s.i < 0)
     return nc_error(NC_ERR_ARG, "integers to negative integer powers are not allowed");
+  if ((op == NC_OP_FLOOR_DIVIDE || op == NC_OP_REMAINDER) && !nc_dtype_is_float(d))
+    NC_TRY(check_int_divisor(o, b));
   c.in_dtype[0] = c.in_dtype[1] = d;
   c.out_dtype = o->result == NC_RES_BOOL ? NC_BOOL : d;
   return ew_run(&c, dst, out);

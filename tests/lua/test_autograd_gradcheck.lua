@@ -107,6 +107,17 @@ case("maximum", function() return {distinct({2, 3}), distinct({3})} end, functio
 case("maximum", function() return {away({2, 3})} end, function(a) return a:maximum(0.1) end)
 case("minimum", function() return {distinct({2, 3}), distinct({2, 1})} end, function(a, b) return a:minimum(b) end)
 case("minimum", function() return {away({2, 3})} end, function(a) return ag.minimum(-0.1, a) end)
+-- // and %: away from the jumps of a / b (the operands are fixed); floor_divide's gradient is 0,
+-- remainder's is 1 for a and -floor(a / b) for b
+local function fixed(shape, vals) return ag.param(make(shape, function(k) return vals[(k - 1) % #vals + 1] end)) end
+case("floor_divide", function() return {fixed({2, 3}, {5.3, -4.1, 2.2, -0.7, 7.9, 3.3}), fixed({3}, {1.7, -2.3, 0.9})} end,
+     function(a, b) return (a // b) * a + b end)
+case("floor_divide", function() return {fixed({2, 3}, {5.3, -4.1, 2.2, -0.7, 7.9, 3.3})} end,
+     function(a) return ag.floor_divide(a, 1.5) + a end)
+case("remainder", function() return {fixed({2, 3}, {5.3, -4.1, 2.2, -0.7, 7.9, 3.3}), fixed({3}, {1.7, -2.3, 0.9})} end,
+     function(a, b) return a % b end)
+case("remainder", function() return {fixed({2, 3}, {5.3, -4.1, 2.2, -0.7, 7.9, 3.3})} end,
+     function(a) return ag.remainder(7.25, a) end)
 case("where", function() return {P({2, 3}), P({3})} end,
      function(a, b) return ag.where(bools({2, 3}, {true, false, false, true}), a, b) end)
 case("where", function() return {P({2, 3})} end, function(a) return a:where(bools({1, 3}, {true, false, true}), 0.5) end)

@@ -329,6 +329,38 @@ function TestPlot:test_tensors_as_data()
   lu.assertErrorMsgContains("expected a 1-D tensor", plot.line, {series = {{y = nc.zeros({2, 2})}}})
 end
 
+-- plot.grid takes what plot.line returns (documents), mixed with specs: the same cells as from
+-- the specs, with clip-path ids kept unique.
+function TestPlot:test_grid_of_documents()
+  local a = {title = "loss", series = {{name = "train", y = LOSS}}}
+  local b = {title = "accuracy", width = 400, series = {{name = "val", y = {0.5, 0.7, 0.8}}}}
+  local from_specs = plot.grid({a, b, a}, {columns = 2, title = "run"})
+  local from_docs = plot.grid({plot.line(a), plot.line(b), a}, {columns = 2, title = "run"})
+  if xmllint_ok(from_docs) == false then lu.fail("xmllint rejects the grid SVG") end
+  -- the same document but for the clip-path ids (a document's own id gets the cell's as prefix)
+  local function ids_out(svg) return (svg:gsub("c[c%d]*%-area", "ID")) end
+  lu.assertEquals(ids_out(from_docs), ids_out(from_specs))
+  lu.assertNotEquals(from_docs, from_specs)
+  -- a grid inside a grid: ids stay unique and resolve
+  local nested = parse_xml(plot.grid({from_docs, plot.line(b)}))
+  local ids = {}
+  walk(nested, function(n)
+    if n.attrs.id then
+      lu.assertNil(ids[n.attrs.id], "duplicate id " .. n.attrs.id)
+      ids[n.attrs.id] = true
+    end
+  end)
+  local refs = 0
+  walk(nested, function(n)
+    local ref = n.attrs["clip-path"] and n.attrs["clip-path"]:match("^url%(#(.+)%)$")
+    if ref then
+      refs = refs + 1
+      lu.assertTrue(ids[ref], "dangling " .. ref)
+    end
+  end)
+  lu.assertTrue(refs >= 4)
+end
+
 function TestPlot:test_grid()
   local a = {title = "loss", series = {{name = "train", y = LOSS}}}
   local b = {title = "accuracy", width = 400, series = {{name = "val", y = {0.5, 0.7, 0.8}}}}
@@ -355,6 +387,7 @@ function TestPlot:test_grid()
   end)
   lu.assertEquals(by_class(root, "title")[1].text, "run & co")
   lu.assertErrorMsgContains("columns must be a positive integer", plot.grid, {a}, {columns = 0})
+  lu.assertErrorMsgContains("chart 2: expected a chart spec or an SVG document", plot.grid, {a, "<svg/>"})
   lu.assertErrorMsgContains("non-empty array", plot.grid, {})
 end
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds netcl-scm-1.rockspec with LuaRocks from a copy of the source tree, offline, into a
-# temporary tree; then requires netcl from stock lua5.4 and runs the rock's netcl-lua.
+# Builds netcl-scm-1.rockspec with LuaRocks from a copy of the source tree, offline, with the
+# command docs/install.md gives, as written: `luarocks make netcl-scm-1.rockspec` (no
+# --lua-version, which Debian's luarocks 3.8 needs elsewhere: the checkout's .luarocks/ and
+# lua_modules/ make it a Lua 5.4 project). The rock goes into the copy's lua_modules/; then
+# requires netcl from stock lua5.4 with `luarocks path`, runs the rock's netcl-lua and removes it.
 #   test_rockspec.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -12,24 +15,31 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# A copy: `luarocks make` builds inside the source directory.
+# A copy: `luarocks make` builds inside the source directory. What a developer installed into
+# the checkout's own lua_modules/ stays behind.
 mkdir "$tmp/src"
-tar -C "$src" --exclude='./build*' --exclude=./.git -cf - . | tar -C "$tmp/src" -xf -
+tar -C "$src" --exclude='./build*' --exclude=./.git --exclude='./lua_modules/*' -cf - . | tar -C "$tmp/src" -xf -
+cp "$src/lua_modules/.gitignore" "$tmp/src/lua_modules/"
 unset LD_PRELOAD LD_LIBRARY_PATH LUA_INIT LUA_INIT_5_4
-rocks() { luarocks --tree "$tmp/tree" --lua-version 5.4 "$@"; }
-# no route to a rocks server: the build must not need one
+# A home of its own: no user configuration, and no route to a rocks server (the build must not
+# need one).
+export HOME="$tmp/home"
+mkdir -p "$HOME/.luarocks"
+for v in 5.1 5.4; do echo 'rocks_servers = {"file:///nonexistent"}' >"$HOME/.luarocks/config-$v.lua"; done
+tree="$tmp/src/lua_modules"
 (cd "$tmp/src" && CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-   rocks --only-server=file:///nonexistent make netcl-scm-1.rockspec) >"$tmp/build.log" 2>&1 \
-  || { tail -40 "$tmp/build.log"; fail "luarocks make"; }
+   luarocks make netcl-scm-1.rockspec) >"$tmp/build.log" 2>&1 \
+  || { tail -40 "$tmp/build.log"; fail "luarocks make netcl-scm-1.rockspec"; }
 
-paths=$(rocks path)
+paths=$(cd "$tmp/src" && luarocks path)
 out=$(cd "$tmp" && eval "$paths" && lua5.4 -e 'local nc = require "netcl"; print(nc.ones({2, 2}))
   print(package.searchpath("netcl.core", package.cpath))')
-case "$out" in *"tensor([[1., 1.],"*"$tmp/tree/lib/lua/5.4/netcl/core.so"*) ;; *) fail "lua5.4 with the rock: $out" ;; esac
+# (LuaRocks names the project tree "$tmp/src/./lua_modules")
+case "$out" in *"tensor([[1., 1.],"*"$tmp/src/"*"lua_modules/lib/lua/5.4/netcl/core.so"*) ;; *) fail "lua5.4 with the rock: $out" ;; esac
 
-out=$("$tmp/tree/bin/netcl-lua" -e 'print(require("netcl").zeros({2}))')
+out=$("$tree/bin/netcl-lua" -e 'print(require("netcl").zeros({2}))')
 case "$out" in *"tensor([0., 0.]"*) ;; *) fail "the rock's netcl-lua: $out" ;; esac
 
-rocks remove netcl >/dev/null
-[ ! -e "$tmp/tree/lib/lua/5.4/netcl/core.so" ] || fail "luarocks remove left the C module behind"
+(cd "$tmp/src" && luarocks remove netcl) >/dev/null
+[ ! -e "$tree/lib/lua/5.4/netcl/core.so" ] || fail "luarocks remove left the C module behind"
 echo ok

@@ -470,6 +470,12 @@ return {
   b("pow", {dtypes = {"float32", "float64", "int32", "int64"}, domain = {0.5, 2}, domain_b = {-2, 3}, scalar = 1.5, scalar_int = 3,
             scalar_left = 2}),
   b("maximum", {dtypes = ALL}), b("minimum", {dtypes = ALL}),
+  -- floor_divide and remainder (// and %): divisors of both signs for floats; integer divisors
+  -- avoid 0 (an error) and reach negative values through the scalar cases
+  b("floor_divide", {dtypes = {"float32", "float64"}, domain = {-6, 6}}),
+  b("remainder", {dtypes = {"float32", "float64"}, domain = {-6, 6}}),
+  b("floor_divide", {dtypes = {"int32", "int64", "uint8"}, domain = {0, 50}, domain_b = {1, 7}, scalar_int = -3}),
+  b("remainder", {dtypes = {"int32", "int64", "uint8"}, domain = {0, 50}, domain_b = {1, 7}, scalar_int = -3}),
   b("eq", {dtypes = ALL, domain = {-2, 2}}), b("ne", {dtypes = ALL, domain = {-2, 2}}), b("lt", {dtypes = ALL}),
   b("le", {dtypes = ALL, domain = {-2, 2}}), b("gt", {dtypes = ALL}), b("ge", {dtypes = ALL, domain = {-2, 2}}),
   {name = "where", trials = K.where, dtypes = ALL},

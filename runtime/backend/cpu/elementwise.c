@@ -30,6 +30,44 @@ static inline int64_t ipow(int64_t a, int64_t b) {
   return (int64_t)r;
 }
 
+/* floor_divide and remainder as PyTorch computes them (Python's // and %): from fmod, which is
+ * exact, the quotient rounded toward -inf and a remainder with the sign of the divisor. A float
+ * divisor of 0 gives a / 0 (inf or nan) and nan; integer divisors of 0 never get here (the op
+ * checks them first) but give 0 rather than a trap, and -1 is handled without the overflow of
+ * INT_MIN / -1 (the quotient wraps, as in Lua). */
+#define FLOORDIV_FLOAT(T)                                        \
+  static inline T floordiv_##T(T a, T b) {                       \
+    if (b == 0) return a / b;                                     \
+    T mod = fmod(a, b), div = (a - mod) / b;                      \
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;               \
+    if (div == 0) return copysign((T)0, a / b);                   \
+    T fl = floor(div);                                            \
+    return div - fl > (T)0.5 ? fl + 1 : fl;                       \
+  }                                                               \
+  static inline T remainder_##T(T a, T b) {                      \
+    T mod = fmod(a, b);                                           \
+    return mod != 0 && (b < 0) != (mod < 0) ? mod + b : mod;      \
+  }
+FLOORDIV_FLOAT(float)
+FLOORDIV_FLOAT(double)
+
+#define FLOORDIV_INT(T, U)                                                 \
+  static inline T floordiv_##T(T a, T b) {                                 \
+    if (b == 0) return 0;                                                  \
+    if (b == -1) return (T)((U)0 - (U)a);                                  \
+    T q = a / b, r = a % b;                                                \
+    return r != 0 && (r < 0) != (b < 0) ? (T)(q - 1) : q;                  \
+  }                                                                        \
+  static inline T remainder_##T(T a, T b) {                                \
+    if (b == 0 || b == -1) return 0;                                       \
+    T r = a % b;                                                           \
+    return r != 0 && (r < 0) != (b < 0) ? (T)(r + b) : r;                  \
+  }
+FLOORDIV_INT(int32_t, uint32_t)
+FLOORDIV_INT(int64_t, uint64_t)
+static inline uint8_t floordiv_uint8_t(uint8_t a, uint8_t b) { return b ? (uint8_t)(a / b) : 0; }
+static inline uint8_t remainder_uint8_t(uint8_t a, uint8_t b) { return b ? (uint8_t)(a % b) : 0; }
+
 /* ---- row loops: d = E over one block; v (and w) are the input elements ------------------------ */
 #define ROW1(T, E)                                          \
   do {                                                      \
@@ -278,6 +316,12 @@ nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sc
       case NC_OP_MINIMUM:                                                                              \
         ROW2(T, (v < w || isnan(v)) ? v : w);                                                          \
         return true;                                                                                   \
+      case NC_OP_FLOOR_DIVIDE:                                                                         \
+        ROW2(T, floordiv_##T(v, w));                                                                   \
+        return true;                                                                                   \
+      case NC_OP_REMAINDER:                                                                            \
+        ROW2(T, remainder_##T(v, w));                                                                  \
+        return true;                                                                                   \
       default:                                                                                         \
         return false;                                                                                  \
     }                                                                                                  \
@@ -304,6 +348,12 @@ nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sc
         return true;                                                                                   \
       case NC_OP_MINIMUM:                                                                              \
         ROW2(T, v < w ? v : w);                                                                        \
+        return true;                                                                                   \
+      case NC_OP_FLOOR_DIVIDE:                                                                         \
+        ROW2(T, floordiv_##T(v, w));                                                                   \
+        return true;                                                                                   \
+      case NC_OP_REMAINDER:                                                                            \
+        ROW2(T, remainder_##T(v, w));                                                                  \
         return true;                                                                                   \
       default:                                                                                         \
         return false;                                                                                  \

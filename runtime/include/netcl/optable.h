@@ -108,6 +108,8 @@ typedef enum {
   X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
   X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                      \
   X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                      \
+  X(FLOOR_DIVIDE, "floor_divide", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")       \
+  X(REMAINDER, "remainder", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")              \
   X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
   X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
   X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
