@@ -26,20 +26,21 @@ int main(void) {
     printf("no OpenCL device: skipped\n");
     return 77;
   }
-  /* A product before tuning resolves the GEMM handle for the default variant. */
+  /* A product before tuning resolves the GEMM handle for the default variant (float64: float32
+   * products with contiguous rows or columns go to the large-tile kernel, gemm_fast.cl). */
   int64_t s[2] = {70, 70};
   double *a = ref_random(70 * 70), *want = calloc(70 * 70, sizeof(double));
   for (int i = 0; i < 70; i++)
     for (int k = 0; k < 70; k++)
       for (int j = 0; j < 70; j++) want[i * 70 + j] += a[i * 70 + k] * a[k * 70 + j];
-  nc_tensor *t = ref_tensor(dev, NC_FLOAT32, 2, s, a), *c = NULL;
+  nc_tensor *t = ref_tensor(dev, NC_FLOAT64, 2, s, a), *c = NULL;
   CHECK_OK(nc_mm(t, t, &c));
   CHECK(ref_tensor_error(c, want, 70 * 70) < 1e-5);
   nc_tensor_release(c);
   c = NULL;
   nc_gemm_config first;
-  CHECK_OK(nc_cl_gemm_config(dev, NC_FLOAT32, &first));
-  const nc_cl_handle *h = nc_cl_handle_peek(dev, NC_CL_K_GEMM, NC_FLOAT32);
+  CHECK_OK(nc_cl_gemm_config(dev, NC_FLOAT64, &first));
+  const nc_cl_handle *h = nc_cl_handle_peek(dev, NC_CL_K_GEMM, NC_FLOAT64);
   CHECK(h && h->tiles[0] == first.mwg && h->tiles[1] == first.nwg && h->tiles[5] == first.vw);
 
   nc_gemm_config best;
