@@ -134,6 +134,10 @@ void nc_opencl_discover(nc_status (*add)(nc_device *dev));
 /* The device's context and queue, created on first use. */
 nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out);
 
+/* At process exit (the device interface's shutdown): drains the queue and releases the staging
+ * buffers, kernels, programs, queue and context; the device then refuses work. */
+void nc_cl_shutdown(nc_device *dev);
+
 /* Layout of a tensor as kernels take it (mirrors nc_layout in kernels/common.cl). */
 typedef struct {
   cl_long offset;
