@@ -106,6 +106,11 @@ nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size
     err = nc_cl.clEnqueueWriteBuffer(cd->queue, dst, CL_FALSE, off, n, b->host, 0, NULL, &b->busy);
     if (err != CL_SUCCESS) b->busy = NULL;
     else nc_cl.clFlush(cd->queue);
+    if (err == CL_SUCCESS) {
+      nc_status q = nc_cl_enqueued(dev, cd);
+      pthread_mutex_unlock(&dev->lock);
+      return q;
+    }
   } else {
     /* Larger than the staging cap: a blocking write straight from the caller's memory. */
     err = nc_cl.clEnqueueWriteBuffer(cd->queue, dst, CL_TRUE, off, n, src, 0, NULL, NULL);
