@@ -35,12 +35,18 @@ uint64_t nc_cl_staging_bytes(nc_cl_device *cd) {
   return n;
 }
 
-static void free_buf(staging_buf *b) {
+static void free_buf(nc_cl_device *cd, staging_buf *b) {
   if (b->busy) {
     nc_cl.clWaitForEvents(1, &b->busy);
     nc_cl.clReleaseEvent(b->busy);
   }
-  nc_cl.clReleaseMemObject(b->mem); /* also drops the mapping's pinned pages */
+  /* unmapped first: a driver keeps a buffer with a live mapping (PoCL did, past shutdown) */
+  cl_event unmapped = NULL;
+  if (nc_cl.clEnqueueUnmapMemObject(cd->queue, b->mem, b->host, 0, NULL, &unmapped) == CL_SUCCESS) {
+    nc_cl.clWaitForEvents(1, &unmapped);
+    nc_cl.clReleaseEvent(unmapped);
+  }
+  nc_cl.clReleaseMemObject(b->mem); /* also drops the pinned pages */
   free(b);
 }
 
@@ -48,7 +54,7 @@ void nc_cl_staging_free(nc_cl_device *cd) {
   while (cd->staging) {
     staging_buf *b = cd->staging;
     cd->staging = b->next;
-    free_buf(b);
+    free_buf(cd, b);
   }
 }
 
@@ -82,7 +88,7 @@ static staging_buf *acquire(nc_cl_device *cd, size_t n) {
       staging_buf *b = *pp;
       if (is_done(b) && b->size < n) {
         *pp = b->next;
-        free_buf(b);
+        free_buf(cd, b);
       } else {
         pp = &b->next;
       }
