@@ -8,9 +8,9 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages: build, tests, samples (one list, kept here).
 DEPS := build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-unit ocl-icd-opencl-dev \
         opencl-headers pocl-opencl-icd clinfo libopenblas-dev zlib1g-dev libpcre2-dev libedit-dev \
-        libjansson-dev libxxhash-dev dataset-fashion-mnist luarocks libopenmpi-dev openmpi-bin
+        libjansson-dev libxxhash-dev dataset-fashion-mnist luarocks libopenmpi-dev openmpi-bin clang libomp-dev
 
-.PHONY: all deps build test test-long sanitize demo install format lint bench clean
+.PHONY: all deps build test test-long sanitize fuzz demo install format lint bench clean
 
 all: build
 
@@ -42,6 +42,12 @@ sanitize: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DNETCL_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -E package.rockspec -LE "slow|long"
+	JOBS=$(JOBS) sh tests/fuzz/run.sh
+
+# The libFuzzer targets of tests/fuzz/ (clang, in build-fuzz): each replays its corpus, then
+# mutates it for an equal share of FUZZ_SECONDS (60 in all); `make sanitize` ends with it.
+fuzz: deps
+	JOBS=$(JOBS) sh tests/fuzz/run.sh
 
 # Trains the Fashion-MNIST sample on the default device (docs/training.md); the checkpoint and
 # its chart go to $(BUILD)/demo. DEMO_ARGS adds options: make demo DEMO_ARGS="--epochs 5".
@@ -68,4 +74,4 @@ bench: deps
 	build-release/bin/netcl-lua tests/bench/run.lua $(BENCH)
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -169,6 +169,25 @@ static int l_empty_cache(lua_State *L) {
   return 0;
 }
 
+/* netcl.set_memory_limit(bytes [, device]) / netcl.get_memory_limit([device]): the device's cap
+ * on pooled bytes (nil or 0: none). */
+static int l_set_memory_limit(lua_State *L) {
+  const char *f = "netcl.set_memory_limit";
+  lua_Integer n = lua_isnil(L, 1) ? 0 : nc_lua_checkinteger(L, 1, f);
+  if (n < 0) return nc_lua_argerror(L, f, 1, "a limit is a number of bytes >= 0 (0 or nil: none), not %lld", (long long)n);
+  nc_device *d = lua_isnoneornil(L, 2) ? nc_lua_default_device(L) : nc_lua_checkdevice(L, 2, f);
+  nc_memory_limit_set(d, (uint64_t)n);
+  return 0;
+}
+
+static int l_get_memory_limit(lua_State *L) {
+  nc_device *d = lua_isnoneornil(L, 1) ? nc_lua_default_device(L) : nc_lua_checkdevice(L, 1, "netcl.get_memory_limit");
+  uint64_t n = nc_memory_limit_get(d);
+  if (n) lua_pushinteger(L, (lua_Integer)n);
+  else lua_pushnil(L);
+  return 1;
+}
+
 /* netcl.set_num_threads(n) / netcl.get_num_threads(): the CPU thread pool's size. */
 static int l_set_num_threads(lua_State *L) {
   lua_Integer n = nc_lua_checkinteger(L, 1, "netcl.set_num_threads");
@@ -192,6 +211,8 @@ void nc_lua_add_device(lua_State *L) {
                                    {"sync", l_sync},
                                    {"memory_stats", l_memory_stats},
                                    {"empty_cache", l_empty_cache},
+                                   {"set_memory_limit", l_set_memory_limit},
+                                   {"get_memory_limit", l_get_memory_limit},
                                    {"set_num_threads", l_set_num_threads},
                                    {"get_num_threads", l_get_num_threads},
                                    {NULL, NULL}};

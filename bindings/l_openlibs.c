@@ -33,8 +33,12 @@ static int load_embedded(lua_State *L) {
 
 static void on_pressure(void *ud) { lua_gc((lua_State *)ud, LUA_GCCOLLECT); }
 
+/* Runs when the state closes: no command it queued may outlive it, so every device's queue is
+ * drained (the device registry is process-wide and other states may be live: nothing shared is
+ * released here; that happens at process exit). */
 static int unregister_pressure(lua_State *L) {
   nc_pressure_unregister(on_pressure, *(lua_State **)lua_touserdata(L, 1));
+  (void)nc_sync_all();
   return 0;
 }
 

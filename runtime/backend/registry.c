@@ -20,6 +20,19 @@ static nc_status add_device(nc_device *dev) {
   return nc_device_register(dev);
 }
 
+/* At process exit: every device's queue drained (a driver thread still compiling or running a
+ * kernel while the exit handlers tear the driver down crashes: PoCL did), its cached buffers
+ * released, then its backend objects, last device first. Live tensors keep their buffers. */
+static void shutdown_devices(void) {
+  nc_device **devices;
+  for (int i = nc_device_list(&devices) - 1; i >= 0; i--) {
+    nc_device *d = devices[i];
+    (void)d->iface->sync(d);
+    nc_memory_empty_cache(d);
+    if (d->iface->shutdown) d->iface->shutdown(d);
+  }
+}
+
 static void discover(void) {
   nc_device *cpu;
   nc_status s = nc_cpu_device_create(&cpu);
@@ -35,6 +48,8 @@ static void discover(void) {
   const char *env = getenv("NETCL_OPENCL");
   if (!env || strcmp(env, "0") != 0) nc_opencl_discover(add_device);
 #endif
+  /* after discovery, so that it runs before the exit handlers of the drivers loaded by it */
+  atexit(shutdown_devices);
 }
 
 nc_status nc_init(void) {

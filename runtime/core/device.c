@@ -1,5 +1,6 @@
 /* The device list and the device interface's entry points. Devices are made by the backends
  * and registered by runtime/backend/registry.c, which also looks them up by spec. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include "core/check.h"
@@ -29,6 +30,19 @@ nc_status nc_device_sync(nc_device *dev) {
   atomic_fetch_add(&dev->syncs, 1);
   NC_TRY(dev->iface->sync(dev));
   return nc_device_flush_checks(dev);
+}
+
+nc_status nc_sync_all(void) {
+  nc_status first = NC_OK;
+  char msg[512] = "";
+  for (int i = 0; i < n_devices; i++) {
+    nc_status s = devices[i]->iface->sync(devices[i]);
+    if (s != NC_OK && first == NC_OK) {
+      first = s;
+      snprintf(msg, sizeof msg, "%s", nc_last_error());
+    }
+  }
+  return first == NC_OK ? NC_OK : nc_error(first, "%s", msg);
 }
 
 nc_status nc_device_warmup(nc_device *dev, double *seconds) {

@@ -33,6 +33,10 @@ typedef struct nc_device_iface {
   /* Builds (or loads from the disk cache) every kernel program the device uses; NULL when the
    * backend compiles nothing. */
   nc_status (*warmup)(nc_device *d);
+  /* At process exit, after the queue is drained and the pool's cache released: releases every
+   * object the backend made (kernels, programs, queue, context); later use of the device fails
+   * with NC_ERR_STATE. May be NULL. */
+  void (*shutdown)(nc_device *d);
 } nc_device_iface;
 
 struct nc_device {
@@ -46,6 +50,7 @@ struct nc_device {
   struct nc_pending_check *pending; /* device-side checks not read yet (nc_device_defer_check) */
   int npending;
   atomic_uint_fast64_t host_reads, syncs; /* reads to the host and syncs (nc_memory_stats) */
+  uint64_t memory_limit;      /* nc_memory_limit_set (0: none); atomic loads and stores */
 };
 
 /* Adds a device to the list (takes ownership of dev; called by the backend registry only, while

@@ -1,7 +1,11 @@
 /* BufferPool and PersistentBufferPool (see DESIGN.md "Memory"). Blocks are cached in size
  * classes of four steps per power of two (at most 25% waste); an allocation that the driver
- * refuses, or that would exceed the device's memory, frees the cache, runs the memory-pressure
- * hooks registered on this thread, and retries once before failing with NC_ERR_OOM. */
+ * refuses, or that would exceed the device's memory or its memory limit (nc_memory_limit_set,
+ * NETCL_MEMORY_LIMIT_MB), frees the cache and retries, then runs the memory-pressure hooks
+ * registered on this thread (a full Lua collection), frees the cache again and retries once more
+ * before failing with NC_ERR_OOM. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pool.h"
@@ -40,6 +44,18 @@ nc_status nc_pool_new(nc_device *dev, bool caching, struct nc_pool **out) {
   p->cache_limit = dev->info.kind == NC_DEVICE_CPU ? dev->info.memory / 4 : UINT64_MAX;
   const char *env = getenv("NETCL_POOL_CACHE_MB");
   if (env && *env) p->cache_limit = strtoull(env, NULL, 10) << 20;
+  env = getenv("NETCL_MEMORY_LIMIT_MB");
+  if (caching && env && *env) {
+    char *end;
+    errno = 0;
+    unsigned long long mb = strtoull(env, &end, 10);
+    if (*end || errno || env[0] == '-' || mb > (UINT64_MAX >> 20)) {
+      pthread_mutex_destroy(&p->lock);
+      free(p);
+      return nc_error(NC_ERR_ARG, "NETCL_MEMORY_LIMIT_MB must be a whole number of MiB (0: no limit), not '%s'", env);
+    }
+    nc_memory_limit_set(dev, (uint64_t)mb << 20);
+  }
   *out = p;
   return NC_OK;
 }
@@ -68,6 +84,10 @@ static void drop_cache(struct nc_pool *p) {
 void nc_memory_empty_cache(nc_device *dev) {
   if (dev->pool) drop_cache(dev->pool);
 }
+
+void nc_memory_limit_set(nc_device *dev, uint64_t bytes) { __atomic_store_n(&dev->memory_limit, bytes, __ATOMIC_RELAXED); }
+
+uint64_t nc_memory_limit_get(nc_device *dev) { return __atomic_load_n(&dev->memory_limit, __ATOMIC_RELAXED); }
 
 /* ---- pressure hooks, per thread (a hook runs only on the thread that registered it, since a
  * Lua state must not be touched from another thread) ---------------------------------------- */
@@ -115,17 +135,29 @@ static void run_pressure_hooks(void) {
 }
 
 /* ---- allocation ---------------------------------------------------------------------------- */
+static uint64_t held(struct nc_pool *p) {
+  if (!p) return 0;
+  pthread_mutex_lock(&p->lock);
+  uint64_t n = p->in_use + p->cached;
+  pthread_mutex_unlock(&p->lock);
+  return n;
+}
+
 static nc_status raw_alloc(struct nc_pool *p, size_t cls, void **handle) {
-  const nc_device_info *info = &p->dev->info;
+  nc_device *dev = p->dev;
+  const nc_device_info *info = &dev->info;
   if (info->max_alloc && cls > info->max_alloc)
     return nc_error(NC_ERR_OOM, "a single buffer of %zu bytes exceeds the device's limit of %llu bytes",
                     cls, (unsigned long long)info->max_alloc);
-  pthread_mutex_lock(&p->lock);
-  uint64_t total = p->in_use + p->cached;
-  pthread_mutex_unlock(&p->lock);
+  /* what the device's two pools hold (the pools are not created at once: either may be NULL) */
+  uint64_t total = held(dev->pool) + held(dev->persistent), limit = nc_memory_limit_get(dev);
+  if (limit && total + cls > limit)
+    return nc_error(NC_ERR_OOM, "the device's memory limit of %llu bytes (NETCL_MEMORY_LIMIT_MB, set_memory_limit) "
+                    "would be exceeded: %llu bytes held", (unsigned long long)limit, (unsigned long long)total);
   if (info->memory && total + cls > info->memory)
-    return nc_error(NC_ERR_OOM, "device memory exhausted");
-  return p->dev->iface->alloc(p->dev, cls, handle);
+    return nc_error(NC_ERR_OOM, "device memory exhausted: %llu bytes held of %llu", (unsigned long long)total,
+                    (unsigned long long)info->memory);
+  return dev->iface->alloc(dev, cls, handle);
 }
 
 nc_status nc_pool_alloc(struct nc_pool *p, size_t nbytes, nc_block **out) {
@@ -152,20 +184,26 @@ nc_status nc_pool_alloc(struct nc_pool *p, size_t nbytes, nc_block **out) {
   nc_block *b = calloc(1, sizeof *b);
   if (!b) return nc_error(NC_ERR_OOM, "out of host memory for a block header");
   nc_status s = raw_alloc(p, cls, &b->handle);
+  if (s == NC_ERR_OOM) { /* the cache first (cheap), then the collector (a full Lua collection) */
+    nc_memory_empty_cache(p->dev);
+    s = raw_alloc(p, cls, &b->handle);
+  }
   if (s == NC_ERR_OOM) {
-    drop_cache(p);
     run_pressure_hooks(); /* may free tensors, whose blocks land in the cache: drop it again */
-    drop_cache(p);
+    nc_memory_empty_cache(p->dev);
     s = raw_alloc(p, cls, &b->handle);
   }
   if (s != NC_OK) {
     free(b);
     if (s != NC_ERR_OOM) return s;
+    /* the cause is in the error buffer that nc_error writes: copy it out first */
+    char cause[512];
+    snprintf(cause, sizeof cause, "%s", nc_last_error());
     pthread_mutex_lock(&p->lock);
     unsigned long long in_use = p->in_use;
     pthread_mutex_unlock(&p->lock);
     return nc_error(NC_ERR_OOM, "out of memory on %s: requested %zu bytes with %llu bytes in use (%s)",
-                    p->dev->info.name, nbytes, in_use, nc_last_error());
+                    p->dev->info.name, nbytes, in_use, cause);
   }
   b->size = cls;
   b->pool = p;

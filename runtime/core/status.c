@@ -3,7 +3,8 @@
 #include <string.h>
 #include "netcl/status.h"
 
-static _Thread_local char last_error[1024];
+/* 4 KiB: room for an OpenCL build log after its message */
+static _Thread_local char last_error[4096];
 
 const char *nc_last_error(void) { return last_error[0] ? last_error : "no error"; }
 
@@ -30,6 +31,6 @@ nc_status nc_error_prefix(nc_status s, const char *fmt, ...) {
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   memcpy(old, last_error, sizeof old);
-  snprintf(last_error, sizeof last_error, "%.400s: %.600s", prefix, old);
+  snprintf(last_error, sizeof last_error, "%.400s: %.3600s", prefix, old);
   return s;
 }

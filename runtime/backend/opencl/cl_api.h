@@ -15,7 +15,8 @@
   X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramInfo) X(clGetProgramBuildInfo)       \
   X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg)                        \
   X(clEnqueueNDRangeKernel) X(clFinish) X(clFlush) X(clGetEventInfo) X(clReleaseEvent)              \
-  X(clWaitForEvents) X(clGetKernelWorkGroupInfo) X(clEnqueueFillBuffer)
+  X(clWaitForEvents) X(clGetKernelWorkGroupInfo) X(clEnqueueFillBuffer)                             \
+  X(clEnqueueMarkerWithWaitList)
 
 typedef struct {
 #define X(f) __typeof__(f) *f;

@@ -29,6 +29,7 @@ nc_status nc_cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t n) {
   NC_TRY(nc_cl_ready(dev, &cd));
   pthread_mutex_lock(&dev->lock);
   cl_int err = nc_cl.clEnqueueReadBuffer(cd->queue, (cl_mem)h, CL_TRUE, off, n, dst, 0, NULL, NULL);
+  if (err == CL_SUCCESS) nc_cl_forget_mark(cd); /* a blocking read on an in-order queue: all done */
   pthread_mutex_unlock(&dev->lock);
   if (err != CL_SUCCESS) return nc_cl_fail(err, "reading a device buffer", dev);
   return NC_OK;
@@ -39,6 +40,9 @@ nc_status nc_cl_sync(nc_device *dev) {
   if (!cd->ready) return NC_OK;
   cl_int err = nc_cl.clFinish(cd->queue);
   if (err != CL_SUCCESS) return nc_cl_fail(err, "waiting for the queue", dev);
+  pthread_mutex_lock(&dev->lock);
+  nc_cl_forget_mark(cd); /* complete now, unless another thread enqueued meanwhile: harmless */
+  pthread_mutex_unlock(&dev->lock);
   return NC_OK;
 }
 
@@ -105,9 +109,10 @@ nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
     pthread_mutex_lock(&dev->lock);
     cl_int err = nc_cl.clEnqueueCopyBuffer(cd->queue, nc_cl_mem(src), nc_cl_mem(dst), (size_t)src->offset * es,
                                            (size_t)dst->offset * es, (size_t)n * es, 0, NULL, NULL);
+    nc_status q = err == CL_SUCCESS ? nc_cl_enqueued(dev, cd) : NC_OK;
     pthread_mutex_unlock(&dev->lock);
     if (err != CL_SUCCESS) return nc_cl_fail(err, "copying a device buffer", dev);
-    return NC_OK;
+    return q;
   }
   const nc_cl_handle *k;
   NC_TRY(nc_cl_handle_get(dev, NC_CL_K_COPY_FROM_FLOAT32 + (int)src->dtype, dst->dtype, &k));

@@ -140,6 +140,10 @@ typedef struct {
   pthread_mutex_t programs_lock;
   nc_cl_program *programs;
   nc_cl_staging *staging;
+  /* The bounded queue (nc_cl_enqueued): commands enqueued since the last marker, and that
+   * marker's event (NULL when none is pending); dev->lock guards both. */
+  unsigned since_mark, queue_batch;
+  cl_event mark;
   uint64_t programs_built, programs_loaded;
   /* Kernel handles by slot and dtype: NULL until first resolved, then published with a
    * release store (under programs_lock) and read with an acquire load, lock-free. */
@@ -153,6 +157,19 @@ void nc_opencl_discover(nc_status (*add)(nc_device *dev));
 
 /* The device's context and queue, created on first use. */
 nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out);
+
+/* The bounded queue: called after each command enqueued, with dev->lock held. Every
+ * NC_CL_QUEUE_BATCH commands (NETCL_QUEUE_BATCH overrides it) it enqueues a marker and waits for the previous one, so at most two
+ * batches are ever queued: a loop that never syncs keeps flat memory (a driver holds each
+ * queued command's arguments and bookkeeping until it runs). Returns the marker's failure. */
+#define NC_CL_QUEUE_BATCH 256
+nc_status nc_cl_enqueued(nc_device *dev, nc_cl_device *cd);
+/* Drops the pending marker after the queue was drained (dev->lock held). */
+void nc_cl_forget_mark(nc_cl_device *cd);
+
+/* At process exit (the device interface's shutdown): drains the queue and releases the staging
+ * buffers, kernels, programs, queue and context; the device then refuses work. */
+void nc_cl_shutdown(nc_device *dev);
 
 /* Layout of a tensor as kernels take it (mirrors nc_layout in kernels/common.cl). */
 typedef struct {

@@ -25,6 +25,9 @@ nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
       if (err != CL_SUCCESS) nc_cl.clReleaseContext(cd->ctx);
     }
     if (err == CL_SUCCESS) {
+      const char *env = getenv("NETCL_QUEUE_BATCH");
+      long batch = env && *env ? strtol(env, NULL, 10) : 0;
+      cd->queue_batch = batch > 0 && batch < (1 << 20) ? (unsigned)batch : NC_CL_QUEUE_BATCH;
       __atomic_store_n(&cd->ready, true, __ATOMIC_RELEASE);
     } else {
       cd->init_status = nc_cl_fail(err, "creating an OpenCL context and queue", dev);
@@ -35,6 +38,28 @@ nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
   if (s != NC_OK) nc_error(s, "%s", cd->init_error);
   pthread_mutex_unlock(&cd->init_lock);
   return s;
+}
+
+nc_status nc_cl_enqueued(nc_device *dev, nc_cl_device *cd) {
+  if (++cd->since_mark < cd->queue_batch) return NC_OK;
+  cd->since_mark = 0;
+  cl_event mark = NULL;
+  cl_int err = nc_cl.clEnqueueMarkerWithWaitList(cd->queue, 0, NULL, &mark);
+  if (err != CL_SUCCESS) return nc_cl_fail(err, "enqueueing a queue marker", dev);
+  nc_cl.clFlush(cd->queue);
+  if (cd->mark) { /* the batch before this one */
+    err = nc_cl.clWaitForEvents(1, &cd->mark);
+    nc_cl.clReleaseEvent(cd->mark);
+  }
+  cd->mark = mark;
+  if (err != CL_SUCCESS) return nc_cl_fail(err, "waiting for queued work", dev);
+  return NC_OK;
+}
+
+void nc_cl_forget_mark(nc_cl_device *cd) {
+  if (cd->mark) nc_cl.clReleaseEvent(cd->mark);
+  cd->mark = NULL;
+  cd->since_mark = 0;
 }
 
 void nc_cl_layout_of(const nc_tensor *t, nc_cl_layout *l) {
@@ -136,7 +161,8 @@ nc_status nc_cl_launch(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < nargs && err == CL_SUCCESS; i++) err = nc_cl.clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
   if (err == CL_SUCCESS) err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
+  nc_status q = err == CL_SUCCESS ? nc_cl_enqueued(dev, cd) : NC_OK;
   pthread_mutex_unlock(&dev->lock);
   if (err != CL_SUCCESS) return nc_cl_fail(err, "launching a kernel", dev);
-  return NC_OK;
+  return q;
 }

@@ -18,6 +18,7 @@ static const nc_device_iface cl_iface = {
     .sync = nc_cl_sync,
     .stats = nc_cl_stats,
     .warmup = nc_cl_build_all,
+    .shutdown = nc_cl_shutdown,
 };
 
 static nc_dispatch cl_dispatch = {.name = "opencl"};

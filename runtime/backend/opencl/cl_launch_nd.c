@@ -14,7 +14,8 @@ nc_status nc_cl_launch_nd(nc_device *dev, cl_kernel k, int nargs, const nc_cl_ar
     err = nc_cl.clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
   if (err == CL_SUCCESS)
     err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, (cl_uint)dims, NULL, global, local, 0, NULL, NULL);
+  nc_status q = err == CL_SUCCESS ? nc_cl_enqueued(dev, cd) : NC_OK;
   pthread_mutex_unlock(&dev->lock);
   if (err != CL_SUCCESS) return nc_cl_fail(err, "launching a kernel", dev);
-  return NC_OK;
+  return q;
 }

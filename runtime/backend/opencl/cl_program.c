@@ -37,13 +37,20 @@ static const char OP_ENUM[] = "enum nc_op {\n"
 
 /* NETCL_FAULT=prog1,prog2 builds those programs with NC_FAULT defined: the deliberately wrong
  * kernel variants that the parity harness's self-test must catch. Test use only. */
-static bool fault_injected(const char *program) {
-  const char *list = getenv("NETCL_FAULT");
+static bool listed(const char *var, const char *program) {
+  const char *list = getenv(var);
   size_t n = strlen(program);
   for (const char *p = list; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0))
     if (strncmp(p, program, n) == 0 && (p[n] == ',' || p[n] == 0)) return true;
   return false;
 }
+
+static bool fault_injected(const char *program) { return listed("NETCL_FAULT", program); }
+
+/* NETCL_FAULT_BUILD=prog1,prog2 appends a line that is not OpenCL C to those programs' sources,
+ * so that their build fails: the test of how a kernel build failure is reported. Test use only. */
+static const char FAULT_BUILD_SRC[] = "\nthis line is not OpenCL C (NETCL_FAULT_BUILD)\n";
+static bool build_fault_injected(const char *program) { return listed("NETCL_FAULT_BUILD", program); }
 
 static const nc_embedded_file *find_source(const char *file) {
   for (const nc_embedded_file *f = nc_embedded_kernels; f->name; f++)
@@ -159,6 +166,8 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   XXH64_reset(h, 0);
   XXH64_update(h, OP_ENUM, sizeof OP_ENUM - 1);
   for (int i = 0; i < nparts; i++) XXH64_update(h, parts[i]->data, parts[i]->size);
+  const bool break_build = build_fault_injected(program);
+  if (break_build) XXH64_update(h, FAULT_BUILD_SRC, sizeof FAULT_BUILD_SRC - 1);
   XXH64_update(h, opts, strlen(opts) + 1);
   XXH64_update(h, dev->info.name, strlen(dev->info.name) + 1);
   XXH64_update(h, dev->info.driver_version, strlen(dev->info.driver_version) + 1);
@@ -188,10 +197,12 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
     }
   }
   if (!prog) {
-    const char *srcs[MAX_PARTS + 2] = {OP_ENUM};
-    size_t lens[MAX_PARTS + 2] = {sizeof OP_ENUM - 1};
-    for (int i = 0; i < nparts; i++) srcs[i + 1] = parts[i]->data, lens[i + 1] = parts[i]->size;
-    prog = nc_cl.clCreateProgramWithSource(cd->ctx, (cl_uint)nparts + 1, srcs, lens, &err);
+    const char *srcs[MAX_PARTS + 3] = {OP_ENUM};
+    size_t lens[MAX_PARTS + 3] = {sizeof OP_ENUM - 1};
+    cl_uint nsrcs = 1;
+    for (int i = 0; i < nparts; i++, nsrcs++) srcs[nsrcs] = parts[i]->data, lens[nsrcs] = parts[i]->size;
+    if (break_build) srcs[nsrcs] = FAULT_BUILD_SRC, lens[nsrcs++] = sizeof FAULT_BUILD_SRC - 1;
+    prog = nc_cl.clCreateProgramWithSource(cd->ctx, nsrcs, srcs, lens, &err);
     if (err != CL_SUCCESS) return nc_cl_fail(err, "creating a program", dev);
     err = nc_cl.clBuildProgram(prog, 1, &cd->id, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
@@ -278,7 +289,8 @@ static nc_status publish_locked(nc_device *dev, nc_cl_device *cd, int slot, nc_d
   const nc_cl_handle *held = cd->handles[slot][dt];
   if (held && memcmp(held->tiles, tiles, sizeof held->tiles) == 0) return *out = held, NC_OK;
   cl_kernel k = NULL;
-  NC_TRY(kernel_locked(dev, cd, program, opts, name, &k));
+  nc_status s = kernel_locked(dev, cd, program, opts, name, &k);
+  if (s != NC_OK) return nc_error_prefix(s, "OpenCL kernel %s", name);
   nc_cl_handle *h = calloc(1, sizeof *h);
   if (!h) return nc_error(NC_ERR_OOM, "out of host memory");
   h->kernel = k;

@@ -35,12 +35,18 @@ uint64_t nc_cl_staging_bytes(nc_cl_device *cd) {
   return n;
 }
 
-static void free_buf(staging_buf *b) {
+static void free_buf(nc_cl_device *cd, staging_buf *b) {
   if (b->busy) {
     nc_cl.clWaitForEvents(1, &b->busy);
     nc_cl.clReleaseEvent(b->busy);
   }
-  nc_cl.clReleaseMemObject(b->mem); /* also drops the mapping's pinned pages */
+  /* unmapped first: a driver keeps a buffer with a live mapping (PoCL did, past shutdown) */
+  cl_event unmapped = NULL;
+  if (nc_cl.clEnqueueUnmapMemObject(cd->queue, b->mem, b->host, 0, NULL, &unmapped) == CL_SUCCESS) {
+    nc_cl.clWaitForEvents(1, &unmapped);
+    nc_cl.clReleaseEvent(unmapped);
+  }
+  nc_cl.clReleaseMemObject(b->mem); /* also drops the pinned pages */
   free(b);
 }
 
@@ -48,7 +54,7 @@ void nc_cl_staging_free(nc_cl_device *cd) {
   while (cd->staging) {
     staging_buf *b = cd->staging;
     cd->staging = b->next;
-    free_buf(b);
+    free_buf(cd, b);
   }
 }
 
@@ -82,7 +88,7 @@ static staging_buf *acquire(nc_cl_device *cd, size_t n) {
       staging_buf *b = *pp;
       if (is_done(b) && b->size < n) {
         *pp = b->next;
-        free_buf(b);
+        free_buf(cd, b);
       } else {
         pp = &b->next;
       }
@@ -106,6 +112,11 @@ nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size
     err = nc_cl.clEnqueueWriteBuffer(cd->queue, dst, CL_FALSE, off, n, b->host, 0, NULL, &b->busy);
     if (err != CL_SUCCESS) b->busy = NULL;
     else nc_cl.clFlush(cd->queue);
+    if (err == CL_SUCCESS) {
+      nc_status q = nc_cl_enqueued(dev, cd);
+      pthread_mutex_unlock(&dev->lock);
+      return q;
+    }
   } else {
     /* Larger than the staging cap: a blocking write straight from the caller's memory. */
     err = nc_cl.clEnqueueWriteBuffer(cd->queue, dst, CL_TRUE, off, n, src, 0, NULL, NULL);

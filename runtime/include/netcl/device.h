@@ -51,6 +51,10 @@ nc_status nc_device_warmup(nc_device *dev, double *seconds);
 /* Waits for all work queued on the device. */
 nc_status nc_device_sync(nc_device *dev);
 
+/* Waits for the work queued on every device (a device not yet started has none); returns the
+ * first failure. Closing a Lua state calls it, so no queued command outlives the state. */
+nc_status nc_sync_all(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,13 @@ nc_status nc_memory_stats_get(nc_device *dev, nc_memory_stats *out);
 /* Returns every cached (unused) buffer of the device to the driver. */
 void nc_memory_empty_cache(nc_device *dev);
 
+/* A cap on the bytes a device's pools hold (in use plus cached, both pools), enforced by the
+ * allocator: an allocation past it fails as the driver running out would (cache freed, pressure
+ * hooks, one retry, then NC_ERR_OOM). 0 removes the cap. NETCL_MEMORY_LIMIT_MB sets the starting
+ * cap of every device. */
+void nc_memory_limit_set(nc_device *dev, uint64_t bytes);
+uint64_t nc_memory_limit_get(nc_device *dev);
+
 /* Memory-pressure hooks: on an allocation failure the pool frees its cache, calls every hook
  * (the Lua binding runs a full garbage collection), then retries once. */
 typedef void (*nc_pressure_fn)(void *ud);
