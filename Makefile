@@ -8,7 +8,7 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages: build, tests, samples (one list, kept here).
 DEPS := build-essential cmake pkg-config liblua5.4-dev lua5.4 lua-unit ocl-icd-opencl-dev \
         opencl-headers pocl-opencl-icd clinfo libopenblas-dev zlib1g-dev libpcre2-dev libedit-dev \
-        libjansson-dev libxxhash-dev dataset-fashion-mnist luarocks libopenmpi-dev openmpi-bin clang libomp-dev
+        libjansson-dev libxxhash-dev dataset-fashion-mnist luarocks libopenmpi-dev openmpi-bin clang libomp-dev libdnnl-dev
 
 .PHONY: all deps build test test-long sanitize fuzz demo install format lint bench clean
 

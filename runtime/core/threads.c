@@ -29,9 +29,19 @@
 #include <time.h>
 #include <unistd.h>
 #include "netcl/threads.h"
+#include "threads_internal.h"
 
 #define NC_MAX_THREADS 1024
 #define HIDDEN __attribute__((visibility("hidden")))
+/* The entry points below. With oneDNN (runtime/backend/cpu/cpu_dnnl.c) they are exported, so
+ * that the dynamic linker binds libdnnl's imports of GOMP_parallel, GOMP_barrier and omp_* to
+ * these rather than to libgomp's (libnetcl comes before libgomp in every lookup scope that
+ * holds both): oneDNN's threads are this pool's threads (test c.dnnl_threads). */
+#ifdef NC_HAVE_DNNL
+#define OMP_ENTRY __attribute__((visibility("default")))
+#else
+#define OMP_ENTRY HIDDEN
+#endif
 
 /* How long a waiting thread spins before it sleeps: long enough to catch the next region of a
  * loop of small ops, short enough not to take a core from other processes for long (on the
@@ -72,6 +82,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t atomic_lock = PTHREAD_MUTEX_INITIALIZER, critical_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static __thread nc_team *cur_team;
+static __thread bool cur_reserved; /* this host thread holds pool.busy through nc_threads_reserve */
 static __thread int cur_tid;
 static __thread unsigned cur_single, cur_loops;
 
@@ -250,7 +261,7 @@ static void team_init(nc_team *t, void (*fn)(void *), void *data, int n) {
 static void run_region(void (*fn)(void *), void *data, unsigned req, const long *loop) {
   int n = nc_get_num_threads();
   if (req > 0 && (int)req < n) n = (int)req;
-  if (n > 1 && !cur_team && pthread_mutex_trylock(&pool.busy) == 0) {
+  if (n > 1 && !cur_team && (cur_reserved || pthread_mutex_trylock(&pool.busy) == 0)) {
     n = ensure_workers(n);
     if (n > 1) {
       nc_team *t = &pool.team;
@@ -272,15 +283,33 @@ static void run_region(void (*fn)(void *), void *data, unsigned req, const long 
             atomic_fetch_sub(&pool.pending, 1);
           }
       for (unsigned p; (p = atomic_load(&pool.pending)) != 0;) wait_ne(&pool.pending, p);
-      pthread_mutex_unlock(&pool.busy);
+      if (!cur_reserved) pthread_mutex_unlock(&pool.busy);
       return;
     }
-    pthread_mutex_unlock(&pool.busy);
+    if (!cur_reserved) pthread_mutex_unlock(&pool.busy);
   }
   nc_team one;
   team_init(&one, fn, data, 1);
   if (loop) loop_init(&one, loop[0], loop[1], loop[2], loop[3]);
   run_member(&one, 0);
+}
+
+bool nc_threads_reserve(void) {
+  if (cur_team || cur_reserved) return false;
+  const int n = nc_get_num_threads();
+  pthread_mutex_lock(&pool.busy);
+  if (n > 1 && ensure_workers(n) < n) {
+    pthread_mutex_unlock(&pool.busy);
+    return false;
+  }
+  cur_reserved = true;
+  return true;
+}
+
+void nc_threads_release(void) {
+  if (!cur_reserved) return;
+  cur_reserved = false;
+  pthread_mutex_unlock(&pool.busy);
 }
 
 /* The next chunk of the team's dynamic loop. */
@@ -339,12 +368,12 @@ static bool loop_start(long start, long end, long incr, long chunk, long *istart
 
 typedef void (*nc_omp_fn)(void *);
 
-HIDDEN void GOMP_parallel(nc_omp_fn fn, void *data, unsigned num_threads, unsigned flags) {
+OMP_ENTRY void GOMP_parallel(nc_omp_fn fn, void *data, unsigned num_threads, unsigned flags) {
   run_region(fn, data, num_threads, NULL);
 }
 
 #define PARALLEL_LOOP(name, chunk_expr)                                                                  \
-  HIDDEN void name(nc_omp_fn fn, void *data, unsigned num_threads, long start, long end, long incr,      \
+  OMP_ENTRY void name(nc_omp_fn fn, void *data, unsigned num_threads, long start, long end, long incr,      \
                    long chunk_size, unsigned flags) {                                                    \
     long chunk = (chunk_expr);                                                                           \
     const long loop[4] = {start, end, incr, chunk};                                                      \
@@ -359,7 +388,7 @@ PARALLEL_LOOP(GOMP_parallel_loop_guided, chunk_size)
 PARALLEL_LOOP(GOMP_parallel_loop_nonmonotonic_guided, chunk_size)
 
 #define PARALLEL_LOOP_RUNTIME(name)                                                                      \
-  HIDDEN void name(nc_omp_fn fn, void *data, unsigned num_threads, long start, long end, long incr,      \
+  OMP_ENTRY void name(nc_omp_fn fn, void *data, unsigned num_threads, long start, long end, long incr,      \
                    unsigned flags) {                                                                     \
     const long loop[4] = {start, end, incr, RUNTIME_CHUNK};                                              \
     run_region(fn, data, num_threads, loop);                                                             \
@@ -369,7 +398,7 @@ PARALLEL_LOOP_RUNTIME(GOMP_parallel_loop_nonmonotonic_runtime)
 PARALLEL_LOOP_RUNTIME(GOMP_parallel_loop_maybe_nonmonotonic_runtime)
 
 #define LOOP_START(name)                                                                                 \
-  HIDDEN bool name(long start, long end, long incr, long chunk_size, long *istart, long *iend) {         \
+  OMP_ENTRY bool name(long start, long end, long incr, long chunk_size, long *istart, long *iend) {         \
     return loop_start(start, end, incr, chunk_size, istart, iend);                                       \
   }
 LOOP_START(GOMP_loop_dynamic_start)
@@ -378,7 +407,7 @@ LOOP_START(GOMP_loop_guided_start)
 LOOP_START(GOMP_loop_nonmonotonic_guided_start)
 
 #define LOOP_START_RUNTIME(name)                                                                         \
-  HIDDEN bool name(long start, long end, long incr, long *istart, long *iend) {                          \
+  OMP_ENTRY bool name(long start, long end, long incr, long *istart, long *iend) {                          \
     return loop_start(start, end, incr, RUNTIME_CHUNK, istart, iend);                                    \
   }
 LOOP_START_RUNTIME(GOMP_loop_runtime_start)
@@ -386,7 +415,7 @@ LOOP_START_RUNTIME(GOMP_loop_nonmonotonic_runtime_start)
 LOOP_START_RUNTIME(GOMP_loop_maybe_nonmonotonic_runtime_start)
 
 #define LOOP_NEXT(name) \
-  HIDDEN bool name(long *istart, long *iend) { return loop_next(istart, iend); }
+  OMP_ENTRY bool name(long *istart, long *iend) { return loop_next(istart, iend); }
 LOOP_NEXT(GOMP_loop_dynamic_next)
 LOOP_NEXT(GOMP_loop_nonmonotonic_dynamic_next)
 LOOP_NEXT(GOMP_loop_guided_next)
@@ -395,11 +424,11 @@ LOOP_NEXT(GOMP_loop_runtime_next)
 LOOP_NEXT(GOMP_loop_nonmonotonic_runtime_next)
 LOOP_NEXT(GOMP_loop_maybe_nonmonotonic_runtime_next)
 
-HIDDEN void GOMP_loop_end(void) { barrier(); }
-HIDDEN void GOMP_loop_end_nowait(void) {}
-HIDDEN void GOMP_barrier(void) { barrier(); }
+OMP_ENTRY void GOMP_loop_end(void) { barrier(); }
+OMP_ENTRY void GOMP_loop_end_nowait(void) {}
+OMP_ENTRY void GOMP_barrier(void) { barrier(); }
 
-HIDDEN bool GOMP_single_start(void) {
+OMP_ENTRY bool GOMP_single_start(void) {
   nc_team *t = cur_team;
   if (!t || t->nthreads <= 1) return true;
   unsigned mine = cur_single++;
@@ -408,16 +437,16 @@ HIDDEN bool GOMP_single_start(void) {
 
 /* atomic and critical sections: a process-wide lock each (they guard short updates; named
  * critical sections share one). */
-HIDDEN void GOMP_atomic_start(void) { pthread_mutex_lock(&atomic_lock); }
-HIDDEN void GOMP_atomic_end(void) { pthread_mutex_unlock(&atomic_lock); }
-HIDDEN void GOMP_critical_start(void) { pthread_mutex_lock(&critical_lock); }
-HIDDEN void GOMP_critical_end(void) { pthread_mutex_unlock(&critical_lock); }
-HIDDEN void GOMP_critical_name_start(void **p) { pthread_mutex_lock(&critical_lock); }
-HIDDEN void GOMP_critical_name_end(void **p) { pthread_mutex_unlock(&critical_lock); }
+OMP_ENTRY void GOMP_atomic_start(void) { pthread_mutex_lock(&atomic_lock); }
+OMP_ENTRY void GOMP_atomic_end(void) { pthread_mutex_unlock(&atomic_lock); }
+OMP_ENTRY void GOMP_critical_start(void) { pthread_mutex_lock(&critical_lock); }
+OMP_ENTRY void GOMP_critical_end(void) { pthread_mutex_unlock(&critical_lock); }
+OMP_ENTRY void GOMP_critical_name_start(void **p) { pthread_mutex_lock(&critical_lock); }
+OMP_ENTRY void GOMP_critical_name_end(void **p) { pthread_mutex_unlock(&critical_lock); }
 
-HIDDEN int omp_get_thread_num(void) { return cur_team ? cur_tid : 0; }
-HIDDEN int omp_get_num_threads(void) { return cur_team ? cur_team->nthreads : 1; }
-HIDDEN int omp_get_max_threads(void) { return cur_team ? 1 : nc_get_num_threads(); }
-HIDDEN int omp_in_parallel(void) { return cur_team && cur_team->nthreads > 1; }
-HIDDEN void omp_set_num_threads(int n) { (void)nc_set_num_threads(n < 1 ? 1 : n); }
-HIDDEN double omp_get_wtime(void) { return (double)now_ns() * 1e-9; }
+OMP_ENTRY int omp_get_thread_num(void) { return cur_team ? cur_tid : 0; }
+OMP_ENTRY int omp_get_num_threads(void) { return cur_team ? cur_team->nthreads : 1; }
+OMP_ENTRY int omp_get_max_threads(void) { return cur_team ? 1 : nc_get_num_threads(); }
+OMP_ENTRY int omp_in_parallel(void) { return cur_team && cur_team->nthreads > 1; }
+OMP_ENTRY void omp_set_num_threads(int n) { (void)nc_set_num_threads(n < 1 ? 1 : n); }
+OMP_ENTRY double omp_get_wtime(void) { return (double)now_ns() * 1e-9; }

@@ -8,7 +8,19 @@
 --   softmax  softmax over the rows of 4096 x 1024, best of 5
 --   sum      full sum of 16M floats, best of 5
 --   sgemm N  N x N @ N x N for N = 512, 1024, 2048, best of 3
+--   conv3x3  conv2d 64->64 3x3 pad 1 (no bias) on 32x64x32x32 (ResNet18-cifar's layer1), forward
+--            and backward (input and weight gradients) of the sum of the output, best of 3
+--   resnet18_train  ResNet18 (cifar stem, 10 classes) SGD steps (momentum 0.9) on batches of 32
+--            3x32x32 images with cross-entropy: 3 steps, best of them after one warm-up step
+--   resnet18_infer  the same model in eval mode, forward only, batch 32, best of 3
+--   small_cnn  the CNN of issue 13 (conv 1->32 3x3 pad 1, ReLU, maxpool 2, conv 32->64 3x3 pad 1,
+--            ReLU, maxpool 2, linear 3136->128, ReLU, linear 128->10), Adam lr 1e-3, batch 64,
+--            3 epochs over 8,000 random 1x28x28 images (timing only: the content does not matter)
 local nc = require "netcl"
+local ag = require "netcl.autograd"
+local nn = require "netcl.nn"
+local optim = require "netcl.optim"
+local models = require "netcl.models"
 -- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
 local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
 
@@ -61,6 +73,107 @@ for _, n in ipairs({512, 1024, 2048}) do
   end, torch = ([[
 a, b = torch.randn(%d, %d), torch.randn(%d, %d)
 print(best_of(3, lambda: a @ b))]]):format(n, n, n, n)}
+end
+
+local function step_of(model, opt, x, y)
+  local criterion = nn.CrossEntropyLoss()
+  return function()
+    local tape = ag.Tape()
+    local loss = tape:record(function() return criterion(model(x), y) end)
+    opt:zero_grad()
+    tape:backward(loss)
+    opt:step()
+    loss.value:item()
+  end
+end
+
+local TORCH_RESNET = [[
+import torchvision
+def resnet():
+    m = torchvision.models.resnet18(num_classes=10)
+    m.conv1 = torch.nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+    m.maxpool = torch.nn.Identity()
+    return m
+x, y = torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+]]
+
+workloads[#workloads + 1] = {name = "conv3x3", netcl = function()
+  local conv = nn.Conv2d(64, 64, 3, {padding = 1, bias = false, device = cpu})
+  local x = ag.tensor(randn({32, 64, 32, 32}), {requires_grad = true})
+  return best_of(3, function()
+    local tape = ag.Tape()
+    local loss = tape:record(function() return conv(x):sum() end)
+    tape:backward(loss)
+    loss.value:item()
+  end)
+end, torch = [[
+conv = torch.nn.Conv2d(64, 64, 3, padding=1, bias=False)
+x = torch.randn(32, 64, 32, 32, requires_grad=True)
+def f():
+    conv(x).sum().backward()
+print(best_of(3, f))]]}
+
+workloads[#workloads + 1] = {name = "resnet18_train", netcl = function()
+  local model = models.ResNet18{num_classes = 10, stem = "cifar", device = cpu}
+  local opt = optim.SGD(model:parameters(), {lr = 0.01, momentum = 0.9})
+  local x, y = randn({32, 3, 32, 32}), nc.randint(0, 10, {32}, {device = cpu})
+  return best_of(3, step_of(model, opt, x, y))
+end, torch = TORCH_RESNET .. [[
+m = resnet()
+opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+def f():
+    loss = torch.nn.functional.cross_entropy(m(x), y)
+    opt.zero_grad(); loss.backward(); opt.step(); loss.item()
+print(best_of(3, f))]]}
+
+workloads[#workloads + 1] = {name = "resnet18_infer", netcl = function()
+  local model = models.ResNet18{num_classes = 10, stem = "cifar", device = cpu}
+  model:eval()
+  local x = randn({32, 3, 32, 32})
+  return best_of(3, function() model(x):sum():item() end)
+end, torch = TORCH_RESNET .. [[
+m = resnet().eval()
+def f():
+    with torch.no_grad(): m(x).sum().item()
+print(best_of(3, f))]]}
+
+workloads[#workloads + 1] = {name = "small_cnn", netcl = function()
+  local model = nn.Sequential(nn.Conv2d(1, 32, 3, {padding = 1, device = cpu}), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(32, 64, 3, {padding = 1, device = cpu}), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+    nn.Linear(3136, 128, {device = cpu}), nn.ReLU(), nn.Linear(128, 10, {device = cpu}))
+  local opt = optim.Adam(model:parameters(), {lr = 1e-3})
+  local xs, ys = randn({8000, 1, 28, 28}), nc.randint(0, 10, {8000}, {device = cpu})
+  local batches = {}
+  for i = 0, 8000 - 1, 64 do
+    local n = math.min(64, 8000 - i)
+    batches[#batches + 1] = {xs:narrow(1, i + 1, n):contiguous(), ys:narrow(1, i + 1, n):contiguous()}
+  end
+  local t0 = nc.clock()
+  for _ = 1, 3 do
+    for _, b in ipairs(batches) do step_of(model, opt, b[1], b[2])() end
+  end
+  return nc.clock() - t0
+end, torch = [[
+m = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+    torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+    torch.nn.Linear(3136, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+xs, ys = torch.randn(8000, 1, 28, 28), torch.randint(0, 10, (8000,))
+t0 = time.perf_counter()
+for _ in range(3):
+    for i in range(0, 8000, 64):
+        loss = torch.nn.functional.cross_entropy(m(xs[i:i + 64]), ys[i:i + 64])
+        opt.zero_grad(); loss.backward(); opt.step(); loss.item()
+print(time.perf_counter() - t0)]]}
+
+-- NETCL_BENCH_CASES=conv3x3,small_cnn: only those workloads
+local only = os.getenv("NETCL_BENCH_CASES")
+if only and only ~= "" then
+  local keep = {}
+  for name in only:gmatch("[^,]+") do keep[name] = true end
+  local picked = {}
+  for _, w in ipairs(workloads) do if keep[w.name] then picked[#picked + 1] = w end end
+  workloads = picked
 end
 
 local PRELUDE = ([[

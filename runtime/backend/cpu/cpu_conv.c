@@ -2,10 +2,12 @@
  * are processed in chunks whose column matrices are laid side by side, so layers with small
  * outputs (7x7, 14x14) still make one large GEMM per chunk instead of many thin ones: each
  * chunk has about CHUNK_COLUMNS columns. The output and output-gradient blocks are gathered
- * to and scattered from [channels, chunk columns] form around the GEMM. */
+ * to and scattered from [channels, chunk columns] form around the GEMM. Builds with oneDNN run
+ * float32 convolutions on it (cpu_dnnl.c) and keep this path for the cases it declines. */
 #include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
+#include "cpu_dnnl.h"
 #include "cpu_linalg.h"
 
 enum { CHUNK_COLUMNS = 4096 };
@@ -132,6 +134,8 @@ static nc_status buffers(const conv_dims *d, int64_t channels, size_t es, void *
 
 nc_status nc_cpu_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w,
                         const nc_tensor *bias, nc_tensor *y) {
+  nc_status ds;
+  if (nc_cpu_dnnl_conv2d(p, x, w, bias, y, &ds)) return ds;
   bool f32 = y->dtype == NC_FLOAT32;
   size_t es = f32 ? 4 : 8;
   conv_dims d = dims_of(p);
@@ -168,6 +172,8 @@ nc_status nc_cpu_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_te
 
 nc_status nc_cpu_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
                                        nc_tensor *dx) {
+  nc_status ds;
+  if (nc_cpu_dnnl_conv2d_backward_input(p, dy, w, dx, &ds)) return ds;
   bool f32 = dx->dtype == NC_FLOAT32;
   size_t es = f32 ? 4 : 8;
   conv_dims d = dims_of(p);
@@ -192,6 +198,8 @@ nc_status nc_cpu_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor 
 
 nc_status nc_cpu_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
                                         nc_tensor *dw) {
+  nc_status ds;
+  if (nc_cpu_dnnl_conv2d_backward_weight(p, dy, x, dw, &ds)) return ds;
   bool f32 = dw->dtype == NC_FLOAT32;
   size_t es = f32 ? 4 : 8;
   conv_dims d = dims_of(p);

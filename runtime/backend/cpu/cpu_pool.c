@@ -2,7 +2,9 @@
  * maximum and lets NaN win; avg divides by the window clipped to the padded input (or to the
  * input without count_include_pad); adaptive windows are [floor(i*H/OH), ceil((i+1)*H/OH)). */
 #include <math.h>
+#include <stdlib.h>
 #include "cpu_linalg.h"
+#include "strided.h"
 
 static inline int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
 static inline int64_t adaptive_end(int64_t o, int64_t in, int64_t out) {
@@ -24,6 +26,55 @@ static inline void avg_window(const nc_pool2d_desc *p, int64_t oy, int64_t ox, i
   *y0 = ys, *y1 = ye, *x0 = xs, *x1 = xe;
   *div = (double)(p->count_include_pad ? padded : (ye - ys) * (xe - xs));
 }
+
+/* The taps i in [0, k) of a window starting at s (dilation d) that fall inside [0, n). */
+static inline void taps(int64_t s, int64_t d, int64_t k, int64_t n, int64_t *i0, int64_t *i1) {
+  *i0 = s < 0 ? (-s + d - 1) / d : 0;
+  int64_t e = n - s > 0 ? (n - s + d - 1) / d : 0;
+  *i1 = e < k ? e : k;
+}
+
+/* Max pooling without per-tap bounds checks or divisions: each output row's and column's range
+ * of taps inside the input is found once per call (the same choices as the generic loop below:
+ * the first maximum, NaN wins). rng: [oh] row ranges, then [ow] column ranges, as (t0, t1). */
+#define DEFINE_MAX_POOL(T, SUF)                                                                           \
+  static void max_pool_fwd_##SUF(const nc_pool2d_desc *p, const int64_t *rng, const T *x, T *y,           \
+                                 int64_t *idx) {                                                          \
+    const int64_t ohw = p->oh * p->ow, hw = p->h * p->w;                                                  \
+    const int64_t dh = p->dilation[0], dw = p->dilation[1];                                               \
+    NC_CPU_PARALLEL_FOR(p->planes * ohw > 16384, schedule(dynamic, 4), pl, p->planes, {                   \
+      const T *xp = x + pl * hw;                                                                          \
+      for (int64_t oy = 0; oy < p->oh; oy++) {                                                            \
+        const int64_t ys = oy * p->stride[0] - p->padding[0], i0 = rng[2 * oy], i1 = rng[2 * oy + 1];     \
+        for (int64_t ox = 0; ox < p->ow; ox++) {                                                          \
+          const int64_t xs = ox * p->stride[1] - p->padding[1], o = pl * ohw + oy * p->ow + ox;           \
+          const int64_t j0 = rng[2 * (p->oh + ox)], j1 = rng[2 * (p->oh + ox) + 1];                       \
+          T best = -INFINITY;                                                                             \
+          int64_t bi = -1;                                                                                \
+          if (i0 < i1 && j0 < j1) {                                                                       \
+            bi = (ys + i0 * dh) * p->w + xs + j0 * dw;                                                    \
+            best = xp[bi];                                                                                \
+            /* branch-free (selects): a tap is taken when greater or NaN, unless best is NaN */        \
+            for (int64_t i = i0; i < i1; i++) {                                                           \
+              const int64_t r = (ys + i * dh) * p->w + xs;                                                \
+              for (int64_t j = j0; j < j1; j++) {                                                         \
+                const T v = xp[r + j * dw];                                                               \
+                const int take = ((v > best) | (v != v)) & (best == best);                                \
+                const T keep = best;                                                                      \
+                best = take ? v : keep;                                                                   \
+                bi = take ? r + j * dw : bi;                                                              \
+              }                                                                                           \
+            }                                                                                             \
+          }                                                                                               \
+          y[o] = best;                                                                                    \
+          idx[o] = bi;                                                                                    \
+        }                                                                                                 \
+      }                                                                                                   \
+    });                                                                                                   \
+  }
+
+DEFINE_MAX_POOL(float, f32)
+DEFINE_MAX_POOL(double, f64)
 
 #define DEFINE_POOL(T, SUF)                                                                               \
   static void pool_fwd_##SUF(const nc_pool2d_desc *p, const T *x, T *y, int64_t *idx) {                   \
@@ -103,6 +154,22 @@ DEFINE_POOL(double, f64)
 
 nc_status nc_cpu_pool2d(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices) {
   int64_t *idx = indices ? (int64_t *)nc_cpu_base(indices) + indices->offset : NULL;
+  if (p->kind == NC_POOL_MAX && idx) {
+    int64_t *rng = malloc(sizeof(int64_t) * 2 * (size_t)(p->oh + p->ow) + 1);
+    if (!rng) return nc_error(NC_ERR_OOM, "out of host memory for max_pool2d");
+    for (int64_t oy = 0; oy < p->oh; oy++)
+      taps(oy * p->stride[0] - p->padding[0], p->dilation[0], p->kernel[0], p->h, &rng[2 * oy], &rng[2 * oy + 1]);
+    for (int64_t ox = 0; ox < p->ow; ox++)
+      taps(ox * p->stride[1] - p->padding[1], p->dilation[1], p->kernel[1], p->w, &rng[2 * (p->oh + ox)],
+           &rng[2 * (p->oh + ox) + 1]);
+    if (y->dtype == NC_FLOAT32)
+      max_pool_fwd_f32(p, rng, (const float *)nc_cpu_base(x) + x->offset, (float *)nc_cpu_base(y) + y->offset, idx);
+    else
+      max_pool_fwd_f64(p, rng, (const double *)nc_cpu_base(x) + x->offset, (double *)nc_cpu_base(y) + y->offset,
+                       idx);
+    free(rng);
+    return NC_OK;
+  }
   if (y->dtype == NC_FLOAT32)
     pool_fwd_f32(p, (const float *)nc_cpu_base(x) + x->offset, (float *)nc_cpu_base(y) + y->offset, idx);
   else

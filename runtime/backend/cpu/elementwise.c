@@ -504,7 +504,15 @@ nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_
       T *d = D + o[0];                                                                                      \
       const uint8_t *c = C + o[1];                                                                          \
       const T *x = A + o[2], *y = B + o[3];                                                                 \
-      for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? x[i * as] : y[i * bs];                        \
+      /* contiguous: loops that vectorize (both sides loaded, then a select) */                            \
+      if (ds == 1 && cs == 1 && as == 1 && bs == 1)                                                         \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { const T u = x[i], v = y[i]; d[i] = c[i] ? u : v; } \
+      else if (ds == 1 && cs == 1 && as == 1 && bs == 0) /* where(cond, t, scalar) */                      \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { const T u = x[i], v = y[0]; d[i] = c[i] ? u : v; } \
+      else if (ds == 1 && cs == 1 && as == 0 && bs == 0) /* where(cond, scalar, scalar) */                  \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) { const T u = x[0], v = y[0]; d[i] = c[i] ? u : v; } \
+      else                                                                                                  \
+        for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? x[i * as] : y[i * bs];                      \
     });                                                                                                     \
   } while (0)
 
