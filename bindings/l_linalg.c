@@ -266,8 +266,10 @@ static int l_set_matmul_precision(lua_State *L) {
   return 0;
 }
 
+/* get_matmul_precision() -> the mode set; get_matmul_precision(dev) -> what dev's products run at */
 static int l_get_matmul_precision(lua_State *L) {
-  lua_pushstring(L, nc_get_matmul_precision());
+  if (lua_isnoneornil(L, 1)) lua_pushstring(L, nc_get_matmul_precision());
+  else lua_pushstring(L, nc_matmul_precision_on(nc_lua_checkdevice(L, 1, "netcl.get_matmul_precision")));
   return 1;
 }
 

@@ -56,16 +56,16 @@
 #define GF_STORE_A(BM, BK, NVA, BUF)                                                              \
   _Pragma("unroll") for (int t_ = 0; t_ < (NVA); t_++) {                                        \
     const int v_ = lid + t_ * 256;                                                               \
-    __local REAL *s_ = As + (BUF) * (BK) * ((BM) + 4);                                           \
+    __local REAL *s_ = As + (BUF) * (BK) * ((BM) + GF_PAD);                                           \
     if (a_kmajor) {                                                                              \
       const int row_ = v_ / ((BK) / 4), kq_ = (v_ % ((BK) / 4)) * 4;                              \
-      s_[kq_ * ((BM) + 4) + row_] = ra[t_].x;                                                    \
-      s_[(kq_ + 1) * ((BM) + 4) + row_] = ra[t_].y;                                              \
-      s_[(kq_ + 2) * ((BM) + 4) + row_] = ra[t_].z;                                              \
-      s_[(kq_ + 3) * ((BM) + 4) + row_] = ra[t_].w;                                              \
+      s_[kq_ * ((BM) + GF_PAD) + row_] = GF_CVT(ra[t_].x);                                       \
+      s_[(kq_ + 1) * ((BM) + GF_PAD) + row_] = GF_CVT(ra[t_].y);                                 \
+      s_[(kq_ + 2) * ((BM) + GF_PAD) + row_] = GF_CVT(ra[t_].z);                                 \
+      s_[(kq_ + 3) * ((BM) + GF_PAD) + row_] = GF_CVT(ra[t_].w);                                 \
     } else {                                                                                     \
       const int kk_ = v_ / ((BM) / 4), mq_ = (v_ % ((BM) / 4)) * 4;                               \
-      vstore4(ra[t_], 0, s_ + kk_ * ((BM) + 4) + mq_);                                           \
+      vstore4(GF_CVT4(ra[t_]), 0, s_ + kk_ * ((BM) + GF_PAD) + mq_);                                           \
     }                                                                                            \
   }
 
@@ -98,28 +98,28 @@
 #define GF_STORE_B(BN, BK, NVB, BUF)                                                              \
   _Pragma("unroll") for (int t_ = 0; t_ < (NVB); t_++) {                                        \
     const int v_ = lid + t_ * 256;                                                               \
-    __local REAL *s_ = Bs + (BUF) * (BK) * ((BN) + 4);                                           \
+    __local REAL *s_ = Bs + (BUF) * (BK) * ((BN) + GF_PAD);                                           \
     if (b_nmajor) {                                                                              \
       const int kk_ = v_ / ((BN) / 4), nq_ = (v_ % ((BN) / 4)) * 4;                               \
-      vstore4(rb[t_], 0, s_ + kk_ * ((BN) + 4) + nq_);                                           \
+      vstore4(GF_CVT4(rb[t_]), 0, s_ + kk_ * ((BN) + GF_PAD) + nq_);                                           \
     } else {                                                                                     \
       const int col_ = v_ / ((BK) / 4), kq_ = (v_ % ((BK) / 4)) * 4;                              \
-      s_[kq_ * ((BN) + 4) + col_] = rb[t_].x;                                                    \
-      s_[(kq_ + 1) * ((BN) + 4) + col_] = rb[t_].y;                                              \
-      s_[(kq_ + 2) * ((BN) + 4) + col_] = rb[t_].z;                                              \
-      s_[(kq_ + 3) * ((BN) + 4) + col_] = rb[t_].w;                                              \
+      s_[kq_ * ((BN) + GF_PAD) + col_] = GF_CVT(rb[t_].x);                                       \
+      s_[(kq_ + 1) * ((BN) + GF_PAD) + col_] = GF_CVT(rb[t_].y);                                 \
+      s_[(kq_ + 2) * ((BN) + GF_PAD) + col_] = GF_CVT(rb[t_].z);                                 \
+      s_[(kq_ + 3) * ((BN) + GF_PAD) + col_] = GF_CVT(rb[t_].w);                                 \
     }                                                                                            \
   }
 
 /* One K tile of products from buffer BUF: WM x WN blocks of 4 x 4 per work-item. */
-#define GF_COMPUTE(BM, BN, BK, WM, WN, BUF)                                                       \
+#define GF_COMPUTE_SIMT(BM, BN, BK, WM, WN, BUF)                                                       \
   {                                                                                              \
-    __local const REAL *sa_ = As + (BUF) * (BK) * ((BM) + 4) + ty * 4;                           \
-    __local const REAL *sb_ = Bs + (BUF) * (BK) * ((BN) + 4) + tx * 4;                           \
+    __local const REAL *sa_ = As + (BUF) * (BK) * ((BM) + GF_PAD) + ty * 4;                           \
+    __local const REAL *sb_ = Bs + (BUF) * (BK) * ((BN) + GF_PAD) + tx * 4;                           \
     _Pragma("unroll") for (int k_ = 0; k_ < (BK); k_++) {                                        \
       REAL4 a_[WM], b_[WN];                                                                      \
-      _Pragma("unroll") for (int r_ = 0; r_ < (WM); r_++) a_[r_] = vload4(0, sa_ + k_ * ((BM) + 4) + r_ * 64); \
-      _Pragma("unroll") for (int c_ = 0; c_ < (WN); c_++) b_[c_] = vload4(0, sb_ + k_ * ((BN) + 4) + c_ * 64); \
+      _Pragma("unroll") for (int r_ = 0; r_ < (WM); r_++) a_[r_] = vload4(0, sa_ + k_ * ((BM) + GF_PAD) + r_ * 64); \
+      _Pragma("unroll") for (int c_ = 0; c_ < (WN); c_++) b_[c_] = vload4(0, sb_ + k_ * ((BN) + GF_PAD) + c_ * 64); \
       _Pragma("unroll") for (int r_ = 0; r_ < (WM); r_++)                                        \
         _Pragma("unroll") for (int i_ = 0; i_ < 4; i_++)                                         \
           _Pragma("unroll") for (int c_ = 0; c_ < (WN); c_++)                                    \
@@ -127,17 +127,148 @@
     }                                                                                            \
   }
 
+/* ---- the two ways to multiply a staged K tile --------------------------------------------------
+ * SIMT (the default): each work-item multiplies 4 x 4 blocks with fma. Tensor cores
+ * (-DNC_MMA_TF32=1, NVIDIA devices of compute capability 8.0 or later, built by cl_gemm.c when
+ * the matmul precision is "high" or "medium"): the staged values are rounded to tf32 (10
+ * mantissa bits, to nearest with ties away from zero, as cvt.rna.tf32.f32) when they are written
+ * to local memory, and the 8 warps of the work-group (2 along M, 4 along N) each multiply a
+ * (BM/2) x (BN/4) block with mma.sync.m16n8k8 (tf32 inputs, float32 accumulation). Fragment
+ * layouts are the PTX ISA's for m16n8k8 .tf32 (g = lane / 4, t = lane % 4): A a0 (g, t), a1
+ * (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B b0 (t, g), b1 (t + 4, g); C c0 (g, 2t),
+ * c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1). The local rows are padded by 8 elements
+ * so that a warp's fragment reads (rows t and t + 4, columns g) fall in 32 distinct banks. The
+ * accumulators are indexed by constants only (every loop over them is unrolled). */
+#ifdef NC_MMA_TF32
+#define GF_PAD 8
+
+inline float gf_tf32(const float x) {
+  const uint u = as_uint(x);
+  return (u & 0x7f800000u) == 0x7f800000u ? x : as_float((u + 0x1000u) & 0xffffe000u);
+}
+inline float4 gf_tf32_4(const float4 v) { return (float4)(gf_tf32(v.x), gf_tf32(v.y), gf_tf32(v.z), gf_tf32(v.w)); }
+#define GF_CVT(x) gf_tf32(x)
+#define GF_CVT4(v) gf_tf32_4(v)
+
+#define GF_ACC(BM, BN, WN)                                                                        \
+  float acc[(BM) / 32][(BN) / 32][4];                                                            \
+  _Pragma("unroll") for (int i = 0; i < (BM) / 32; i++)                                         \
+    _Pragma("unroll") for (int j = 0; j < (BN) / 32; j++)                                       \
+      _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                        \
+  const int lane_ = lid % 32, warp_ = lid / 32, gq_ = lane_ >> 2, tq_ = lane_ & 3;                  \
+  const int wm_ = warp_ / 4, wn_ = warp_ % 4;                                                   \
+  GF_MMA_SCRATCH
+
+#ifdef NC_MMA_EMULATE
+/* A test hook (NETCL_MMA_EMULATE=1, runtime/backend/opencl/cl_gemm.c): mma.sync computed by the
+ * warp's 32 work-items through local memory, from the fragment layouts above, so that devices
+ * without tensor cores (PoCL in CI) run the tensor-core kernels' tiling, fragment indexing and
+ * epilogues against the CPU backend. Every work-item of the group calls it at the same points. */
+inline void gf_mma_emulated(__local float *x, const int lane, const int warp, float *c, const uint *a, const uint *b) {
+  __local float *w = x + warp * 32 * 6;
+  for (int e = 0; e < 4; e++) w[lane * 6 + e] = as_float(a[e]);
+  w[lane * 6 + 4] = as_float(b[0]);
+  w[lane * 6 + 5] = as_float(b[1]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int g = lane >> 2, t = lane & 3;
+  float d[4];
+  for (int e = 0; e < 4; e++) {
+    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+    float acc = c[e];
+    for (int k = 0; k < 8; k++) {
+      const float av = w[((r % 8) * 4 + k % 4) * 6 + (k < 4 ? 0 : 2) + (r >= 8 ? 1 : 0)];
+      const float bv = w[(n * 4 + k % 4) * 6 + 4 + (k < 4 ? 0 : 1)];
+      acc = fma(av, bv, acc);
+    }
+    d[e] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int e = 0; e < 4; e++) c[e] = d[e];
+}
+#define GF_MMA_SCRATCH __local float mma_x_[256 * 6];
+#define GF_MMA(c, a, b) gf_mma_emulated(mma_x_, lane_, warp_, c, a, b)
+#else
+#define GF_MMA_SCRATCH
+#define GF_MMA(c, a, b)                                                                           \
+  __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+      "{%0,%1,%2,%3};"                                                                           \
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                           \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+#endif
+
+#define GF_COMPUTE(BM, BN, BK, WM, WN, BUF)                                                       \
+  {                                                                                              \
+    __local const uint *sa_ = (__local const uint *)(As + (BUF) * (BK) * ((BM) + GF_PAD)) + wm_ * ((BM) / 2) + gq_; \
+    __local const uint *sb_ = (__local const uint *)(Bs + (BUF) * (BK) * ((BN) + GF_PAD)) + wn_ * ((BN) / 4) + gq_; \
+    _Pragma("unroll") for (int ks_ = 0; ks_ < (BK); ks_ += 8) {                                  \
+      uint fa_[(BM) / 32][4], fb_[(BN) / 32][2];                                                 \
+      _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++) {                                 \
+        fa_[i_][0] = sa_[(ks_ + tq_) * ((BM) + GF_PAD) + i_ * 16];                                \
+        fa_[i_][1] = sa_[(ks_ + tq_) * ((BM) + GF_PAD) + i_ * 16 + 8];                            \
+        fa_[i_][2] = sa_[(ks_ + tq_ + 4) * ((BM) + GF_PAD) + i_ * 16];                            \
+        fa_[i_][3] = sa_[(ks_ + tq_ + 4) * ((BM) + GF_PAD) + i_ * 16 + 8];                        \
+      }                                                                                          \
+      _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) {                                 \
+        fb_[j_][0] = sb_[(ks_ + tq_) * ((BN) + GF_PAD) + j_ * 8];                                 \
+        fb_[j_][1] = sb_[(ks_ + tq_ + 4) * ((BN) + GF_PAD) + j_ * 8];                             \
+      }                                                                                          \
+      _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++)                                   \
+        _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) GF_MMA(acc[i_][j_], fa_[i_], fb_[j_]); \
+    }                                                                                            \
+  }
+
+/* Runs ST(m, n, value, j) for each result (m, n + j), j = 0, 1, a work-item holds. */
+#define GF_MMA_EACH(BM, BN, ST)                                                                   \
+  _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++)                                       \
+    _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++)                                     \
+      _Pragma("unroll") for (int h_ = 0; h_ < 2; h_++) {                                         \
+        const int m = m0 + wm_ * ((BM) / 2) + i_ * 16 + gq_ + h_ * 8;                             \
+        const int n = n0 + wn_ * ((BN) / 4) + j_ * 8 + tq_ * 2;                                  \
+        if (m < M) { ST(m, n, acc[i_][j_][2 * h_], 0) ST(m, n + 1, acc[i_][j_][2 * h_ + 1], 1) } \
+      }
+
+/* The three epilogues, one result at a time (bounds on n; m is checked by GF_MMA_EACH). */
+#define GF_MMA_ST(m, n, val, j)                                                                   \
+  if ((n) < N) {                                                                                 \
+    __global REAL *p_ = Cb + (long)(m) * c_sm + (long)(n) * c_sn;                                \
+    REAL o_ = (val) * alpha;                                                                     \
+    if (beta != (REAL)0) o_ += beta * *p_;                                                       \
+    if (has_bias) o_ += biasb[(long)(m) * bias_sm + (long)(n) * bias_sn];                        \
+    *p_ = o_;                                                                                    \
+  }
+#define CF_MMA_ST(m, n, val, j)                                                                   \
+  if ((n) < N) {                                                                                 \
+    const int b_ = (n) / ohw;                                                                    \
+    Y[b_ * p.o * ohw + (m) * ohw + (n) - b_ * ohw] = (val) + (has_bias ? bias[m] : (REAL)0);      \
+  }
+#define CW_MMA_ST(m, n, val, j) if ((n) < N) Wout[(m) * N + (n)] = (val);
+#define GF_EPI(BM, BN, WM, WN) GF_MMA_EACH(BM, BN, GF_MMA_ST)
+#define CF_EPI(BM, BN, WM, WN) GF_MMA_EACH(BM, BN, CF_MMA_ST)
+#define CW_EPI(BM, BN, WM, WN) GF_MMA_EACH(BM, BN, CW_MMA_ST)
+
+#else
+#define GF_PAD 4
+#define GF_CVT(x) (x)
+#define GF_CVT4(v) (v)
+#define GF_ACC(BM, BN, WN)                                                                        \
+  REAL4 acc[(BM) / 16][WN];                                                                     \
+  _Pragma("unroll") for (int i = 0; i < (BM) / 16; i++)                                         \
+    _Pragma("unroll") for (int j = 0; j < WN; j++) acc[i][j] = (REAL4)0;
+#define GF_COMPUTE(BM, BN, BK, WM, WN, BUF) GF_COMPUTE_SIMT(BM, BN, BK, WM, WN, BUF)
+#define GF_EPI(BM, BN, WM, WN) GF_EPI_SIMT(BM, BN, WM, WN)
+#define CF_EPI(BM, BN, WM, WN) CF_EPI_SIMT(BM, BN, WM, WN)
+#define CW_EPI(BM, BN, WM, WN) CW_EPI_SIMT(BM, BN, WM, WN)
+#endif
+
 /* The main loop for one tile shape: declares the staged tiles and acc[BM/16][WN], and runs K
  * tiles from k0 = KBEG while k0 < K (K: the end of the range, KBEG a multiple of 4). FETCH_A /
  * FETCH_B(B?, BK, NV?) read a tile at k0 into ra[] / rb[], STORE_A / STORE_B(..., BUF) write them
  * to local buffer BUF. Expects lid, tx, ty, m0, n0, M, N, K and what the loaders use. */
 #define GF_MAIN(BM, BN, BK, WM, WN, NVA, NVB, KBEG, FETCH_A, STORE_A, FETCH_B, STORE_B)            \
-  __local REAL4 As4_[2 * (BK) * ((BM) + 4) / 4];                                                 \
-  __local REAL4 Bs4_[2 * (BK) * ((BN) + 4) / 4];                                                 \
+  __local REAL4 As4_[2 * (BK) * ((BM) + GF_PAD) / 4];                                                 \
+  __local REAL4 Bs4_[2 * (BK) * ((BN) + GF_PAD) / 4];                                                 \
   __local REAL *As = (__local REAL *)As4_, *Bs = (__local REAL *)Bs4_;                           \
-  REAL4 acc[(BM) / 16][WN];                                                                     \
-  _Pragma("unroll") for (int i = 0; i < (BM) / 16; i++)                                         \
-    _Pragma("unroll") for (int j = 0; j < WN; j++) acc[i][j] = (REAL4)0;                       \
+  GF_ACC(BM, BN, WN)                                                                            \
   REAL4 ra[NVA], rb[NVB];                                                                       \
   const int kbeg_ = (KBEG);                                                                     \
   const int ntiles = K > kbeg_ ? (K - kbeg_ + (BK) - 1) / (BK) : 0;                             \
@@ -180,6 +311,10 @@
   GF_MAIN(BM, BN, BK, WM, WN, NVA, NVB, 0, GF_FETCH_A, GF_STORE_A, GF_FETCH_B, GF_STORE_B)        \
   __global REAL *Cb = C + c_off + bi * c_sb;                                                    \
   __global const REAL *biasb = bias + bias_off;                                                 \
+  GF_EPI(BM, BN, WM, WN)
+
+/* The SIMT kernels' GEMM epilogue: 4-vector stores where the layout allows. */
+#define GF_EPI_SIMT(BM, BN, WM, WN)                                                              \
   const bool plain = c_sn == 1 && beta == (REAL)0 && !has_bias;                                 \
   _Pragma("unroll") for (int r = 0; r < WM; r++)                                                \
     _Pragma("unroll") for (int i = 0; i < 4; i++) {                                             \
@@ -266,6 +401,9 @@ typedef struct {
     cx[e] = (q - oy * p.ow) * p.sw - p.pw;                                                      \
   }                                                                                             \
   GF_MAIN(BM, BN, BK, WM, WN, NVA, NVB, 0, GF_FETCH_A, GF_STORE_A, CF_FETCH_B, GF_STORE_B)        \
+  CF_EPI(BM, BN, WM, WN)
+
+#define CF_EPI_SIMT(BM, BN, WM, WN)                                                              \
   _Pragma("unroll") for (int r = 0; r < WM; r++)                                                \
     _Pragma("unroll") for (int i = 0; i < 4; i++) {                                             \
       const int m = m0 + r * 64 + ty * 4 + i;                                                   \
@@ -341,6 +479,9 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_AR
   const bool a_kmajor = true, b_nmajor = false, dy_vec = (ohw & 3) == 0;                        \
   GF_MAIN(BM, BN, BK, WM, WN, NVA, NVB, split * kchunk, CW_FETCH_A, GF_STORE_A, CW_FETCH_B, GF_STORE_B) \
   __global REAL *Wout = WS + (long)split * M * N;                                                \
+  CW_EPI(BM, BN, WM, WN)
+
+#define CW_EPI_SIMT(BM, BN, WM, WN)                                                              \
   _Pragma("unroll") for (int r = 0; r < WM; r++)                                                \
     _Pragma("unroll") for (int i = 0; i < 4; i++) {                                             \
       const int m = m0 + r * 64 + ty * 4 + i;                                                   \

@@ -30,6 +30,7 @@ typedef struct {
   int64_t c_off, c_sb, c_sm, c_sn;
   int64_t bias_off, bias_sm, bias_sn;
   double alpha, beta;
+  nc_precision precision; /* float32 products may use tf32 matrix units unless HIGHEST */
 } nc_gemm_desc;
 
 enum { NC_RANDOM_UNIFORM = 0, NC_RANDOM_NORMAL = 1 };

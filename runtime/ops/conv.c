@@ -7,6 +7,7 @@
 #include "netcl/copy.h"
 #include "netcl/creation.h"
 #include "ops/dense.h"
+#include "ops/support.h"
 
 static nc_status plan_shapes(nc_conv2d_desc *p, const int64_t *x, const int64_t *w) {
   for (int i = 0; i < 2; i++) {
@@ -42,6 +43,7 @@ static nc_status plan_shapes(nc_conv2d_desc *p, const int64_t *x, const int64_t 
         (long long)p->kh, (long long)p->kw, (long long)ekh, (long long)ekw, (long long)ph, (long long)pw);
   p->oh = (ph - ekh) / p->stride[0] + 1;
   p->ow = (pw - ekw) / p->stride[1] + 1;
+  p->precision = nc_matmul_precision_level();
   return NC_OK;
 }
 

@@ -9,6 +9,7 @@
 #include "netcl/copy.h"
 #include "netcl/creation.h"
 #include "netcl/linalg.h"
+#include "ops/support.h"
 
 static void shape_str(const nc_tensor *t, char *buf, size_t n) {
   size_t len = 0;
@@ -82,7 +83,8 @@ static nc_status run_batched(nc_op op, const nc_tensor *a, const nc_tensor *b, n
                     .bias_sm = bias_sm,
                     .bias_sn = bias_sn,
                     .alpha = alpha,
-                    .beta = beta};
+                    .beta = beta,
+                    .precision = nc_matmul_precision_level()};
   if (g.m == 0 || g.n == 0 || g.batch == 0) return NC_OK;
   int64_t outer = 1;
   for (int d = 0; d < n - 1; d++) outer *= shape[d];
@@ -305,7 +307,7 @@ nc_status nc_gemm(nc_tensor *a, nc_tensor *b, nc_tensor *c, double alpha, double
   return s;
 }
 
-/* ---- precision ---------------------------------------------------------------------------------- */
+/* ---- precision: the mode set here travels to backends in each GEMM and convolution descriptor -- */
 static const char *const precision_names[] = {"highest", "high", "medium"};
 static atomic_int precision;
 
@@ -320,3 +322,10 @@ nc_status nc_set_matmul_precision(const char *mode) {
 }
 
 const char *nc_get_matmul_precision(void) { return precision_names[atomic_load(&precision)]; }
+
+nc_precision nc_matmul_precision_level(void) { return (nc_precision)atomic_load(&precision); }
+
+const char *nc_matmul_precision_on(const nc_device *dev) {
+  const int mode = atomic_load(&precision);
+  return mode == NC_PRECISION_HIGHEST || !__atomic_load_n(&nc_device_info_of(dev)->tf32, __ATOMIC_ACQUIRE) ? "highest" : "high";
+}

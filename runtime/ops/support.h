@@ -35,6 +35,9 @@ nc_status nc_check_dst(const nc_tensor *dst, int ndim, const int64_t *shape, nc_
  * be NULL. */
 nc_status nc_input_for(nc_tensor *x, nc_dtype dt, const nc_tensor *dst, nc_tensor **out);
 
+/* The matmul precision set by nc_set_matmul_precision, for the descriptors handed to backends. */
+nc_precision nc_matmul_precision_level(void);
+
 /* s converted to a value dtype dt can hold (bool: 0/1; integers: truncated, nan -> 0). */
 nc_scalar nc_scalar_cast(nc_scalar s, nc_dtype dt);
 

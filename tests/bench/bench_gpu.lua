@@ -11,6 +11,9 @@
 --   resnet18_infer    the same model in eval mode under no_grad: images/s over 20 batches
 --   add / sum / softmax   64M floats (softmax over rows of 1024): GB/s, best of 10
 --   adam_step         Adam over ResNet18's parameters: ms per step, best of 20
+--   *_tf32            sgemm 4096/8192, the conv passes and ResNet18 training again under
+--                     nc.set_matmul_precision("high") (tf32 tensor cores), against PyTorch with
+--                     TF32 on; only on a device with tf32 (dev.tf32)
 -- NETCL_BENCH_QUICK=1 runs smaller shapes (a smoke run on slow devices such as PoCL).
 local nc = require "netcl"
 local nn = require "netcl.nn"
@@ -47,27 +50,31 @@ end
 local function randn(shape) return nc.randn(shape, {device = dev}) end
 
 -- SGEMM
-for _, n in ipairs(S.gemm) do
-  local a, b = randn({n, n}), randn({n, n})
-  local t = best_of(n >= 8192 and 3 or 5, function() return a:matmul(b) end)
-  record("sgemm" .. n, 2 * n ^ 3 / t * 1e-9, "GFLOP/s")
+local function sgemm(sizes, suffix)
+  for _, n in ipairs(sizes) do
+    local a, b = randn({n, n}), randn({n, n})
+    local t = best_of(n >= 8192 and 3 or 5, function() return a:matmul(b) end)
+    record("sgemm" .. n .. suffix, 2 * n ^ 3 / t * 1e-9, "GFLOP/s")
+  end
 end
+sgemm(S.gemm, "")
 
 -- conv 3x3 64 -> 64, its two gradients
-do
+local function conv(suffix)
   local B = S.batch
   local x, w = randn({B, 64, 32, 32}), randn({64, 64, 3, 3})
   local dy = randn({B, 64, 32, 32})
   local o = {padding = 1}
-  record("conv_fwd", 1e3 * best_of(S.reps, function() return nc.nn_ops.conv2d(x, w, nil, o) end), "ms")
-  record("conv_dgrad", 1e3 * best_of(S.reps, function()
+  record("conv_fwd" .. suffix, 1e3 * best_of(S.reps, function() return nc.nn_ops.conv2d(x, w, nil, o) end), "ms")
+  record("conv_dgrad" .. suffix, 1e3 * best_of(S.reps, function()
     return nc.nn_ops.conv2d_backward_input(dy, w, {B, 64, 32, 32}, o) end), "ms")
-  record("conv_wgrad", 1e3 * best_of(S.reps, function()
+  record("conv_wgrad" .. suffix, 1e3 * best_of(S.reps, function()
     return nc.nn_ops.conv2d_backward_weight(dy, x, {64, 64, 3, 3}, o) end), "ms")
 end
+conv("")
 
--- ResNet18-cifar training and inference
-do
+-- ResNet18-cifar training (and the model, its data and its step, for what follows)
+local function resnet_train(suffix)
   nc.manual_seed(0)
   local B = S.batch
   local model = models.ResNet18{num_classes = 10, stem = "cifar", device = dev}
@@ -88,12 +95,19 @@ do
   local t0 = nc.clock()
   for _ = 1, S.steps do step() end
   dev:sync()
-  record("resnet18_train", S.steps * B / (nc.clock() - t0), "img/s")
+  record("resnet18_train" .. suffix, S.steps * B / (nc.clock() - t0), "img/s")
+  return model, x, step
+end
+
+-- ResNet18-cifar inference, and Adam
+do
+  local B = S.batch
+  local model, x, step = resnet_train("")
   model:eval()
   local function infer() return ag.no_grad(function() return model(x) end) end
   for _ = 1, 3 do infer() end
   dev:sync()
-  t0 = nc.clock()
+  local t0 = nc.clock()
   for _ = 1, S.steps do infer() end
   dev:sync()
   record("resnet18_infer", S.steps * B / (nc.clock() - t0), "img/s")
@@ -114,6 +128,18 @@ do
   record("sum", 4 * n / best_of(S.reps, function() return a:sum() end) * 1e-9, "GB/s")
   local rows = a:view({n // 1024, 1024})
   record("softmax", 8 * n / best_of(S.reps, function() return rows:softmax(2) end) * 1e-9, "GB/s")
+end
+
+-- tf32 tensor cores
+local TF32 = dev.tf32
+if TF32 then
+  nc.set_matmul_precision("high")
+  sgemm(QUICK and S.gemm or {4096, 8192}, "_tf32")
+  conv("_tf32")
+  resnet_train("_tf32")
+  nc.set_matmul_precision("highest")
+else
+  io.stderr:write("bench_gpu: " .. tostring(dev) .. " has no tf32 tensor cores; the _tf32 cases are skipped\n")
 end
 
 -- PyTorch on the same GPU
@@ -195,10 +221,30 @@ res["add"] = 12 * ELEMS / best_of(REPS, lambda: torch.add(a, b, out=out)) * 1e-9
 res["sum"] = 4 * ELEMS / best_of(REPS, lambda: a.sum()) * 1e-9
 rows = a.view(ELEMS // 1024, 1024)
 res["softmax"] = 8 * ELEMS / best_of(REPS, lambda: torch.softmax(rows, 1)) * 1e-9
+if %s:
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    for n in (GEMM if QUICK else [4096, 8192]):
+        a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
+        t = best_of(3 if n >= 8192 else 5, lambda: a @ b)
+        res["sgemm%%d_tf32" %% n] = 2 * n ** 3 / t * 1e-9
+        del a, b
+    res["conv_fwd_tf32"] = 1e3 * best_of(REPS, lambda: F.conv2d(x, w, padding=1))
+    res["conv_dgrad_tf32"] = 1e3 * best_of(REPS, lambda: torch.nn.grad.conv2d_input(x.shape, w, dy, padding=1))
+    res["conv_wgrad_tf32"] = 1e3 * best_of(REPS, lambda: torch.nn.grad.conv2d_weight(x, w.shape, dy, padding=1))
+    torch.manual_seed(0)
+    model = ResNet18().to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model.train()
+    for _ in range(3): step()
+    sync(); t0 = time.perf_counter()
+    for _ in range(STEPS): step()
+    sync(); res["resnet18_train_tf32"] = STEPS * B / (time.perf_counter() - t0)
 res["device"] = torch.cuda.get_device_name(0)
 res["torch"] = torch.__version__
 print(json.dumps(res))
-]]):format(QUICK and "True" or "False", "[" .. table.concat(S.gemm, ", ") .. "]", S.batch, S.elems, S.steps, S.reps)
+]]):format(QUICK and "True" or "False", "[" .. table.concat(S.gemm, ", ") .. "]", S.batch, S.elems, S.steps, S.reps,
+             TF32 and "True" or "False")
 
 local path = os.tmpname()
 local f = assert(io.open(path, "w"))

@@ -98,6 +98,13 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV_FAST_S, "gemm_fast", "conv_fast_s", REAL)                           \
   X(CONV_WGRAD_FAST_L, "gemm_fast", "conv_wgrad_fast_l", REAL)               \
   X(CONV_WGRAD_FAST_S, "gemm_fast", "conv_wgrad_fast_s", REAL)               \
+  X(GEMM_TC_L, "gemm_fast", "gemm_fast_l", TILED)                            \
+  X(GEMM_TC_M, "gemm_fast", "gemm_fast_m", TILED)                            \
+  X(GEMM_TC_S, "gemm_fast", "gemm_fast_s", TILED)                            \
+  X(CONV_TC_L, "gemm_fast", "conv_fast_l", TILED)                            \
+  X(CONV_TC_S, "gemm_fast", "conv_fast_s", TILED)                            \
+  X(CONV_WGRAD_TC_L, "gemm_fast", "conv_wgrad_fast_l", TILED)                \
+  X(CONV_WGRAD_TC_S, "gemm_fast", "conv_wgrad_fast_s", TILED)                \
   X(GF_SUM_SPLITS, "gemm_fast", "gf_sum_splits", REAL)                       \
   X(CONV_FLIP_WEIGHT, "gemm_fast", "conv_flip_weight", REAL)                 \
   X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \

@@ -76,12 +76,12 @@ static bool large_tile(nc_device *dev, int64_t m, int64_t n) {
 }
 
 /* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]). */
-static nc_status fast_forward(nc_device *dev, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm, cl_int has_bias,
-                              cl_mem ym) {
+static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm,
+                              cl_int has_bias, cl_mem ym) {
   const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow;
   const bool large = large_tile(dev, m, n);
   const nc_cl_handle *k;
-  NC_TRY(nc_cl_handle_get(dev, large ? NC_CL_K_CONV_FAST_L : NC_CL_K_CONV_FAST_S, NC_FLOAT32, &k));
+  NC_TRY(nc_cl_fast_kernel(dev, large ? NC_CL_K_CONV_FAST_L : NC_CL_K_CONV_FAST_S, prec, &k));
   const int64_t bm_ = large ? 128 : 64, bn_ = large ? 128 : 64;
   nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(xm), NC_CL_ARG(wm), NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
   size_t local[3] = {256, 1, 1};
@@ -105,7 +105,7 @@ static nc_status fast_backward_input(const nc_conv2d_desc *p, const nc_tensor *d
   /* dX = conv(dY, WF) with stride 1, the same dilation and padding d*(k-1) - p */
   const cl_convi t = {g.n, g.o, g.oh, g.ow, g.c, g.kh, g.kw, g.h, g.w, 1, 1,
                       g.dh * (g.kh - 1) - g.ph, g.dw * (g.kw - 1) - g.pw, g.dh, g.dw};
-  if (s == NC_OK) s = fast_forward(dev, &t, nc_cl_mem(dy), wfm, wfm, 0, nc_cl_mem(dx));
+  if (s == NC_OK) s = fast_forward(dev, p->precision, &t, nc_cl_mem(dy), wfm, wfm, 0, nc_cl_mem(dx));
   /* The workspace returns to the pool; the queue is in order, so its reuse waits for us. */
   nc_tensor_release(wf);
   return s;
@@ -132,7 +132,7 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
     NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   }
   const nc_cl_handle *k;
-  nc_status s = nc_cl_handle_get(dev, large ? NC_CL_K_CONV_WGRAD_FAST_L : NC_CL_K_CONV_WGRAD_FAST_S, NC_FLOAT32, &k);
+  nc_status s = nc_cl_fast_kernel(dev, large ? NC_CL_K_CONV_WGRAD_FAST_L : NC_CL_K_CONV_WGRAD_FAST_S, p->precision, &k);
   cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), dwm = nc_cl_mem(dw), wsm = ws ? nc_cl_mem(ws) : dwm;
   nc_cl_arg args[] = {NC_CL_ARG(g), NC_CL_ARG(kchunk), NC_CL_ARG(dym), NC_CL_ARG(xm), NC_CL_ARG(wsm)};
   size_t local[3] = {256, 1, 1};
@@ -154,7 +154,7 @@ nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_ten
   nc_device *dev = nc_tensor_device(y);
   if (fast_fits(p, y->dtype)) {
     const cl_convi g = geometry_i(p);
-    return fast_forward(dev, &g, nc_cl_mem(x), nc_cl_mem(w), bias ? nc_cl_mem(bias) : nc_cl_mem(w), bias != NULL,
+    return fast_forward(dev, p->precision, &g, nc_cl_mem(x), nc_cl_mem(w), bias ? nc_cl_mem(bias) : nc_cl_mem(w), bias != NULL,
                         nc_cl_mem(y));
   }
   nc_gemm_config cfg;
@@ -173,8 +173,8 @@ nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_ten
 /* Strided or few input channels per group: the columns' gradient per chunk of images as a batched GEMM
  * (W_g^T @ dY_b, read through strides) into a workspace of at most about 64 MiB, then
  * conv2d_col2im. */
-static nc_status backward_input_cols(const cl_conv *geo, const nc_gemm_config *cfg, const nc_tensor *dy,
-                                     const nc_tensor *w, nc_tensor *dx) {
+static nc_status backward_input_cols(const cl_conv *geo, nc_precision prec, const nc_gemm_config *cfg,
+                                     const nc_tensor *dy, const nc_tensor *w, nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
   const int64_t kdim = geo->cg * geo->kh * geo->kw, ohw = geo->oh * geo->ow,
                 es = (int64_t)nc_dtype_size(dx->dtype);
@@ -209,7 +209,8 @@ static nc_status backward_input_cols(const cl_conv *geo, const nc_gemm_config *c
                         .c_sm = ohw,
                         .c_sn = 1,
                         .alpha = 1,
-                        .beta = 0};
+                        .beta = 0,
+                        .precision = prec};
       s = d.c->dtype == NC_FLOAT32 && nc_cl_gemm_fast_fits(&d) ? nc_cl_gemm_fast(&d, NC_GEMM_FAST_AUTO)
                                                              : nc_cl_gemm_with(&d, cfg);
       cl_long total = cnt * geo->cg * geo->h * geo->w;
@@ -235,7 +236,7 @@ nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *
   cl_conv geo = geometry(p);
   /* Strided convolutions would multiply mostly zeros in the implicit form (3 of 4 terms at
    * stride 2), and few channels per group would leave most of a tile's rows empty. */
-  if (geo.cg * 4 <= cfg.mwg || geo.sh > 1 || geo.sw > 1) return backward_input_cols(&geo, &cfg, dy, w, dx);
+  if (geo.cg * 4 <= cfg.mwg || geo.sh > 1 || geo.sw > 1) return backward_input_cols(&geo, p->precision, &cfg, dy, w, dx);
   cl_mem dym = nc_cl_mem(dy), wm = nc_cl_mem(w), dxm = nc_cl_mem(dx);
   nc_cl_arg args[] = {NC_CL_ARG(geo), NC_CL_ARG(dym), NC_CL_ARG(wm), NC_CL_ARG(dxm)};
   size_t global[3], local[3];

@@ -1,6 +1,7 @@
 /* The OpenCL GEMM entry: one launch of kernels/gemm.cl per batched product, with the tile
  * variant the tuner chose for the device. */
 #include <stdio.h>
+#include <stdlib.h>
 #include "core/check.h"
 #include <string.h>
 #include "cl_linalg.h"
@@ -110,6 +111,34 @@ nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg) {
 
 /* ---- the large-tile float32 kernel ----------------------------------------------------------- */
 
+bool nc_cl_mma_emulated(void) {
+  const char *e = getenv("NETCL_MMA_EMULATE");
+  return e && strcmp(e, "1") == 0;
+}
+
+nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precision, const nc_cl_handle **out) {
+  nc_cl_slot tc;
+  switch (slot) {
+    case NC_CL_K_GEMM_FAST_L: tc = NC_CL_K_GEMM_TC_L; break;
+    case NC_CL_K_GEMM_FAST_M: tc = NC_CL_K_GEMM_TC_M; break;
+    case NC_CL_K_GEMM_FAST_S: tc = NC_CL_K_GEMM_TC_S; break;
+    case NC_CL_K_CONV_FAST_L: tc = NC_CL_K_CONV_TC_L; break;
+    case NC_CL_K_CONV_FAST_S: tc = NC_CL_K_CONV_TC_S; break;
+    case NC_CL_K_CONV_WGRAD_FAST_L: tc = NC_CL_K_CONV_WGRAD_TC_L; break;
+    case NC_CL_K_CONV_WGRAD_FAST_S: tc = NC_CL_K_CONV_WGRAD_TC_S; break;
+    default: return nc_error(NC_ERR_ARG, "OpenCL slot %d has no tensor-core variant", (int)slot);
+  }
+  if (precision != NC_PRECISION_HIGHEST && __atomic_load_n(&dev->info.tf32, __ATOMIC_ACQUIRE)) {
+    static const int tiles[6] = {1}; /* marks the tensor-core build */
+    const nc_cl_handle *h = nc_cl_handle_peek(dev, tc, NC_FLOAT32);
+    if (h) return *out = h, NC_OK;
+    const char *opts = nc_cl_mma_emulated() ? "-DNC_MMA_TF32=1 -DNC_MMA_EMULATE=1" : "-DNC_MMA_TF32=1";
+    if (nc_cl_resolve(dev, tc, NC_FLOAT32, opts, tiles, &h) == NC_OK) return *out = h, NC_OK;
+    __atomic_store_n(&dev->info.tf32, false, __ATOMIC_RELEASE);
+  }
+  return nc_cl_handle_get(dev, slot, NC_FLOAT32, out);
+}
+
 static const struct {
   nc_cl_slot slot;
   int bm, bn;
@@ -150,7 +179,7 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   if (!nc_cl_gemm_fast_fits(g)) return nc_error(NC_ERR_ARG, "this product does not suit the large-tile GEMM kernel");
   if (tile == NC_GEMM_FAST_AUTO) tile = pick_tile(g, dev);
   const nc_cl_handle *k;
-  NC_TRY(nc_cl_handle_get(dev, fast_tiles[tile].slot, NC_FLOAT32, &k));
+  NC_TRY(nc_cl_fast_kernel(dev, fast_tiles[tile].slot, g->precision, &k));
   cl_mem a = nc_cl_mem(g->a), b = nc_cl_mem(g->b), c = nc_cl_mem(g->c);
   cl_mem bias = g->bias ? nc_cl_mem(g->bias) : c;
   cl_long M = g->m, N = g->n, K = g->k;

@@ -45,6 +45,18 @@ nc_status nc_cl_gemm(const nc_gemm_desc *g);
  * below 2^31 elements), and a run with a given tile shape (AUTO: the largest that still gives
  * the device a few work-groups per compute unit). */
 typedef enum { NC_GEMM_FAST_AUTO = -1, NC_GEMM_FAST_L, NC_GEMM_FAST_M, NC_GEMM_FAST_S } nc_gemm_fast_tile;
+
+/* The kernel of a large-tile slot (NC_CL_K_GEMM_FAST_*, CONV_FAST_*, CONV_WGRAD_FAST_*) for a
+ * product at precision: its tensor-core build (kernels/gemm_fast.cl with -DNC_MMA_TF32=1) when
+ * precision is not HIGHEST and the device has tf32 tensor cores, else the float32 one. A
+ * tensor-core program that fails to build clears the device's tf32 flag and the float32 kernel
+ * runs (the build log is dropped: the product still runs, at float32). */
+nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precision, const nc_cl_handle **out);
+
+/* The test hook NETCL_MMA_EMULATE=1: every OpenCL device reports tf32 tensor cores, and the
+ * tensor-core kernels compute mma.sync through local memory (kernels/gemm_fast.cl), so that
+ * their tiling and indexing run against the CPU backend on devices without tensor cores. */
+bool nc_cl_mma_emulated(void);
 bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g);
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile);
 nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,

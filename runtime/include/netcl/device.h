@@ -27,6 +27,7 @@ typedef struct {
   int compute_units;
   size_t max_work_group_size;
   bool fp64;
+  bool tf32; /* tf32 tensor cores (mma.sync) that "high" matmul precision uses */
 } nc_device_info;
 
 /* Discovers devices on first call (thread-safe). Fails only if the CPU backend cannot start. */

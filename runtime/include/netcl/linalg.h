@@ -34,12 +34,17 @@ nc_status nc_linear(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor 
  * beta = 0, c's old values are not read (NaN there does not propagate). */
 nc_status nc_gemm(nc_tensor *a, nc_tensor *b, nc_tensor *c, double alpha, double beta);
 
-/* Matmul precision: "highest" (strict fp32, the default), "high" (tf32-class) or "medium"
- * (bf16-class). Every backend of this build computes all three in fp32: no device it
- * drives has faster reduced-precision matrix units that it uses, so the lower modes are
- * accepted and behave as "highest". Process-wide. Errors: NC_ERR_ARG for another name. */
+/* Matmul precision, process-wide: "highest" (float32 throughout, the default), "high" or
+ * "medium". Under "high" and "medium", float32 matrix products and all three convolution passes
+ * on a device with tf32 tensor cores (nc_device_info.tf32: NVIDIA OpenCL devices of compute
+ * capability 8.0 or later) round their inputs to tf32 (10 mantissa bits) and accumulate in
+ * float32; "medium" runs as "high" (this build has no bfloat16 matrix kernels, as PyTorch's
+ * "medium" falls back to tf32). Every other device, and float64, keeps float32 arithmetic.
+ * Errors: NC_ERR_ARG for another name. */
 nc_status nc_set_matmul_precision(const char *mode);
 const char *nc_get_matmul_precision(void);
+/* What products run at on dev under the current mode: "high" (tf32 tensor cores) or "highest". */
+const char *nc_matmul_precision_on(const nc_device *dev);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,11 @@ typedef struct {
   double correction; /* var, std: the divisor is n - correction (1: unbiased, 0: population) */
 } nc_reduce_args;
 
+/* The matmul precision the ops layer hands to backends with each GEMM and convolution
+ * (nc_set_matmul_precision): HIGHEST is float32 throughout; HIGH and MEDIUM let a backend with
+ * reduced-precision matrix units use them (tf32 inputs, float32 accumulation). */
+typedef enum { NC_PRECISION_HIGHEST = 0, NC_PRECISION_HIGH, NC_PRECISION_MEDIUM } nc_precision;
+
 /* Geometry of one convolution; nc_conv2d_plan fills the derived fields. */
 typedef struct nc_conv2d_desc {
   int64_t stride[2], padding[2], dilation[2]; /* (h, w); stride, dilation >= 1, padding >= 0 */
@@ -60,6 +65,7 @@ typedef struct nc_conv2d_desc {
   int64_t n, c_in, h, w; /* input */
   int64_t c_out, kh, kw; /* weight [c_out, c_in / groups, kh, kw] */
   int64_t oh, ow;        /* output */
+  nc_precision precision; /* the process-wide matmul precision when planned */
 } nc_conv2d_desc;
 
 enum { NC_POOL_MAX = 0, NC_POOL_AVG = 1, NC_POOL_ADAPTIVE_AVG = 2 };

@@ -1,0 +1,155 @@
+-- nc.set_matmul_precision on the device under test. On a device with tf32 tensor cores
+-- (dev.tf32: an NVIDIA GPU, or any OpenCL device under the test hook NETCL_MMA_EMULATE=1, which
+-- ctest's lua.test_matmul_precision.opencl_emulated sets), "high" must (1) take effect: inputs
+-- are rounded to tf32, so 1 + 2^-12 (below tf32's half ulp) multiplies as 1; (2) stay within
+-- tf32's error bound of a float64 reference, for matrix products of odd shapes and layouts and
+-- for the three convolution passes. Elsewhere "high" must give the same bits as "highest".
+local lu = require "luaunit"
+local nc = require "netcl"
+
+local dev = nc.device(os.getenv("NETCL_TEST_DEVICE") or "cpu")
+local cpu = nc.device("cpu")
+local ops = nc.nn_ops
+
+local function flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then out[#out + 1] = t; return out end
+  for _, v in ipairs(t) do flat(v, out) end
+  return out
+end
+
+-- Each element of got (float32, on dev) against want (float64) within
+-- bound = (2^-10 + k 2^-23) * mag, mag the same product of the absolute values (float64): the
+-- tf32 rounding of each input costs at most 2^-11 relative, the float32 sums k 2^-24 each.
+local function within_tf32(got, want, mag, k, what)
+  local g, w, m = flat(got:to(cpu):double():tolist()), flat(want:tolist()), flat(mag:tolist())
+  lu.assertEquals(#g, #w)
+  local worst = 0
+  for i = 1, #w do
+    local bound = (2 ^ -10 + k * 2 ^ -23) * m[i] + 1e-30
+    local r = math.abs(g[i] - w[i]) / bound
+    if r > worst then worst = r end
+  end
+  lu.assertTrue(worst <= 1, string.format("%s: error %.3g times tf32's bound", what, worst))
+end
+
+local function rand(shape, seed)
+  nc.manual_seed(seed)
+  return nc.randn(shape, {device = cpu})
+end
+
+local function with_precision(mode, fn)
+  nc.set_matmul_precision(mode)
+  local ok, a, b, c = pcall(fn)
+  nc.set_matmul_precision("highest")
+  if not ok then error(a, 0) end
+  return a, b, c
+end
+
+TestMatmulPrecision = {}
+
+function TestMatmulPrecision:tearDown() nc.set_matmul_precision("highest") end
+
+function TestMatmulPrecision:test_the_device_says_what_it_runs()
+  lu.assertEquals(nc.get_matmul_precision(dev), "highest")
+  nc.set_matmul_precision("high")
+  lu.assertEquals(nc.get_matmul_precision(), "high")
+  lu.assertEquals(nc.get_matmul_precision(dev), dev.tf32 and "high" or "highest")
+  lu.assertEquals(nc.get_matmul_precision(cpu), "highest")
+  lu.assertFalse(cpu.tf32)
+  nc.set_matmul_precision("medium")
+  lu.assertEquals(nc.get_matmul_precision(), "medium")
+  lu.assertEquals(nc.get_matmul_precision(dev), dev.tf32 and "high" or "highest")
+end
+
+-- 1 + 2^-12 rounds to 1 in tf32: the products say whether tf32 took effect.
+function TestMatmulPrecision:test_high_takes_effect_exactly_where_the_device_has_tf32()
+  local k = 96
+  local a = nc.full({130, k}, 1 + 2 ^ -12, {device = dev})
+  local b = nc.ones({k, 70}, {device = dev})
+  local strict = a:matmul(b):to(cpu):tolist()[1][1]
+  lu.assertAlmostEquals(strict, k * (1 + 2 ^ -12), 1e-5)
+  local high = with_precision("high", function() return a:matmul(b):to(cpu):tolist() end)
+  local x = nc.full({2, 8, 12, 12}, 1 + 2 ^ -12, {device = dev})
+  local w = nc.ones({72, 8, 3, 3}, {device = dev})
+  local y_strict = nc.conv2d(x, w, nil, {padding = 1}):to(cpu):tolist()[1][1][6][6]
+  local y_high = with_precision("high", function() return nc.conv2d(x, w, nil, {padding = 1}):to(cpu):tolist() end)
+  if dev.tf32 then
+    lu.assertEquals(high[1][1], k)
+    lu.assertEquals(high[130][70], k)
+    lu.assertEquals(y_high[1][1][6][6], 72)
+    lu.assertEquals(y_high[2][72][12][12], 32) -- a corner sees 2 x 2 of 3 x 3 for 8 channels
+  else
+    lu.assertEquals(high[1][1], strict)
+    lu.assertEquals(y_high[1][1][6][6], y_strict)
+  end
+end
+
+-- Products of odd shapes, transposed operands and batches, against float64.
+function TestMatmulPrecision:test_products_within_tf32_bound()
+  local cases = {{130, 200, 77}, {257, 129, 300}, {64, 33, 64}, {300, 520, 260}}
+  for i, c in ipairs(cases) do
+    local m, k, n = c[1], c[2], c[3]
+    local a64, b64 = rand({m, k}, i):double(), rand({k, n}, 100 + i):double()
+    local want, mag = a64:matmul(b64), a64:abs():matmul(b64:abs())
+    local a, b = a64:float():to(dev), b64:float():to(dev)
+    local got = with_precision("high", function() return a:matmul(b) end)
+    within_tf32(got, want, mag, k, string.format("%dx%dx%d", m, k, n))
+    -- the same product with transposed storage on both sides
+    local at, bt = a64:t():contiguous():float():to(dev), b64:t():contiguous():float():to(dev)
+    got = with_precision("high", function() return at:t():matmul(bt:t()) end)
+    within_tf32(got, want, mag, k, string.format("%dx%dx%d transposed", m, k, n))
+    if not dev.tf32 then
+      local strict = a:matmul(b)
+      lu.assertEquals(with_precision("high", function() return a:matmul(b) end):tolist(), strict:tolist())
+    end
+  end
+  local a64, b64 = rand({3, 70, 90}, 7):double(), rand({3, 90, 150}, 8):double()
+  local got = with_precision("high", function() return a64:float():to(dev):matmul(b64:float():to(dev)) end)
+  within_tf32(got, a64:matmul(b64), a64:abs():matmul(b64:abs()), 90, "batched")
+  -- linear: x @ w^T + bias
+  local x64, w64, bias64 = rand({150, 96}, 9):double(), rand({130, 96}, 10):double(), rand({130}, 11):double()
+  got = with_precision("high", function()
+    return nc.linear(x64:float():to(dev), w64:float():to(dev), bias64:float():to(dev))
+  end)
+  within_tf32(got, nc.linear(x64, w64, bias64), nc.linear(x64:abs(), w64:abs(), bias64:abs()), 96, "linear")
+end
+
+-- conv2d and its two gradients (stride 1 and 2) against float64 on the CPU backend.
+function TestMatmulPrecision:test_convolution_passes_within_tf32_bound()
+  local shapes = {
+    {x = {4, 16, 13, 11}, w = {40, 16, 3, 3}, o = {padding = 1}},
+    {x = {3, 8, 15, 15}, w = {130, 8, 3, 3}, o = {padding = 1, stride = 2}},
+    {x = {2, 24, 9, 9}, w = {72, 24, 1, 1}, o = {}},
+  }
+  for i, s in ipairs(shapes) do
+    local x64, w64 = rand(s.x, 20 + i):double(), rand(s.w, 40 + i):double()
+    local k = s.w[2] * s.w[3] * s.w[4]
+    local y64 = nc.conv2d(x64, w64, nil, s.o)
+    local dy64 = rand(y64.shape, 60 + i):double()
+    local x, w, dy = x64:float():to(dev), w64:float():to(dev), dy64:float():to(dev)
+    local y, dx, dw = with_precision("high", function()
+      return nc.conv2d(x, w, nil, s.o), ops.conv2d_backward_input(dy, w, x.shape, s.o),
+             ops.conv2d_backward_weight(dy, x, w.shape, s.o)
+    end)
+    local what = string.format("conv %d", i)
+    within_tf32(y, y64, nc.conv2d(x64:abs(), w64:abs(), nil, s.o), k, what .. " forward")
+    within_tf32(dx, ops.conv2d_backward_input(dy64, w64, x64.shape, s.o),
+                ops.conv2d_backward_input(dy64:abs(), w64:abs(), x64.shape, s.o), s.w[1] * s.w[3] * s.w[4],
+                what .. " input gradient")
+    within_tf32(dw, ops.conv2d_backward_weight(dy64, x64, w64.shape, s.o),
+                ops.conv2d_backward_weight(dy64:abs(), x64:abs(), w64.shape, s.o), s.x[1] * y64.shape[3] * y64.shape[4],
+                what .. " weight gradient")
+  end
+end
+
+-- float64 never changes precision.
+function TestMatmulPrecision:test_float64_is_untouched()
+  if dev.kind == "opencl" and not dev.fp64 then lu.skip("no float64 on this device") end
+  local a = nc.full({70, 40}, 1 + 2 ^ -30, {device = dev, dtype = "float64"})
+  local b = nc.ones({40, 90}, {device = dev, dtype = "float64"})
+  local got = with_precision("high", function() return a:matmul(b):to(cpu):tolist()[1][1] end)
+  lu.assertEquals(got, 40 * (1 + 2 ^ -30))
+end
+
+os.exit(lu.LuaUnit.run())
