@@ -350,6 +350,9 @@ bool nc_op_accepts(nc_op op, nc_dtype d);
  * otherwise. The dispatch layer checks every tensor of every backend call with it. */
 nc_status nc_op_check_dtype(nc_op op, nc_dtype d);
 
+/* The NC_ERR_DTYPE of a storage dtype given to an op that computes. */
+nc_status nc_storage_dtype_error(nc_dtype d);
+
 /* Whether dev's backend implements op (an op composed of others counts as implemented; its
  * parts report their own errors). Calling an op the backend lacks fails with
  * NC_ERR_UNSUPPORTED, naming the op and the backend. */
