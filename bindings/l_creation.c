@@ -162,6 +162,8 @@ static void store(lua_State *L, int idx, nc_dtype dt, char *dst, const char *fna
       break;
     }
     case NC_UINT8: *(uint8_t *)dst = (uint8_t)v; break;
+    case NC_BFLOAT16:
+    case NC_FLOAT16: { uint16_t h = nc_half_from_double(dt, v); memcpy(dst, &h, sizeof h); break; }
     default: *(uint8_t *)dst = v != 0; break;
   }
 }

@@ -81,6 +81,8 @@ static void push_value(lua_State *L, nc_dtype dt, const void *p) {
     case NC_INT32: lua_pushinteger(L, *(const int32_t *)p); break;
     case NC_INT64: lua_pushinteger(L, *(const int64_t *)p); break;
     case NC_UINT8: lua_pushinteger(L, *(const uint8_t *)p); break;
+    case NC_BFLOAT16:
+    case NC_FLOAT16: lua_pushnumber(L, nc_half_to_double(dt, *(const uint16_t *)p)); break;
     default: lua_pushboolean(L, *(const uint8_t *)p != 0); break;
   }
 }
@@ -142,7 +144,7 @@ static int t_to(lua_State *L) {
     if (nc_dtype_parse(name, &dt) != NC_OK && nc_device_find(name, &dev) != NC_OK)
       return nc_lua_argerror(L, fname, 2,
                              "neither a dtype nor a device is called '%s' (dtypes: float32, float64, int32, int64, "
-                             "uint8, bool; devices: %s)",
+                             "uint8, bool, bfloat16, float16; devices: %s)",
                              name, nc_last_error());
   } else if (lua_istable(L, 2)) {
     nc_lua_checkopts(L, 2, fname, "device dtype");

@@ -43,6 +43,9 @@ ALL_FOR(bool, uchar, NC_CONV_BOOL)
 #ifdef NC_FP64
 ALL_FOR(float64, double, NC_CONV_PLAIN)
 #endif
+/* The storage dtypes' bits (the host converts the value; copies to and from them: half.cl). */
+FILL_K(bfloat16, ushort)
+FILL_K(float16, ushort)
 
 /* Random draws: element i uses Philox counter (offset + i), the CPU backend's stream. */
 __kernel void uniform_float32(__global float *p, long off, ulong seed, ulong offset, float a, float b, long n) {

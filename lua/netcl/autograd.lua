@@ -57,6 +57,32 @@ for _, name in ipairs(read_only) do
   end
 end
 
+-- n:to(dtype) and n:float(): the value converted to another float dtype, as an op the tape
+-- records; the gradient flows back converted to the input's dtype (float32 for a bfloat16 or
+-- float16 input, whose gradients are float32). This is how a storage-dtype parameter enters a
+-- computation: x:matmul(w:float()). Moving a Node between devices is not an op: move p.value.
+local FLOAT_DTYPES = {float32 = true, float64 = true, bfloat16 = true, float16 = true}
+local Convert = ag.Function {
+  forward = function(_, x, dtype) return x:to(dtype) end,
+  backward = function(_, g) return g, nil end,
+}
+local function convert(fname, self, dtype)
+  if not is_node(self) then
+    error(string.format("%s: argument 1: expected a Node, got %s", fname, type(self)), 3)
+  end
+  if not FLOAT_DTYPES[dtype] then
+    error(string.format("%s: argument 2: expected a float dtype (float32, float64, bfloat16, float16), got %s",
+      fname, tostring(dtype)), 3)
+  end
+  if not FLOAT_DTYPES[self.dtype] then
+    error(string.format("%s: a %s Node has no gradient to convert; convert its value", fname, self.dtype), 3)
+  end
+  if self.dtype == dtype then return self end
+  return Convert(self, dtype)
+end
+node_methods.to = nc._wrapper(function(self, dtype) return convert("netcl.autograd.to", self, dtype) end)
+node_methods.float = nc._wrapper(function(self) return convert("netcl.autograd.float", self, "float32") end)
+
 -- ---- gradcheck ----------------------------------------------------------------------------------
 local function is_float(dtype) return dtype == "float32" or dtype == "float64" end
 

@@ -222,6 +222,13 @@ static bool same_shape(const nc_tensor *a, const nc_tensor *b) {
   return true;
 }
 
+/* The dtype of a gradient of value: value's, but float32 for a storage dtype (bfloat16,
+ * float16), which no op computes on: a storage parameter's .grad is float32 (the optimizers
+ * keep a float32 master copy of such parameters). */
+static nc_dtype grad_dtype(const nc_tensor *value) {
+  return nc_dtype_is_storage(value->dtype) ? NC_FLOAT32 : value->dtype;
+}
+
 /* Into n->grad (taking g's reference). Rules may hand out views of another gradient, or the
  * same tensor to several inputs, so the first gradient a node keeps is its own contiguous copy
  * in the value's dtype: changing one .grad in place never changes another, and .grad holds no
@@ -229,7 +236,7 @@ static bool same_shape(const nc_tensor *a, const nc_tensor *b) {
 static nc_status accumulate_grad(nc_node *n, nc_tensor *g) {
   if (n->grad) return accumulate(&n->grad, g);
   nc_tensor *own;
-  nc_status s = nc_to(g, nc_tensor_device(n->value), n->value->dtype, &own);
+  nc_status s = nc_to(g, nc_tensor_device(n->value), grad_dtype(n->value), &own);
   nc_tensor_release(g);
   if (s != NC_OK) return s;
   n->grad = own;
@@ -298,9 +305,9 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
                       e->op, i + 1);
         continue;
       }
-      if (grads[i]->dtype != in->value->dtype) { /* mixed-dtype ops: a gradient takes its input's dtype */
+      if (grads[i]->dtype != grad_dtype(in->value)) { /* mixed-dtype ops: a gradient takes its input's dtype */
         nc_tensor *c;
-        st = nc_to(grads[i], nc_tensor_device(in->value), in->value->dtype, &c);
+        st = nc_to(grads[i], nc_tensor_device(in->value), grad_dtype(in->value), &c);
         nc_tensor_release(grads[i]);
         if (st != NC_OK) continue;
         grads[i] = c;

@@ -31,3 +31,14 @@ bool nc_op_accepts(nc_op op, nc_dtype d) {
   const nc_op_info *o = nc_op_get(op);
   return o && nc_dtype_valid(d) && (o->dtypes & (1u << d));
 }
+
+nc_status nc_op_check_dtype(nc_op op, nc_dtype d) {
+  if (nc_op_accepts(op, d)) return NC_OK;
+  if (nc_dtype_is_storage(d)) return nc_storage_dtype_error(d);
+  const nc_op_info *o = nc_op_get(op);
+  return nc_error(NC_ERR_DTYPE, "%s does not take %s tensors", o ? o->name : "this op", nc_dtype_name(d));
+}
+
+nc_status nc_storage_dtype_error(nc_dtype d) {
+  return nc_error(NC_ERR_DTYPE, "dtype %s is a storage type; convert it with t:float() first", nc_dtype_name(d));
+}

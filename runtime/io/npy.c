@@ -26,7 +26,8 @@ static const struct {
   nc_dtype dtype;
   const char *descr; /* as numpy writes it */
 } DTYPES[] = {{'f', 4, NC_FLOAT32, "<f4"}, {'f', 8, NC_FLOAT64, "<f8"}, {'i', 4, NC_INT32, "<i4"},
-              {'i', 8, NC_INT64, "<i8"},   {'u', 1, NC_UINT8, "|u1"},   {'b', 1, NC_BOOL, "|b1"}};
+              {'i', 8, NC_INT64, "<i8"},   {'u', 1, NC_UINT8, "|u1"},   {'b', 1, NC_BOOL, "|b1"},
+              {'f', 2, NC_FLOAT16, "<f2"}};
 #define N_DTYPES (sizeof DTYPES / sizeof DTYPES[0])
 
 typedef struct {
@@ -81,7 +82,7 @@ static nc_status parse_descr(cursor *c, const char *start, header *h) {
   skip_space(c);
   if (c->p < c->end && (*c->p == '[' || *c->p == '{'))
     return nc_error(NC_ERR_UNSUPPORTED,
-                    "structured dtypes are not supported (netcl reads f4 f8 i4 i8 u1 b1)");
+                    "structured dtypes are not supported (netcl reads f2 f4 f8 i4 i8 u1 b1)");
   NC_TRY(parse_string(c, start, d, sizeof d));
   char order = d[0];
   if (!strchr("<>|=", order) || !d[1] || !d[2])
@@ -96,7 +97,7 @@ static nc_status parse_descr(cursor *c, const char *start, header *h) {
     h->dtype = DTYPES[i].dtype;
     return NC_OK;
   }
-  return nc_error(NC_ERR_UNSUPPORTED, "dtype '%s' is not supported (netcl reads f4 f8 i4 i8 u1 b1)", d);
+  return nc_error(NC_ERR_UNSUPPORTED, "dtype '%s' is not supported (netcl reads f2 f4 f8 i4 i8 u1 b1)", d);
 }
 
 static nc_status parse_shape(cursor *c, const char *start, header *h) {

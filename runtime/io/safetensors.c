@@ -25,14 +25,14 @@ struct nc_safetensors {
 static const struct {
   const char *name;
   nc_dtype dtype;
-} DTYPES[] = {{"F32", NC_FLOAT32}, {"F64", NC_FLOAT64}, {"I32", NC_INT32},
-              {"I64", NC_INT64},   {"U8", NC_UINT8},    {"BOOL", NC_BOOL}};
+} DTYPES[] = {{"F32", NC_FLOAT32}, {"F64", NC_FLOAT64}, {"I32", NC_INT32},   {"I64", NC_INT64},
+              {"U8", NC_UINT8},    {"BOOL", NC_BOOL},    {"BF16", NC_BFLOAT16}, {"F16", NC_FLOAT16}};
 #define N_DTYPES (sizeof DTYPES / sizeof DTYPES[0])
 
 /* Valid safetensors dtypes with no netcl element type: named as such rather than "unknown". */
-static const char *const FOREIGN_DTYPES[] = {"F16",     "BF16",    "I8",      "I16",     "U16",
-                                             "U32",     "U64",     "F8_E4M3", "F8_E5M2", "F8_E8M0",
-                                             "F6_E2M3", "F6_E3M2", "F4",      "C64"};
+static const char *const FOREIGN_DTYPES[] = {"I8",      "I16",     "U16",     "U32",     "U64",
+                                             "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2",
+                                             "F4",      "C64"};
 
 static const char *st_dtype_name(nc_dtype d) {
   for (size_t i = 0; i < N_DTYPES; i++)
@@ -85,7 +85,7 @@ static nc_status parse_dtype(const char *name, const char *s, nc_dtype *out) {
     if (!strcmp(s, FOREIGN_DTYPES[i]))
       return nc_error(
           NC_ERR_UNSUPPORTED,
-          "tensor '%.200s': dtype %s has no netcl element type (netcl reads F32, F64, I32, I64, U8, BOOL)",
+          "tensor '%.200s': dtype %s has no netcl element type (netcl reads F32, F64, I32, I64, U8, BOOL, BF16, F16)",
           name, s);
   return nc_error(NC_ERR_FORMAT, "tensor '%.200s': unknown dtype '%.50s'", name, s);
 }

@@ -5,6 +5,7 @@
 #include <math.h>
 #include "backend/dispatch.h"
 #include "core/check.h"
+#include "support.h"
 #include "netcl/copy.h"
 #include "netcl/table_ops.h"
 
@@ -19,6 +20,7 @@ static nc_status check_finite(const char *what, double v) {
 
 /* y = op(x; f[0 .. nf)) */
 static nc_status activation(nc_op op, nc_tensor *x, int nf, const double *f, nc_tensor **out) {
+  NC_TRY(nc_check_not_storage(x, NULL));
   if (!nc_op_accepts(op, x->dtype))
     return nc_error(NC_ERR_DTYPE, "expected a float32 or float64 input, got %s", nc_dtype_name(x->dtype));
   const int64_t n = nc_tensor_numel(x);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include "backend/dispatch.h"
 #include "core/check.h"
+#include "support.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"
 #include "netcl/table_ops.h"
@@ -30,6 +31,7 @@ static nc_status contiguous_all(nc_tensor **in, nc_tensor **out, int n) {
 }
 
 static nc_status check_float(const char *what, const nc_tensor *t, const nc_tensor *like) {
+  NC_TRY(nc_check_not_storage(t, NULL));
   if (!nc_dtype_is_float(t->dtype))
     return nc_error(NC_ERR_DTYPE, "%s must be float32 or float64, got %s", what, nc_dtype_name(t->dtype));
   if (like && t->dtype != like->dtype)

@@ -2,6 +2,7 @@
  * dispatch to the backend. */
 #include "backend/dispatch.h"
 #include "core/check.h"
+#include "support.h"
 #include "core/device_impl.h"
 #include "netcl/conv.h"
 #include "netcl/copy.h"
@@ -59,6 +60,7 @@ nc_status nc_conv2d_plan(nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor 
 }
 
 static nc_status same_float(const nc_tensor *a, const nc_tensor *b, const char *what) {
+  NC_TRY(nc_check_not_storage(a, b));
   if (!nc_dtype_is_float(a->dtype) || a->dtype != b->dtype)
     return nc_error(NC_ERR_DTYPE, "expected float32 or float64 tensors of one dtype, got %s and %s",
                     nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));

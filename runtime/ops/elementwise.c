@@ -27,9 +27,7 @@ nc_status nc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
   return NC_OK;
 }
 
-static nc_status not_taken(const nc_op_info *o, nc_dtype d) {
-  return nc_error(NC_ERR_DTYPE, "%s does not take %s tensors", o->name, nc_dtype_name(d));
-}
+static nc_status not_taken(const nc_op_info *o, nc_dtype d) { return nc_op_check_dtype(o->op, d); }
 
 static nc_dtype operand_dtype(const nc_operand *x) {
   if (x->t) return x->t->dtype;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include "backend/dispatch.h"
 #include "core/check.h"
+#include "support.h"
 #include "netcl/copy.h"
 #include "netcl/table_ops.h"
 
@@ -12,6 +13,7 @@
 #define EMA_CHUNK 4096
 
 nc_status nc_ema_update(nc_tensor *target, nc_tensor *online, double momentum, nc_tensor **out) {
+  NC_TRY(nc_check_not_storage(target, online));
   if (!nc_op_accepts(NC_OP_EMA_UPDATE, target->dtype))
     return nc_error(NC_ERR_DTYPE, "expected a float32 or float64 target, got %s", nc_dtype_name(target->dtype));
   if (online->dtype != target->dtype)

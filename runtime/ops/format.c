@@ -7,6 +7,7 @@
 #include <string.h>
 #include "netcl/copy.h"
 #include "netcl/format.h"
+#include "netcl/half.h"
 
 #define SUMMARY_THRESHOLD 1000
 #define EDGE 3
@@ -53,6 +54,8 @@ static double as_double(const fmt_ctx *c, int64_t i) {
     case NC_FLOAT64: return ((const double *)c->vals)[i];
     case NC_INT32: return ((const int32_t *)c->vals)[i];
     case NC_INT64: return (double)((const int64_t *)c->vals)[i];
+    case NC_BFLOAT16:
+    case NC_FLOAT16: return nc_half_to_double(c->t->dtype, ((const uint16_t *)c->vals)[i]);
     default: return ((const uint8_t *)c->vals)[i];
   }
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "backend/dispatch.h"
 #include "core/check.h"
+#include "support.h"
 #include "core/device_impl.h"
 #include "netcl/copy.h"
 #include "netcl/creation.h"
@@ -20,6 +21,7 @@ static void shape_str(const nc_tensor *t, char *buf, size_t n) {
 }
 
 static nc_status check_operands(const nc_tensor *a, const nc_tensor *b) {
+  NC_TRY(nc_check_not_storage(a, b));
   if (a->dtype != b->dtype || !nc_dtype_is_float(a->dtype))
     return nc_error(NC_ERR_DTYPE, "expected float32 or float64 operands of one dtype, got %s and %s",
                     nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));

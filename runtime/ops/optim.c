@@ -259,8 +259,8 @@ nc_status nc_clip_grad_norm(int n, nc_tensor *const *grads, double max_norm, dou
 
 nc_status nc_optim_state_new(const nc_tensor *like, nc_tensor **out) {
   nc_tensor *t;
-  NC_TRY(
-      nc_tensor_empty(nc_tensor_device(like), like->dtype, like->ndim, like->shape, NC_ALLOC_PERSISTENT, &t));
+  const nc_dtype dt = nc_dtype_is_storage(like->dtype) ? NC_FLOAT32 : like->dtype;
+  NC_TRY(nc_tensor_empty(nc_tensor_device(like), dt, like->ndim, like->shape, NC_ALLOC_PERSISTENT, &t));
   nc_status s = nc_fill(t, 0.0);
   if (s != NC_OK) {
     nc_tensor_release(t);

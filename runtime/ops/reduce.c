@@ -151,8 +151,7 @@ static nc_status reduce_impl(nc_op op, nc_tensor *dst, nc_tensor *x, int ndims, 
   const nc_op_info *o = nc_op_get(op);
   if (!o || o->family != NC_FAMILY_REDUCE)
     return nc_error(NC_ERR_ARG, "%s is not a reduction", o ? o->name : "?");
-  if (!(o->dtypes & (1u << x->dtype)))
-    return nc_error(NC_ERR_DTYPE, "%s does not take %s tensors", o->name, nc_dtype_name(x->dtype));
+  NC_TRY(nc_op_check_dtype(o->op, x->dtype));
   nc_reduce_args a = args ? *args : nc_reduce_defaults();
   reduce_plan p;
   NC_TRY(plan_dims(x, ndims, dims, keepdim, &p));
@@ -227,8 +226,7 @@ static nc_status dim_last(nc_tensor *t, int dim, nc_tensor **out) {
 
 static nc_status along_dim(nc_op op, nc_tensor *dst, nc_tensor *x, int dim, nc_tensor **out) {
   const nc_op_info *o = nc_op_get(op);
-  if (!(o->dtypes & (1u << x->dtype)))
-    return nc_error(NC_ERR_DTYPE, "%s does not take %s tensors", o->name, nc_dtype_name(x->dtype));
+  NC_TRY(nc_op_check_dtype(o->op, x->dtype));
   NC_TRY(nc_check_dim(dim, x->ndim));
   nc_device *dev = nc_tensor_device(x);
   if (dst) NC_TRY(nc_check_devices(dev, 1, &dst));

@@ -6,8 +6,7 @@
 
 static nc_status sort_impl(nc_tensor *x, int dim, bool desc, int64_t k, nc_tensor **values,
                            nc_tensor **indices) {
-  if (!nc_op_accepts(NC_OP_SORT, x->dtype))
-    return nc_error(NC_ERR_DTYPE, "sort does not take %s tensors", nc_dtype_name(x->dtype));
+  NC_TRY(nc_op_check_dtype(NC_OP_SORT, x->dtype));
   NC_TRY(nc_check_dim(dim, x->ndim));
   nc_device *dev = nc_tensor_device(x);
   const nc_dtype cdt = nc_dtype_is_float(x->dtype) ? x->dtype : NC_INT64;

@@ -56,6 +56,12 @@ bool nc_same_layout(const nc_tensor *a, const nc_tensor *b) {
   return true;
 }
 
+nc_status nc_check_not_storage(const nc_tensor *a, const nc_tensor *b) {
+  if (a && nc_dtype_is_storage(a->dtype)) return nc_storage_dtype_error(a->dtype);
+  if (b && nc_dtype_is_storage(b->dtype)) return nc_storage_dtype_error(b->dtype);
+  return NC_OK;
+}
+
 nc_status nc_check_writable(const nc_tensor *dst) {
   for (int i = 0; i < dst->ndim; i++)
     if (dst->shape[i] > 1 && dst->strides[i] == 0)

@@ -21,6 +21,11 @@ bool nc_tensors_overlap(const nc_tensor *a, const nc_tensor *b);
 bool nc_same_layout(const nc_tensor *a, const nc_tensor *b);
 
 /* A destination must not be an expanded view (elements sharing memory). */
+/* Ops that check their float operands themselves call this first, so that a storage dtype
+ * (bfloat16, float16) gets the message every other op gives (nc_storage_dtype_error); NULLs are
+ * skipped. */
+nc_status nc_check_not_storage(const nc_tensor *a, const nc_tensor *b);
+
 nc_status nc_check_writable(const nc_tensor *dst);
 
 /* Whether a value of dtype from may be stored in to by an _into op (floats only in floats,

@@ -176,8 +176,8 @@ static void test_bad_files(void) {
                       0, NULL),
             NC_ERR_FORMAT, "shape has more than 2^63 elements");
   /* dtypes */
-  CHECK_ERR(parse_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", d, 4, NULL),
-            NC_ERR_UNSUPPORTED, "dtype '<f2' is not supported");
+  CHECK_ERR(parse_npy("{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", d, 4, NULL),
+            NC_ERR_UNSUPPORTED, "dtype '<u2' is not supported");
   CHECK_ERR(parse_npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", d, 8, NULL),
             NC_ERR_UNSUPPORTED, "big-endian");
   CHECK_ERR(parse_npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", d, 8, NULL),

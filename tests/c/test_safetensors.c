@@ -214,8 +214,8 @@ static void test_bad_files(void) {
   /* unknown dtypes, and known ones netcl has no type for */
   CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", d2, 8),
             NC_ERR_FORMAT, "tensor 'a': unknown dtype 'F33'");
-  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]}}", d2, 8),
-            NC_ERR_UNSUPPORTED, "dtype F16 has no netcl element type");
+  CHECK_ERR(parse_str("{\"a\":{\"dtype\":\"I16\",\"shape\":[4],\"data_offsets\":[0,8]}}", d2, 8),
+            NC_ERR_UNSUPPORTED, "dtype I16 has no netcl element type");
   CHECK_ERR(parse_str("{\"a\":{\"dtype\":7,\"shape\":[2],\"data_offsets\":[0,8]}}", d2, 8), NC_ERR_FORMAT,
             "'dtype' is missing or not a string");
   /* shape against byte count */

@@ -28,6 +28,7 @@ M.PUBLIC_HEADERS = {
   -- core: devices, dtypes, tensors, storage, pools, status, Philox
   ["netcl/status.h"] = "core",
   ["netcl/dtype.h"] = "core",
+  ["netcl/half.h"] = "core",
   ["netcl/device.h"] = "core",
   ["netcl/memory.h"] = "core",
   ["netcl/storage.h"] = "core",

@@ -705,7 +705,7 @@ function TestErrors:test_parameters()
   U.assert_error("parameter 1 is not a parameter", function() return optim.SGD({nc.zeros({2})}, {lr = 1}) end)
   local p = one_param()[1]
   U.assert_error("parameter 2 appears more than once", function() return optim.SGD({p, p}, {lr = 1}) end)
-  U.assert_error("parameter 1 is int64; parameters must be float32 or float64",
+  U.assert_error("parameter 1 is int64; parameters must be float32, float64, bfloat16 or float16",
     function() return optim.Adam({{value = nc.zeros({2}, {dtype = "int64"})}}, {lr = 1}) end)
 end
 

@@ -16,6 +16,7 @@ local STATE = setmetatable({}, {__name = "nn.Module state key"})
 local is_tensor, is_node = nc.is_tensor, nc.is_node
 
 local FLOAT_DTYPES = {float32 = true, float64 = true, float16 = true, bfloat16 = true}
+local STORAGE_DTYPES = {float16 = true, bfloat16 = true}
 
 local Module = class("Module")
 
@@ -315,7 +316,8 @@ function Module:to(target)
   for _, p in ipairs(self:parameters()) do
     if needs(p.value) then
       p.value = p.value:to(target)
-      if p.grad then p.grad = p.grad:to(target) end
+      -- a bfloat16 or float16 parameter's gradient is float32 (docs/optim.md)
+      if p.grad then p.grad = p.grad:to(STORAGE_DTYPES[target] and "float32" or target) end
     end
   end
   for _, m in ipairs(self:modules()) do

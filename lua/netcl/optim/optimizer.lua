@@ -13,6 +13,15 @@ M.REQUIRED = setmetatable({}, {__tostring = function() return "<required>" end})
 
 local is_tensor = nc.is_tensor
 
+-- Parameter dtypes; the storage ones (bfloat16, float16) are stepped through a float32 master
+-- copy, state entry "master", made from the parameter at its first step (or restored by
+-- load_state_dict): the update runs on the master (with the gradient in float32; all state is
+-- float32) and the parameter receives the master rounded to its dtype. The master is the
+-- truth from then on: a value written into such a parameter by other means is replaced at the
+-- next step (load the optimizer's state too, or make a new optimizer).
+local PARAM_DTYPES = {float32 = true, float64 = true, bfloat16 = true, float16 = true}
+local STORAGE_DTYPES = {bfloat16 = true, float16 = true}
+
 -- The value Tensor of a parameter (a Node from ag.param, or any table or userdata other than a
 -- Tensor with a Tensor `value`), or nil when v is not one.
 local function param_value(v)
@@ -133,7 +142,7 @@ function M.class(spec)
   local cls = class("netcl.optim." .. spec.name, Optimizer)
   cls.name, cls.defaults, cls.check, cls.state_names = spec.name, spec.defaults, spec.check, spec.state
   cls.update, cls.counts_steps = spec.update, spec.counts_steps
-  cls.known_state = {step = cls.counts_steps or nil}
+  cls.known_state = {step = cls.counts_steps or nil, master = true}
   for _, n in ipairs(spec.all_state) do cls.known_state[n] = true end
   return cls
 end
@@ -179,8 +188,9 @@ function Optimizer:init(params, opts)
         error(string.format("%s: %s is not a parameter (a Node from autograd.param, or a table with a " ..
           "Tensor 'value'), got %s", fname, where, type(p)), 3)
       end
-      if value.dtype ~= "float32" and value.dtype ~= "float64" then
-        error(string.format("%s: %s is %s; parameters must be float32 or float64", fname, where, value.dtype), 3)
+      if not PARAM_DTYPES[value.dtype] then
+        error(string.format("%s: %s is %s; parameters must be float32, float64, bfloat16 or float16", fname, where,
+          value.dtype), 3)
       end
       if seen[p] then error(string.format("%s: %s appears more than once", fname, where), 3) end
       seen[p] = true
@@ -206,7 +216,18 @@ local function run_updates(self, at)
           st = cls.counts_steps and {step = 0} or {}
           state[n] = st
         end
-        cls.update(p.value, grad, st, group)
+        local value = p.value
+        if STORAGE_DTYPES[value.dtype] then
+          if st.master == nil then
+            st.master = nc._optim.state_new(value)
+            st.master:copy_(value)
+          end
+          if grad.dtype ~= "float32" then grad = grad:float() end
+          cls.update(st.master, grad, st, group)
+          value:copy_(st.master)
+        else
+          cls.update(value, grad, st, group)
+        end
       end
     end
   end

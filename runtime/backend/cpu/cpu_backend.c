@@ -40,6 +40,7 @@ static inline void *base_of(const nc_tensor *t) { return nc_storage_host_ptr(t->
 
 /* ---- fill ----------------------------------------------------------------------------------- */
 nc_status nc_cpu_fill(nc_tensor *t, double v) {
+  if (nc_dtype_is_storage(t->dtype)) return nc_cpu_fill_half(t, v);
   nc_cpu_iter it;
   const nc_tensor *ops[1] = {t};
   nc_cpu_iter_init(&it, 1, ops);
@@ -83,6 +84,7 @@ nc_status nc_cpu_fill(nc_tensor *t, double v) {
   }
 
 nc_status nc_cpu_copy(nc_tensor *dst, const nc_tensor *src) {
+  if (nc_dtype_is_storage(dst->dtype) || nc_dtype_is_storage(src->dtype)) return nc_cpu_copy_half(dst, src);
   nc_cpu_iter it;
   const nc_tensor *ops[2] = {dst, src};
   nc_cpu_iter_init(&it, 2, ops);

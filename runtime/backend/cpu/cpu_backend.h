@@ -20,6 +20,9 @@ nc_status nc_cpu_fill(nc_tensor *t, double v);
 nc_status nc_cpu_copy(nc_tensor *dst, const nc_tensor *src);
 nc_status nc_cpu_arange(nc_tensor *t, double start, double step);
 nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
+/* fill and copy where a storage dtype (bfloat16, float16) is involved (cpu_half.c). */
+nc_status nc_cpu_fill_half(nc_tensor *t, double v);
+nc_status nc_cpu_copy_half(nc_tensor *dst, const nc_tensor *src);
 
 /* Ops defined by their op-table row (KERNEL(name, sig)): nc_cpu_<name>, one per row. */
 #define NC_CPU_KDECL_ENTRY(...)

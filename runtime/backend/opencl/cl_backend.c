@@ -4,6 +4,7 @@
 #include "core/check.h"
 #include "cl_backend.h"
 #include "cl_linalg.h"
+#include "netcl/half.h"
 
 nc_status nc_cl_alloc(nc_device *dev, size_t n, void **h) {
   nc_cl_device *cd;
@@ -70,6 +71,7 @@ typedef union {
   cl_int i;
   cl_long l;
   cl_uchar u;
+  cl_ushort h;
 } scalar;
 
 static nc_cl_arg scalar_arg(nc_dtype dt, double v, scalar *s) {
@@ -79,6 +81,8 @@ static nc_cl_arg scalar_arg(nc_dtype dt, double v, scalar *s) {
     case NC_INT32: s->i = (cl_int)v; return (nc_cl_arg){sizeof s->i, &s->i};
     case NC_INT64: s->l = (cl_long)v; return (nc_cl_arg){sizeof s->l, &s->l};
     case NC_BOOL: s->u = v != 0; return (nc_cl_arg){sizeof s->u, &s->u};
+    case NC_BFLOAT16:
+    case NC_FLOAT16: s->h = nc_half_from_double(dt, v); return (nc_cl_arg){sizeof s->h, &s->h};
     default: s->u = (cl_uchar)v; return (nc_cl_arg){sizeof s->u, &s->u};
   }
 }
@@ -115,7 +119,10 @@ nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
     return q;
   }
   const nc_cl_handle *k;
-  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_COPY_FROM_FLOAT32 + (int)src->dtype, dst->dtype, &k));
+  /* copies with a storage dtype on either side are half.cl's */
+  const int from = nc_dtype_is_storage(dst->dtype) || nc_dtype_is_storage(src->dtype) ? NC_CL_K_HALF_FROM_FLOAT32
+                                                                                       : NC_CL_K_COPY_FROM_FLOAT32;
+  NC_TRY(nc_cl_handle_get(dev, from + (int)src->dtype, dst->dtype, &k));
   cl_mem dm = nc_cl_mem(dst), sm = nc_cl_mem(src);
   nc_cl_layout dl, sl;
   nc_cl_layout_of(dst, &dl);

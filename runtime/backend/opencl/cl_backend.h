@@ -48,6 +48,14 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(COPY_FROM_INT64, "core", "int64", COPY)                                  \
   X(COPY_FROM_UINT8, "core", "uint8", COPY)                                  \
   X(COPY_FROM_BOOL, "core", "bool", COPY)                                    \
+  X(HALF_FROM_FLOAT32, "half", "float32", COPY)                              \
+  X(HALF_FROM_FLOAT64, "half", "float64", COPY)                              \
+  X(HALF_FROM_INT32, "half", "int32", COPY)                                  \
+  X(HALF_FROM_INT64, "half", "int64", COPY)                                  \
+  X(HALF_FROM_UINT8, "half", "uint8", COPY)                                  \
+  X(HALF_FROM_BOOL, "half", "bool", COPY)                                    \
+  X(HALF_FROM_BFLOAT16, "half", "bfloat16", COPY)                            \
+  X(HALF_FROM_FLOAT16, "half", "float16", COPY)                              \
   X(REDUCE_ROWS, "reduce", "reduce_rows", TYPED)                             \
   X(REDUCE_SUM, "reduce", "reduce_sum", TYPED)                               \
   X(REDUCE_GROUPS, "reduce", "reduce_groups", TYPED)                         \

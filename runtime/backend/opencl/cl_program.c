@@ -281,6 +281,11 @@ _Static_assert(NC_CL_K_COPY_FROM_FLOAT64 - NC_CL_K_COPY_FROM_FLOAT32 == NC_FLOAT
                    NC_CL_K_COPY_FROM_UINT8 - NC_CL_K_COPY_FROM_FLOAT32 == NC_UINT8 &&
                    NC_CL_K_COPY_FROM_BOOL - NC_CL_K_COPY_FROM_FLOAT32 == NC_BOOL,
                "copy slots follow nc_dtype");
+_Static_assert(NC_CL_K_HALF_FROM_FLOAT64 - NC_CL_K_HALF_FROM_FLOAT32 == NC_FLOAT64 &&
+                   NC_CL_K_HALF_FROM_BOOL - NC_CL_K_HALF_FROM_FLOAT32 == NC_BOOL &&
+                   NC_CL_K_HALF_FROM_BFLOAT16 - NC_CL_K_HALF_FROM_FLOAT32 == NC_BFLOAT16 &&
+                   NC_CL_K_HALF_FROM_FLOAT16 - NC_CL_K_HALF_FROM_FLOAT32 == NC_FLOAT16,
+               "the storage dtypes' copy slots follow nc_dtype");
 
 /* The handle of (slot, dt) for tiles: the one held if it matches (another thread may have
  * resolved it meanwhile), else a new one, published; programs_lock held. */

@@ -4,6 +4,7 @@
 
 #include "status.h"
 #include "dtype.h"
+#include "half.h"
 #include "device.h"
 #include "memory.h"
 #include "storage.h"

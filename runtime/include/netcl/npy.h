@@ -1,5 +1,5 @@
-/* NumPy .npy files (format versions 1.0, 2.0 and 3.0): one array with dtype f4 f8 i4 i8 u1 or
- * b1, little-endian. */
+/* NumPy .npy files (format versions 1.0, 2.0 and 3.0): one array with dtype f2 (float16) f4
+ * f8 i4 i8 u1 or b1, little-endian. (NumPy has no bfloat16: saving one is NC_ERR_DTYPE.) */
 #ifndef NETCL_NPY_H
 #define NETCL_NPY_H
 

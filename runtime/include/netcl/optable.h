@@ -22,6 +22,10 @@ extern "C" {
 #define NC_DT_BOOL (1u << NC_BOOL)
 #define NC_DT_NUM (NC_DT_FLOAT | NC_DT_INT)
 #define NC_DT_ALL (NC_DT_NUM | NC_DT_BOOL)
+/* The storage dtypes (nc_dtype_is_storage): only ops that move elements take them (fill, copy,
+ * views and the copies that make layouts); the dispatch layer refuses them to every other op. */
+#define NC_DT_STORAGE ((1u << NC_BFLOAT16) | (1u << NC_FLOAT16))
+#define NC_DT_MOVE (NC_DT_ALL | NC_DT_STORAGE)
 
 typedef enum {
   NC_FAMILY_UNARY,   /* out = f(x [, params]) elementwise */
@@ -182,25 +186,25 @@ typedef enum {
   X(EMBEDDING_BWD, "embedding_backward", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(EMBEDDING_BWD), NODIFF, "embedding.cl:embedding_bwd_<I>", "cpu_embedding_bwd") \
   X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY), DIFF(nc_ag_cross_entropy), "loss.cl:ce_fwd", "cpu_cross_entropy")  \
   X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY_BWD), NODIFF, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd") \
-  X(FILL, "fill", DATA, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(FILL), NODIFF, "core.cl:fill_<T>", "cpu_fill")                       \
-  X(COPY, "copy", DATA, 1, NC_DT_ALL, NC_RES_ARG, ENTRY(COPY), NODIFF, "core.cl:copy_<T>_<S>", "cpu_copy")                    \
+  X(FILL, "fill", DATA, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(FILL), NODIFF, "core.cl:fill_<T>", "cpu_fill")                       \
+  X(COPY, "copy", DATA, 1, NC_DT_MOVE, NC_RES_ARG, ENTRY(COPY), NODIFF, "core.cl:copy_<T>_<S>", "cpu_copy")                    \
   X(ARANGE, "arange", DATA, 0, NC_DT_NUM, NC_RES_ARG, ENTRY(ARANGE), NODIFF, "core.cl:arange_<T>", "cpu_arange")             \
   X(SGD_STEP, "sgd_step", OPTIM, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(SGD_STEP), NODIFF, "optim.cl:sgd_<T>", "cpu_sgd_step")     \
   X(RMSPROP_STEP, "rmsprop_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(RMSPROP_STEP), NODIFF, "optim.cl:rmsprop_<T>", "cpu_rmsprop_step") \
   X(ADAM_STEP, "adam_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ADAM_STEP), NODIFF, "optim.cl:adam_<T>", "cpu_adam_step") \
   X(SUM_SQUARES, "sum_squares", OPTIM, 1, NC_DT_FLOAT, NC_RES_ARG, ENTRY(SUM_SQUARES), NODIFF, "optim.cl:sum_squares_<T>", "cpu_sum_squares") \
-  X(VIEW, "view", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_view), "(views)", "(views)")                 \
-  X(RESHAPE, "reshape", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_reshape), "(a view, or a copy)", "cpu_copy") \
-  X(TRANSPOSE, "transpose", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_transpose), "(views)", "(views)")  \
-  X(PERMUTE, "permute", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_permute), "(views)", "(views)")        \
-  X(NARROW, "narrow", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_narrow), "(views)", "(views)")           \
-  X(SELECT, "select", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_select), "(views)", "(views)")           \
-  X(EXPAND, "expand", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_expand), "(views)", "(views)")           \
-  X(SQUEEZE, "squeeze", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_squeeze), "(views)", "(views)")        \
-  X(UNSQUEEZE, "unsqueeze", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_unsqueeze), "(views)", "(views)")  \
-  X(FLATTEN, "flatten", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_flatten), "(a view, or a copy)", "cpu_copy") \
-  X(CONTIGUOUS, "contiguous", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_contiguous), "core.cl:copy_<T>_<S>", "cpu_copy") \
-  X(CLONE, "clone", VIEW, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_clone), "core.cl:copy_<T>_<S>", "cpu_copy") \
+  X(VIEW, "view", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_view), "(views)", "(views)")                 \
+  X(RESHAPE, "reshape", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_reshape), "(a view, or a copy)", "cpu_copy") \
+  X(TRANSPOSE, "transpose", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_transpose), "(views)", "(views)")  \
+  X(PERMUTE, "permute", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_permute), "(views)", "(views)")        \
+  X(NARROW, "narrow", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_narrow), "(views)", "(views)")           \
+  X(SELECT, "select", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_select), "(views)", "(views)")           \
+  X(EXPAND, "expand", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_expand), "(views)", "(views)")           \
+  X(SQUEEZE, "squeeze", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_squeeze), "(views)", "(views)")        \
+  X(UNSQUEEZE, "unsqueeze", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_unsqueeze), "(views)", "(views)")  \
+  X(FLATTEN, "flatten", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_flatten), "(a view, or a copy)", "cpu_copy") \
+  X(CONTIGUOUS, "contiguous", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_contiguous), "core.cl:copy_<T>_<S>", "cpu_copy") \
+  X(CLONE, "clone", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_clone), "core.cl:copy_<T>_<S>", "cpu_copy") \
   X(DROPOUT, "dropout", RANDOM, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_dropout), "random.cl:bernoulli_<T>, elementwise.cl", "cpu_sample, cpu_binary") \
   X(NLL_LOSS, "nll_loss", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_nll_loss), "index.cl:take_*, reduce.cl", "cpu_index, cpu_reduce") \
   X(MSE_LOSS, "mse_loss", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_mse_loss), "elementwise.cl, reduce.cl", "cpu_binary, cpu_reduce") \
@@ -340,6 +344,14 @@ const char *nc_op_family_name(nc_op_family f); /* "unary", ... */
 
 /* Whether op takes inputs of dtype d. */
 bool nc_op_accepts(nc_op op, nc_dtype d);
+
+/* NC_OK when op takes inputs of dtype d, else NC_ERR_DTYPE: "dtype bfloat16 is a storage type;
+ * convert it with t:float() first" for a storage dtype, "<op> does not take <dtype> tensors"
+ * otherwise. The dispatch layer checks every tensor of every backend call with it. */
+nc_status nc_op_check_dtype(nc_op op, nc_dtype d);
+
+/* The NC_ERR_DTYPE of a storage dtype given to an op that computes. */
+nc_status nc_storage_dtype_error(nc_dtype d);
 
 /* Whether dev's backend implements op (an op composed of others counts as implemented; its
  * parts report their own errors). Calling an op the backend lacks fails with

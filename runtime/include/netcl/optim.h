@@ -77,7 +77,9 @@ nc_status nc_adam_step(nc_tensor *param, nc_tensor *grad, nc_tensor *exp_avg, nc
 nc_status nc_clip_grad_norm(int n, nc_tensor *const *grads, double max_norm, double *total_norm);
 
 /* A zero-filled contiguous tensor with like's shape, dtype and device, from the persistent
- * pool (optimizer state outlives the churn of activations). */
+ * pool (optimizer state outlives the churn of activations). For a storage dtype (bfloat16,
+ * float16) like, the tensor is float32: such parameters are stepped through a float32 master
+ * copy (netcl.optim), and all their state is float32. */
 nc_status nc_optim_state_new(const nc_tensor *like, nc_tensor **out);
 
 #ifdef __cplusplus

@@ -2,7 +2,7 @@
  * an 8-byte little-endian header length, a JSON header naming each tensor's dtype, shape and
  * byte range, then the raw little-endian, row-major data. Files written here load in the
  * safetensors Python package and PyTorch, and theirs load here (dtypes F32 F64 I32 I64 U8
- * BOOL). */
+ * BOOL BF16 F16). */
 #ifndef NETCL_SAFETENSORS_H
 #define NETCL_SAFETENSORS_H
 
