@@ -147,6 +147,7 @@ static int t_to(lua_State *L) {
                              name, nc_last_error());
   } else if (lua_istable(L, 2)) {
     opts = nc_lua_checkopts(L, 2, fname, "device dtype non_blocking");
+    if (!lua_isnone(L, 3)) return nc_lua_argerror(L, fname, 3, "unexpected: the options are argument 2's table");
     dt = nc_lua_opt_dtype(L, 2, dt, fname);
     lua_getfield(L, 2, "device");
     if (!lua_isnil(L, -1)) dev = nc_lua_checkdevice(L, -1, fname);
