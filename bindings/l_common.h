@@ -113,6 +113,8 @@ void nc_lua_add_io(lua_State *L);
 void nc_lua_add_data(lua_State *L);
 void nc_lua_add_json(lua_State *L);
 void nc_lua_add_term(lua_State *L);
+/* t:is_ready() and nc.synchronize (l_async.c); runs after nc_lua_add_tensor. */
+void nc_lua_add_async(lua_State *L);
 /* The ops defined by their op-table row (l_table_ops.c): nc.<name> and nc.autograd.<name>, or
  * nc.nn_ops.<name> for ops that are not differentiable. */
 void nc_lua_add_table_ops(lua_State *L);

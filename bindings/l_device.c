@@ -159,7 +159,7 @@ static int l_memory_stats(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)st.name);       \
   lua_setfield(L, -2, #name);
   F(in_use) F(cached) F(peak) F(hits) F(misses) F(persistent_in_use) F(pinned_bytes)
-  F(programs_built) F(programs_loaded) F(host_reads) F(syncs)
+  F(programs_built) F(programs_loaded) F(host_reads) F(syncs) F(async_reads)
 #undef F
   return 1;
 }

@@ -6,6 +6,7 @@ int nc_lua_open_core(lua_State *L) {
   lua_newtable(L);
   nc_lua_add_device(L);
   nc_lua_add_tensor(L);
+  nc_lua_add_async(L);
   nc_lua_add_autograd(L); /* the Node type and nc.autograd, which the op families extend */
   nc_lua_add_ops(L);
   nc_lua_add_creation(L);

@@ -139,6 +139,7 @@ static int t_to(lua_State *L) {
   nc_tensor *t = self(L, fname);
   nc_device *dev = nc_tensor_device(t);
   nc_dtype dt = t->dtype;
+  int opts = 3; /* t:to(x, {non_blocking=}) */
   if (lua_type(L, 2) == LUA_TSTRING) {
     const char *name = lua_tostring(L, 2);
     if (nc_dtype_parse(name, &dt) != NC_OK && nc_device_find(name, &dev) != NC_OK)
@@ -147,7 +148,8 @@ static int t_to(lua_State *L) {
                              "uint8, bool, bfloat16, float16; devices: %s)",
                              name, nc_last_error());
   } else if (lua_istable(L, 2)) {
-    nc_lua_checkopts(L, 2, fname, "device dtype");
+    opts = nc_lua_checkopts(L, 2, fname, "device dtype non_blocking");
+    if (!lua_isnone(L, 3)) return nc_lua_argerror(L, fname, 3, "unexpected: the options are argument 2's table");
     dt = nc_lua_opt_dtype(L, 2, dt, fname);
     lua_getfield(L, 2, "device");
     if (!lua_isnil(L, -1)) dev = nc_lua_checkdevice(L, -1, fname);
@@ -155,12 +157,16 @@ static int t_to(lua_State *L) {
   } else {
     dev = nc_lua_checkdevice(L, 2, fname);
   }
+  if (opts == 3) opts = nc_lua_checkopts(L, 3, fname, "non_blocking");
+  nc_lua_opt_field(L, opts, "non_blocking");
+  bool non_blocking = lua_toboolean(L, -1); /* a read to the host that does not wait (nc_to_async) */
+  lua_pop(L, 1);
   if (dev == nc_tensor_device(t) && dt == t->dtype) {
     lua_settop(L, 1);
     return 1;
   }
   nc_tensor *r;
-  CHECK(fname, nc_to(t, dev, dt, &r));
+  CHECK(fname, (non_blocking ? nc_to_async : nc_to)(t, dev, dt, &r));
   nc_lua_pushtensor_new(L, r);
   return 1;
 }

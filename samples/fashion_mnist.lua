@@ -150,9 +150,10 @@ local function main(argv)
   local chart = o.checkpoint:gsub("%.netcl$", "") .. ".svg"
   local last = math.min(o.epochs, o.stop_after or o.epochs)
   for epoch = done + 1, last do
-    -- losses are summed on the device and read back every few steps, so the host does not
-    -- wait for each step's result before queueing the next one
-    local sum, window, steps, shown = nil, nil, 0, nil
+    -- losses are summed on the device, and every 20 steps the window's sum is read back without
+    -- waiting (to("cpu", {non_blocking = true})): the bar shows it once it has landed, so the host
+    -- never waits for the device before queueing the next step
+    local sum, window, steps, shown, reading = nil, nil, 0, nil, nil
     if partial then
       -- the epoch Ctrl-C stopped: its generator state and its loss so far
       nc.set_rng_state(partial.rng)
@@ -178,8 +179,12 @@ local function main(argv)
       sum = sum and sum + l or l
       window = window and window + l or l
       steps = steps + 1
+      if reading and (reading:is_ready() or steps % 20 == 0) then -- (20 steps old: landed long ago)
+        shown = reading:item() / 20
+        reading = nil
+      end
       if steps % 20 == 0 then
-        shown = window:item() / 20
+        reading = window:to("cpu", {non_blocking = true})
         window = nil
       end
       bar:update(1, shown and {loss = string.format("%.4f", shown)} or nil)

@@ -7,6 +7,7 @@
 #define NETCL_CORE_DEVICE_IMPL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include "netcl/device.h"
@@ -37,6 +38,15 @@ typedef struct nc_device_iface {
    * object the backend made (kernels, programs, queue, context); later use of the device fails
    * with NC_ERR_STATE. May be NULL. */
   void (*shutdown)(nc_device *d);
+  /* Reads that do not wait (nc_storage_read_async); all three NULL when the backend's reads
+   * complete at once. read_start enqueues a copy of n bytes at off into the host memory dst and
+   * returns its token, or NULL when it could not start one (no pinned memory left: the caller
+   * reads blocking); dst must stay valid until read_end. read_ready says whether the bytes are
+   * in dst; read_end waits for them, frees the token and returns the read's failure. sync and
+   * shutdown complete every pending read (its bytes land in dst; read_end then only frees). */
+  nc_status (*read_start)(nc_device *d, void *handle, size_t off, void *dst, size_t n, void **token);
+  bool (*read_ready)(nc_device *d, void *token);
+  nc_status (*read_end)(nc_device *d, void *token);
 } nc_device_iface;
 
 struct nc_device {
@@ -50,6 +60,7 @@ struct nc_device {
   struct nc_pending_check *pending; /* device-side checks not read yet (nc_device_defer_check) */
   int npending;
   atomic_uint_fast64_t host_reads, syncs; /* reads to the host and syncs (nc_memory_stats) */
+  atomic_uint_fast64_t async_reads;       /* reads started without waiting (nc_storage_read_async) */
   uint64_t memory_limit;      /* nc_memory_limit_set (0: none); atomic loads and stores */
 };
 

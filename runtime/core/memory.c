@@ -251,6 +251,7 @@ nc_status nc_memory_stats_get(nc_device *dev, nc_memory_stats *st) {
   pthread_mutex_unlock(&dev->persistent->lock);
   st->host_reads = atomic_load(&dev->host_reads);
   st->syncs = atomic_load(&dev->syncs);
+  st->async_reads = atomic_load(&dev->async_reads);
   if (dev->iface->stats) dev->iface->stats(dev, st);
   return NC_OK;
 }

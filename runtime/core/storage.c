@@ -16,7 +16,41 @@ struct nc_storage {
   atomic_uint_fast64_t version;
   void (*release)(void *ud);
   void *ud;
+  /* A pending read into this (host) storage: the source device's token, NULL when none.
+   * read_dev is written before the token is published and read after it is seen. */
+  _Atomic(void *) reading;
+  nc_device *read_dev;
 };
+
+/* ---- pending reads ------------------------------------------------------------------------------
+ * Settling a storage's pending read (waiting for it and dropping its token) happens once, under
+ * one of a few striped locks: a second thread that finds the token waits for the first. The
+ * fast path, no pending read, is one acquire load. */
+#define READ_LOCKS 16
+static pthread_mutex_t read_locks[READ_LOCKS] = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_mutex_t *read_lock_of(const nc_storage *s) {
+  return &read_locks[((uintptr_t)s >> 6) % READ_LOCKS];
+}
+
+static nc_status settle_read(const nc_storage *cs) {
+  nc_storage *s = (nc_storage *)cs; /* the token is mutable state of a const storage */
+  if (!atomic_load_explicit(&s->reading, memory_order_acquire)) return NC_OK;
+  pthread_mutex_t *m = read_lock_of(s);
+  pthread_mutex_lock(m);
+  void *token = atomic_load_explicit(&s->reading, memory_order_relaxed);
+  nc_status st = NC_OK;
+  if (token) {
+    st = s->read_dev->iface->read_end(s->read_dev, token);
+    atomic_store_explicit(&s->reading, NULL, memory_order_release);
+  }
+  pthread_mutex_unlock(m);
+  return st;
+}
 
 nc_status nc_storage_new(nc_device *dev, size_t nbytes, unsigned flags, nc_storage **out) {
   nc_storage *s = calloc(1, sizeof *s);
@@ -62,6 +96,7 @@ nc_storage *nc_storage_retain(nc_storage *s) {
 
 void nc_storage_release(nc_storage *s) {
   if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
+  (void)settle_read(s); /* the read writes into the memory about to be freed */
   if (s->block) nc_pool_free(s->block);
   if (s->release) s->release(s->ud);
   free(s);
@@ -69,8 +104,15 @@ void nc_storage_release(nc_storage *s) {
 
 nc_device *nc_storage_device(const nc_storage *s) { return s->dev; }
 size_t nc_storage_nbytes(const nc_storage *s) { return s->nbytes; }
-void *nc_storage_handle(const nc_storage *s) { return s->handle; }
-void *nc_storage_host_ptr(const nc_storage *s) { return s->host; }
+/* The two ways to the bytes: both wait for a pending read first. */
+void *nc_storage_handle(const nc_storage *s) {
+  (void)settle_read(s);
+  return s->handle;
+}
+void *nc_storage_host_ptr(const nc_storage *s) {
+  (void)settle_read(s);
+  return s->host;
+}
 uint64_t nc_storage_version(const nc_storage *s) { return atomic_load(&s->version); }
 void nc_storage_bump_version(nc_storage *s) { atomic_fetch_add(&s->version, 1); }
 
@@ -84,16 +126,54 @@ static nc_status check_range(const nc_storage *s, size_t off, size_t n, const ch
 nc_status nc_storage_write(nc_storage *s, size_t off, const void *src, size_t nbytes) {
   NC_TRY(check_range(s, off, nbytes, "write"));
   if (nbytes == 0) return NC_OK;
+  NC_TRY(settle_read(s));
   return s->dev->iface->write(s->dev, s->handle, off, src, nbytes);
 }
 
 nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nbytes) {
   NC_TRY(check_range(s, off, nbytes, "read"));
   if (nbytes == 0) return NC_OK;
+  NC_TRY(settle_read(s));
   NC_TRY(nc_device_flush_checks(s->dev));
   atomic_fetch_add(&s->dev->host_reads, 1);
   return s->dev->iface->read(s->dev, s->handle, off, dst, nbytes);
 }
+
+nc_status nc_storage_read_async(const nc_storage *src, size_t off, nc_storage *dst, size_t dst_off, size_t nbytes) {
+  NC_TRY(check_range(src, off, nbytes, "async read"));
+  NC_TRY(check_range(dst, dst_off, nbytes, "async read destination"));
+  if (nbytes && !dst->host)
+    return nc_error(NC_ERR_ARG, "an async read needs host memory to read into, and %s is not host memory",
+                    dst->dev->info.name);
+  if (nbytes == 0) return NC_OK;
+  NC_TRY(settle_read(dst)); /* one pending read per storage: the previous one lands first */
+  nc_storage_bump_version(dst);
+  char *host = (char *)dst->host + dst_off;
+  nc_device *dev = src->dev;
+  void *token = NULL;
+  nc_status st = NC_OK;
+  if (dev->iface->read_start && !src->host) st = dev->iface->read_start(dev, src->handle, off, host, nbytes, &token);
+  if (token) { /* started (st may still report a failure of the queue behind it) */
+    atomic_fetch_add(&dev->async_reads, 1);
+    dst->read_dev = dev;
+    atomic_store_explicit(&dst->reading, token, memory_order_release);
+  }
+  if (token || st != NC_OK) return st;
+  return nc_storage_read(src, off, host, nbytes);
+}
+
+bool nc_storage_is_ready(const nc_storage *cs) {
+  nc_storage *s = (nc_storage *)cs;
+  if (!atomic_load_explicit(&s->reading, memory_order_acquire)) return true;
+  pthread_mutex_t *m = read_lock_of(s);
+  pthread_mutex_lock(m);
+  void *token = atomic_load_explicit(&s->reading, memory_order_relaxed);
+  bool ready = !token || s->read_dev->iface->read_ready(s->read_dev, token);
+  pthread_mutex_unlock(m);
+  return ready;
+}
+
+nc_status nc_storage_wait(const nc_storage *s) { return settle_read(s); }
 
 /* ---- checks made on the device, read at the next sync point ------------------------------------ */
 typedef struct nc_pending_check {

@@ -150,8 +150,14 @@ static nc_status forbidden_warmup(nc_device *d) {
   return nc_error(NC_ERR_DEVICE, "device %s is " FORBIDDEN, d->info.spec);
 }
 static const nc_device_iface forbidden_iface = {
-    "forbidden",    forbidden_alloc, forbidden_release, forbidden_host_ptr, forbidden_write, forbidden_read,
-    forbidden_sync, NULL,            forbidden_warmup, NULL};
+    .name = "forbidden",
+    .alloc = forbidden_alloc,
+    .release = forbidden_release,
+    .host_ptr = forbidden_host_ptr,
+    .write = forbidden_write,
+    .read = forbidden_read,
+    .sync = forbidden_sync,
+    .warmup = forbidden_warmup}; /* no read_start: an async read falls back to forbidden_read */
 static nc_dispatch forbidden_dispatch = {
     .name = "opencl (in a DataLoader worker: OpenCL drivers are not fork-safe, so get() must return CPU tensors or "
             "numbers)"};

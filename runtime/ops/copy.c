@@ -97,6 +97,25 @@ nc_status nc_to(nc_tensor *t, nc_device *dev, nc_dtype dtype, nc_tensor **out) {
   return NC_OK;
 }
 
+nc_status nc_to_async(nc_tensor *t, nc_device *dev, nc_dtype dtype, nc_tensor **out) {
+  nc_device *sd = nc_tensor_device(t);
+  if (sd == dev || dev->info.kind != NC_DEVICE_CPU) return nc_to(t, dev, dtype, out);
+  nc_tensor *dense = NULL, *r = NULL;
+  /* the values in dtype, contiguous, on t's device (t itself when it is so already) */
+  nc_status s = dtype == t->dtype ? nc_contiguous(t, &dense) : nc_to(t, sd, dtype, &dense);
+  if (s == NC_OK) s = nc_tensor_empty(dev, dtype, t->ndim, t->shape, 0, &r);
+  if (s == NC_OK)
+    s = nc_storage_read_async(dense->storage, (size_t)dense->offset * nc_dtype_size(dtype), r->storage, 0,
+                              nc_tensor_nbytes(r));
+  nc_tensor_release(dense); /* the queue is in order: later work cannot reach the read's source */
+  if (s != NC_OK) {
+    nc_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return NC_OK;
+}
+
 nc_status nc_contiguous(nc_tensor *t, nc_tensor **out) {
   if (nc_tensor_is_contiguous(t)) {
     *out = nc_tensor_retain(t);

@@ -183,7 +183,7 @@ function TestOptions:test_unknown_keys_list_the_accepted_ones()
     assert_unknown(function() return x:topk(1, nil, {smallest = true}) end, "smallest", "{largest=}")
     assert_unknown(function() return nc.dropout(x, 0.5, {train = false}) end, "train", "{training=}")
   end
-  assert_unknown(function() return t:to({dtyp = "float64"}) end, "dtyp", "{device=, dtype=}")
+  assert_unknown(function() return t:to({dtyp = "float64"}) end, "dtyp", "{device=, dtype=, non_blocking=}")
   assert_unknown(function() return nc.randint(0, 3, {2}, {dtyp = "int32"}) end, "dtyp", "{dtype=, device=}")
   assert_unknown(function() return nc.randint(3, {2}, {devise = "cpu"}) end, "devise", "{dtype=, device=}")
   assert_unknown(function() return nc.randperm(3, {dtyp = "int32"}) end, "dtyp", "{dtype=, device=}")

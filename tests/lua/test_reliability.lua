@@ -29,7 +29,7 @@ function TestStrictOptions:test_every_family_rejects_unknown_keys()
   nio.save({a = t}, path)
   local cases = {
     {"netcl.zeros", "{dtype=, device=}", function(o) return nc.zeros({2}, o) end},
-    {"netcl.to", "{device=, dtype=}", function(o) return t:to(o) end},
+    {"netcl.to", "{device=, dtype=, non_blocking=}", function(o) return t:to(o) end},
     {"netcl.sum", "{keepdim=, out=}", function(o) return t:sum(1, o) end},
     {"netcl.mean", "keepdim=", function(o) return t:mean(1, o) end},
     {"netcl.max", "keepdim=", function(o) return t:max(1, o) end},

@@ -70,7 +70,9 @@ function Trainer:fit()
     local total = class.field(loader, "len") and loader:len() or nil
     local bar <close> = progress.bar{total = total, desc = string.format("epoch %d/%d", epoch, self.epochs),
       out = not self.progress and {write = function() end, flush = function() end} or nil}
-    local sum, window, steps, shown = nil, nil, 0, nil
+    -- the bar's loss: every 10 steps the window's sum is read back without waiting, and shown
+    -- once it has landed (the host never waits for the device to queue the next step)
+    local sum, window, steps, shown, reading = nil, nil, 0, nil, nil
     for x in loader:iter() do
       local v1, v2 = self.augment(x), self.augment(x)
       local tape = ag.Tape()
@@ -84,7 +86,14 @@ function Trainer:fit()
       sum = sum and sum + l or l
       window = window and window + l or l
       steps = steps + 1
-      if steps % 10 == 0 then shown = window:item() / 10; window = nil end
+      if reading and (reading:is_ready() or steps % 10 == 0) then
+        shown = reading:item() / 10
+        reading = nil
+      end
+      if steps % 10 == 0 then
+        reading = window:to("cpu", {non_blocking = true})
+        window = nil
+      end
       bar:update(1, shown and {loss = string.format("%.4f", shown)} or nil)
     end
     bar:close()

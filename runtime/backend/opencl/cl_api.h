@@ -16,7 +16,7 @@
   X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg)                        \
   X(clEnqueueNDRangeKernel) X(clFinish) X(clFlush) X(clGetEventInfo) X(clReleaseEvent)              \
   X(clWaitForEvents) X(clGetKernelWorkGroupInfo) X(clEnqueueFillBuffer)                             \
-  X(clEnqueueMarkerWithWaitList)
+  X(clEnqueueMarkerWithWaitList) X(clRetainEvent)
 
 typedef struct {
 #define X(f) __typeof__(f) *f;

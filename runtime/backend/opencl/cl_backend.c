@@ -43,8 +43,9 @@ nc_status nc_cl_sync(nc_device *dev) {
   if (err != CL_SUCCESS) return nc_cl_fail(err, "waiting for the queue", dev);
   pthread_mutex_lock(&dev->lock);
   nc_cl_forget_mark(cd); /* complete now, unless another thread enqueued meanwhile: harmless */
+  nc_status s = nc_cl_reads_complete(dev, cd);
   pthread_mutex_unlock(&dev->lock);
-  return NC_OK;
+  return s;
 }
 
 void nc_cl_stats(nc_device *dev, nc_memory_stats *st) {

@@ -155,6 +155,7 @@ typedef struct {
   pthread_mutex_t programs_lock;
   nc_cl_program *programs;
   nc_cl_staging *staging;
+  struct nc_cl_pending_read *reads; /* pending reads that hold a staging buffer (dev->lock guards it) */
   /* The bounded queue (nc_cl_enqueued): commands enqueued since the last marker, and that
    * marker's event (NULL when none is pending); dev->lock guards both. */
   unsigned since_mark, queue_batch;
@@ -287,6 +288,21 @@ static inline cl_mem nc_cl_mem(const nc_tensor *t) { return (cl_mem)nc_storage_h
 nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src, size_t n);
 void nc_cl_staging_free(nc_cl_device *cd);
 uint64_t nc_cl_staging_bytes(nc_cl_device *cd);
+
+/* A free pinned staging buffer of at least n bytes, held (no write or other read takes it)
+ * until nc_cl_staging_unhold; *host gets its mapped memory. NULL when pinned memory is at its
+ * cap. dev->lock held for both. */
+nc_cl_staging *nc_cl_staging_hold(nc_cl_device *cd, size_t n, void **host);
+void nc_cl_staging_unhold(nc_cl_staging *b);
+
+/* Reads that do not wait (cl_read_async.c): the device interface's read_start, read_ready and
+ * read_end, and the completion of every pending read, with dev->lock held and the queue drained
+ * (nc_cl_sync, nc_cl_shutdown): each one's bytes land in its destination and its staging
+ * buffer is freed. Returns the first failure. */
+nc_status nc_cl_read_start(nc_device *dev, void *h, size_t off, void *dst, size_t n, void **token);
+bool nc_cl_read_ready(nc_device *dev, void *token);
+nc_status nc_cl_read_end(nc_device *dev, void *token);
+nc_status nc_cl_reads_complete(nc_device *dev, nc_cl_device *cd);
 
 nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev);
 

@@ -1,5 +1,6 @@
-/* The OpenCL device at process exit (the device interface's shutdown): the queue drained, then
- * the staging buffers, kernels, programs, queue and context released, in that order. */
+/* The OpenCL device at process exit (the device interface's shutdown): the queue drained and
+ * pending reads completed, then the staging buffers, kernels, programs, queue and context
+ * released, in that order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ void nc_cl_shutdown(nc_device *dev) {
     pthread_mutex_lock(&dev->lock);
     nc_cl.clFinish(cd->queue);
     nc_cl_forget_mark(cd);
+    (void)nc_cl_reads_complete(dev, cd); /* pending reads land in their storages, which outlive the device */
     nc_cl_staging_free(cd);
     pthread_mutex_lock(&cd->programs_lock);
     memset(cd->handles, 0, sizeof cd->handles);

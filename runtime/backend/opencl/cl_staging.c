@@ -1,12 +1,15 @@
 /* PinnedBufferPool: page-locked (CL_MEM_ALLOC_HOST_PTR, mapped) staging buffers for
- * host-to-device writes. A write copies the caller's bytes into a free staging buffer and
- * enqueues a non-blocking transfer; the buffer is busy until the transfer's event completes,
- * so the caller's memory is free at once and the copy overlaps with compute. */
+ * host-to-device writes and for reads that do not wait. A write copies the caller's bytes into
+ * a free staging buffer and enqueues a non-blocking transfer; the buffer is busy until the
+ * transfer's event completes, so the caller's memory is free at once and the copy overlaps with
+ * compute. A read that does not wait (cl_read_async.c) holds a buffer from its start until its
+ * bytes are copied out. */
 #include <stdlib.h>
 #include <string.h>
 #include "cl_backend.h"
 
 #define STAGING_MIN ((size_t)1 << 20)
+#define STAGING_READ_MIN ((size_t)4 << 10) /* reads are mostly a few scalars: metrics, losses */
 #define STAGING_CAP ((size_t)256 << 20) /* total pinned bytes kept */
 
 typedef struct nc_cl_staging {
@@ -14,10 +17,12 @@ typedef struct nc_cl_staging {
   void *host;
   size_t size;
   cl_event busy; /* NULL when free */
+  bool held;     /* by a pending read (nc_cl_staging_hold) */
   struct nc_cl_staging *next;
 } staging_buf;
 
 static bool is_done(staging_buf *b) {
+  if (b->held) return false;
   if (!b->busy) return true;
   cl_int st = CL_QUEUED;
   if (nc_cl.clGetEventInfo(b->busy, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS || st <= CL_COMPLETE) {
@@ -58,8 +63,8 @@ void nc_cl_staging_free(nc_cl_device *cd) {
   }
 }
 
-static staging_buf *new_buf(nc_cl_device *cd, size_t n) {
-  size_t size = STAGING_MIN;
+static staging_buf *new_buf(nc_cl_device *cd, size_t n, size_t min) {
+  size_t size = min;
   while (size < n) size *= 2;
   cl_int err;
   cl_mem mem = nc_cl.clCreateBuffer(cd->ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, size, NULL, &err);
@@ -77,7 +82,7 @@ static staging_buf *new_buf(nc_cl_device *cd, size_t n) {
 }
 
 /* A free staging buffer of at least n bytes, or NULL when pinned memory is at its cap. */
-static staging_buf *acquire(nc_cl_device *cd, size_t n) {
+static staging_buf *acquire(nc_cl_device *cd, size_t n, size_t min) {
   staging_buf *best = NULL;
   for (staging_buf *b = cd->staging; b; b = b->next)
     if (b->size >= n && is_done(b) && (!best || b->size < best->size)) best = b;
@@ -95,7 +100,7 @@ static staging_buf *acquire(nc_cl_device *cd, size_t n) {
     }
     if (nc_cl_staging_bytes(cd) + n > STAGING_CAP) return NULL;
   }
-  staging_buf *b = new_buf(cd, n);
+  staging_buf *b = new_buf(cd, n, min);
   if (b) {
     b->next = cd->staging;
     cd->staging = b;
@@ -105,7 +110,7 @@ static staging_buf *acquire(nc_cl_device *cd, size_t n) {
 
 nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src, size_t n) {
   pthread_mutex_lock(&dev->lock);
-  staging_buf *b = n <= STAGING_CAP / 2 ? acquire(cd, n) : NULL;
+  staging_buf *b = n <= STAGING_CAP / 2 ? acquire(cd, n, STAGING_MIN) : NULL;
   cl_int err;
   if (b) {
     memcpy(b->host, src, n);
@@ -125,3 +130,13 @@ nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size
   if (err != CL_SUCCESS) return nc_cl_fail(err, "writing to a device buffer", dev);
   return NC_OK;
 }
+
+nc_cl_staging *nc_cl_staging_hold(nc_cl_device *cd, size_t n, void **host) {
+  staging_buf *b = n <= STAGING_CAP / 2 ? acquire(cd, n, STAGING_READ_MIN) : NULL;
+  if (!b) return NULL;
+  b->held = true;
+  *host = b->host;
+  return b;
+}
+
+void nc_cl_staging_unhold(nc_cl_staging *b) { b->held = false; }

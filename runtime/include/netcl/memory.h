@@ -20,6 +20,7 @@ typedef struct {
   uint64_t programs_loaded; /* OpenCL programs loaded from the on-disk binary cache */
   uint64_t host_reads;      /* reads from the device to the host (each waits for queued work) */
   uint64_t syncs;           /* nc_device_sync calls */
+  uint64_t async_reads;     /* reads to the host started without waiting (nc_storage_read_async) */
 } nc_memory_stats;
 
 nc_status nc_memory_stats_get(nc_device *dev, nc_memory_stats *out);

@@ -2,6 +2,7 @@
 #ifndef NETCL_STORAGE_H
 #define NETCL_STORAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "device.h"
@@ -47,6 +48,30 @@ nc_status nc_storage_write(nc_storage *s, size_t off, const void *src, size_t nb
 
 /* Copies nbytes at byte offset off to host memory; waits for queued work. */
 nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nbytes);
+
+/* ---- reads that do not wait --------------------------------------------------------------------
+ * nc_storage_read_async copies nbytes at byte offset off of src into the host storage dst (a
+ * CPU-backend storage) at byte offset dst_off, and returns as soon as the copy is enqueued: on
+ * an OpenCL device, a non-blocking read into a pinned staging buffer, behind the work already
+ * queued (so it sees src as that work leaves it, whatever is enqueued after). dst is then
+ * pending until the bytes land: every access to its data (nc_storage_handle, _host_ptr, _read,
+ * _write, a further read_async into it, its last release) first waits for them, so a result is
+ * never read early, whether or not the caller waits. A new async read into a pending dst waits
+ * for the previous one first. src may be released at once.
+ * The read completes before returning when src is host memory (the CPU backend) or when the
+ * device's pinned staging memory is all taken by pending reads; then it also reads the
+ * device's pending checks (as nc_storage_read does). Otherwise those checks are read at the
+ * device's next sync point. nc_device_sync completes every pending read of the device.
+ * Errors: NC_ERR_INDEX (a range outside a storage), NC_ERR_ARG (dst is not host memory), and
+ * the device's failure to start the read. */
+nc_status nc_storage_read_async(const nc_storage *src, size_t off, nc_storage *dst, size_t dst_off, size_t nbytes);
+
+/* Whether s has no pending read (its bytes have landed, or none was started). Never waits. */
+bool nc_storage_is_ready(const nc_storage *s);
+
+/* Waits for s's pending read, if any, and returns its failure (an access that has no status to
+ * return, such as nc_storage_handle, waits the same way but cannot report one). */
+nc_status nc_storage_wait(const nc_storage *s);
 
 #ifdef __cplusplus
 }
