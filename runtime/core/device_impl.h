@@ -37,6 +37,12 @@ typedef struct nc_device_iface {
    * object the backend made (kernels, programs, queue, context); later use of the device fails
    * with NC_ERR_STATE. May be NULL. */
   void (*shutdown)(nc_device *d);
+  /* Optional (NULL: nc_storage_read_start reads at once with read): queues a read into dst and
+   * returns without waiting; *ticket goes to read_wait exactly once (which waits for the read
+   * and frees the ticket), and may be polled with read_done in between. */
+  nc_status (*read_start)(nc_device *d, void *handle, size_t off, void *dst, size_t n, void **ticket);
+  bool (*read_done)(nc_device *d, void *ticket);
+  nc_status (*read_wait)(nc_device *d, void *ticket);
 } nc_device_iface;
 
 struct nc_device {

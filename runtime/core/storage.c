@@ -95,6 +95,32 @@ nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nby
   return s->dev->iface->read(s->dev, s->handle, off, dst, nbytes);
 }
 
+nc_status nc_storage_read_start(const nc_storage *s, size_t off, void *dst, size_t nbytes, nc_read *out) {
+  *out = (nc_read){NULL, NULL};
+  NC_TRY(check_range(s, off, nbytes, "read"));
+  if (nbytes == 0) return NC_OK;
+  const nc_device_iface *io = s->dev->iface;
+  if (!io->read_start) return nc_storage_read(s, off, dst, nbytes);
+  atomic_fetch_add(&s->dev->host_reads, 1);
+  NC_TRY(io->read_start(s->dev, s->handle, off, dst, nbytes, &out->ticket));
+  out->dev = s->dev;
+  return NC_OK;
+}
+
+bool nc_read_done(const nc_read *r) {
+  return !r->dev || !r->dev->iface->read_done || r->dev->iface->read_done(r->dev, r->ticket);
+}
+
+nc_status nc_read_wait(nc_read *r) {
+  nc_device *dev = r->dev;
+  if (!dev) return NC_OK;
+  r->dev = NULL;
+  nc_status s = dev->iface->read_wait(dev, r->ticket);
+  r->ticket = NULL;
+  /* the checks a blocking read reports before it reads, reported after this one */
+  return s == NC_OK ? nc_device_flush_checks(dev) : s;
+}
+
 /* ---- checks made on the device, read at the next sync point ------------------------------------ */
 typedef struct nc_pending_check {
   nc_storage *flag;

@@ -151,7 +151,7 @@ static nc_status forbidden_warmup(nc_device *d) {
 }
 static const nc_device_iface forbidden_iface = {
     "forbidden",    forbidden_alloc, forbidden_release, forbidden_host_ptr, forbidden_write, forbidden_read,
-    forbidden_sync, NULL,            forbidden_warmup, NULL};
+    forbidden_sync, NULL,            forbidden_warmup, NULL, NULL, NULL, NULL};
 static nc_dispatch forbidden_dispatch = {
     .name = "opencl (in a DataLoader worker: OpenCL drivers are not fork-safe, so get() must return CPU tensors or "
             "numbers)"};

@@ -281,6 +281,9 @@ void nc_cl_release(nc_device *dev, void *h);
 void *nc_cl_host_ptr(nc_device *dev, void *h);
 nc_status nc_cl_write(nc_device *dev, void *h, size_t off, const void *src, size_t n);
 nc_status nc_cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t n);
+nc_status nc_cl_read_start(nc_device *dev, void *h, size_t off, void *dst, size_t n, void **ticket);
+bool nc_cl_read_done(nc_device *dev, void *ticket);
+nc_status nc_cl_read_wait(nc_device *dev, void *ticket);
 nc_status nc_cl_sync(nc_device *dev);
 void nc_cl_stats(nc_device *dev, nc_memory_stats *st);
 
