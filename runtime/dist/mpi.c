@@ -277,7 +277,17 @@ nc_status nc_mpi_all_reduce_start(nc_tensor *t, nc_reduce_op op, nc_mpi_reduce *
 
 nc_status nc_mpi_all_reduce_finish(nc_mpi_reduce *h) {
   const char *what = "all_reduce";
-  nc_status s = launch_started(h, true);
+  nc_status s = need_init(what);
+  if (s != NC_OK) { /* MPI was finalized first: nothing can complete it */
+    for (nc_mpi_reduce **p = &g_started; *p; p = &(*p)->next)
+      if (*p == h) {
+        *p = h->next;
+        break;
+      }
+    if (!h->launched) free_reduce(h);
+    return s;
+  }
+  s = launch_started(h, true);
   bool done = false;
   if (s == NC_OK) {
     s = wait_for(&h->req, what);

@@ -359,6 +359,8 @@ function TestDataParallel:test_errors()
   H.assert_error(function() step{optimizer = {opt}} end, "1 optimizers for 2 replicas")
   H.assert_error(function() step{loss_fn = function() return 1 end} end, "must return the loss")
   H.assert_error(function() step{lr = 1} end, "unknown option 'lr'")
+  H.assert_error(function() step{overlap = 1} end, "overlap must be a boolean")
+  H.assert_error(function() step{bucket_mb = 0} end, "bucket_mb must be a number > 0")
   H.assert_error(function() dist.data_parallel_step{model = replicas[1], batch = {x, y}, loss_fn = loss_fn,
     optimizer = opt} end, "call dist.init first")
   H.assert_error(function() dist.all_reduce(x) end, "dist.init")
