@@ -110,6 +110,8 @@ static int tape_new(lua_State *L) {
 
 static int tape_gc(lua_State *L) {
   nc_lua_tape_box *b = luaL_checkudata(L, 1, NC_TAPE_MT);
+  if (b->t && nc_tape_busy(b->t)) /* free from an on_grad hook: the pass still walks it */
+    return nc_lua_errorf(L, "netcl.autograd.Tape:free: the tape's backward pass is running (called from on_grad)");
   nc_tape_free(b->t);
   b->t = NULL;
   return 0;
@@ -192,7 +194,28 @@ static int tape_scope(lua_State *L) {
   return 1;
 }
 
-/* tape:backward(out, grad?, {retain=false}) */
+/* The on_grad hook of tape:backward: calls the Lua function at fn_idx with the leaf, in
+ * protected mode (a Lua error must not unwind through the C tape); its message becomes the
+ * backward's error. */
+typedef struct {
+  lua_State *L;
+  int fn_idx;
+} grad_hook;
+
+static nc_status call_grad_hook(nc_node *leaf, void *ud) {
+  grad_hook *h = ud;
+  lua_State *L = h->L;
+  int top = lua_gettop(L);
+  lua_pushvalue(L, h->fn_idx);
+  nc_lua_pushnode_owned(L, nc_node_retain(leaf));
+  if (lua_pcall(L, 1, 0, 0) == LUA_OK) return NC_OK;
+  const char *msg = luaL_tolstring(L, -1, NULL);
+  nc_status s = nc_error(NC_ERR_STATE, "the on_grad hook failed: %s", msg);
+  lua_settop(L, top);
+  return s;
+}
+
+/* tape:backward(out, grad?, {retain=false, on_grad=fn}) */
 static int tape_backward(lua_State *L) {
   const char *fname = "netcl.autograd.backward";
   nc_lua_tape_box *b = checktape(L, 1, fname);
@@ -205,12 +228,21 @@ static int tape_backward(lua_State *L) {
     if (!grad) return nc_lua_argerror(L, fname, 3, "expected a Tensor gradient, got %s", luaL_typename(L, 3));
   }
   bool retain = false;
+  grad_hook hook = {L, 0};
   if (lua_istable(L, opts)) {
     lua_getfield(L, opts, "retain");
     retain = lua_toboolean(L, -1);
     lua_pop(L, 1);
+    if (lua_getfield(L, opts, "on_grad") != LUA_TNIL) {
+      if (!lua_isfunction(L, -1))
+        return nc_lua_errorf(L, "%s: on_grad must be a function(leaf), got %s", fname, luaL_typename(L, -1));
+      hook.fn_idx = lua_gettop(L);
+    } else {
+      lua_pop(L, 1);
+    }
   }
-  NC_LUA_CHECK(L, fname, nc_tape_backward(b->t, out, grad, retain));
+  NC_LUA_CHECK(L, fname,
+               nc_tape_backward_hooked(b->t, out, grad, retain, hook.fn_idx ? call_grad_hook : NULL, &hook));
   return 0;
 }
 
@@ -309,6 +341,8 @@ static int node_index(lua_State *L) {
     lua_pushboolean(L, nc_node_requires_grad(n));
   else if (!strcmp(k, "is_leaf"))
     lua_pushboolean(L, nc_node_is_leaf(n));
+  else if (!strcmp(k, "id")) /* the node's identity: Node values over one node share it */
+    lua_pushinteger(L, (lua_Integer)(uintptr_t)n);
   else if (!strcmp(k, "op")) {
     if (nc_node_op(n))
       lua_pushstring(L, nc_node_op(n));
@@ -324,7 +358,7 @@ static int node_index(lua_State *L) {
     nc_lua_pushdevice(L, nc_tensor_device(v));
   else
     return nc_lua_errorf(L, "netcl.autograd.index: a Node has no field or method '%s' (fields: value, grad, "
-                            "requires_grad, is_leaf, op, shape, ndim, dtype, device)", k);
+                            "requires_grad, is_leaf, op, id, shape, ndim, dtype, device)", k);
   return 1;
 }
 

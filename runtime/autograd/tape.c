@@ -16,6 +16,12 @@ struct nc_node {
   struct nc_tape_entry *creator;
   bool requires_grad;
   int refcount;
+  /* A hooked backward pass's bookkeeping for a leaf (nc_tape_backward_hooked): the pass that
+   * set it, the index of the first entry using the leaf (its gradient is final once that entry
+   * has run), and whether the pass gave it a gradient. */
+  uint64_t hook_pass;
+  size_t hook_first;
+  bool hook_got;
 };
 
 typedef struct {
@@ -46,6 +52,7 @@ struct nc_tape {
   nc_tape_entry **entries;
   size_t n, cap;
   bool consumed;
+  bool busy; /* a backward pass is walking the entries (a hook runs) */
 };
 
 /* ---- nodes ---------------------------------------------------------------------------------- */
@@ -159,6 +166,7 @@ void nc_tape_free(nc_tape *t) {
 
 size_t nc_tape_size(const nc_tape *t) { return t->n; }
 bool nc_tape_consumed(const nc_tape *t) { return t->consumed; }
+bool nc_tape_busy(const nc_tape *t) { return t->busy; }
 
 bool nc_ag_should_record(const nc_tape *t, int n, nc_node *const *in) {
   if (!t) return false;
@@ -169,6 +177,8 @@ bool nc_ag_should_record(const nc_tape *t, int n, nc_node *const *in) {
 
 nc_status nc_tape_record(nc_tape *t, const char *op, nc_backward_fn fn, int n, nc_node *const *in,
                          nc_node *out, nc_ag_ctx **ctx) {
+  if (t->busy)
+    return nc_error(NC_ERR_STATE, "cannot record %s on a tape while its backward pass runs (from a gradient hook)", op);
   if (t->consumed)
     return nc_error(NC_ERR_STATE,
                     "this tape was freed by backward; record on a new tape (or pass retain=true)");
@@ -243,7 +253,36 @@ static nc_status accumulate_grad(nc_node *n, nc_tensor *g) {
   return NC_OK;
 }
 
+/* Whether in is a leaf for this pass: a node that requires a gradient and was not produced on t
+ * (its gradient goes to .grad). */
+static bool pass_leaf(const nc_tape *t, const nc_node *in) {
+  return in->requires_grad && !(in->creator && in->creator->tape == t);
+}
+
+/* After entry k has run (or was skipped): the hook for each leaf whose first use is k and that got
+ * a gradient in this pass, in input order, each once. */
+static nc_status fire_hooks(nc_tape *t, size_t k, uint64_t pass, nc_grad_hook hook, void *ud) {
+  nc_ag_ctx *c = &t->entries[k]->ctx;
+  for (int i = 0; i < c->n_inputs; i++) {
+    nc_node *in = c->inputs[i];
+    if (!pass_leaf(t, in) || in->hook_pass != pass || in->hook_first != k) continue;
+    in->hook_first = SIZE_MAX; /* fired (or not to fire): once */
+    if (!in->hook_got) continue;
+    nc_status s = hook(in, ud);
+    if (s != NC_OK) return s;
+  }
+  return NC_OK;
+}
+
 nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retain) {
+  return nc_tape_backward_hooked(t, out, grad, retain, NULL, NULL);
+}
+
+nc_status nc_tape_backward_hooked(nc_tape *t, nc_node *out, nc_tensor *grad, bool retain, nc_grad_hook hook,
+                                  void *ud) {
+  static _Atomic uint64_t passes;
+  if (t->busy)
+    return nc_error(NC_ERR_STATE, "backward called from inside a gradient hook of the same tape's backward");
   if (t->consumed)
     return nc_error(NC_ERR_STATE,
                     "backward called twice: the first backward freed the tape "
@@ -271,16 +310,34 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
     }
   }
   nc_status st = NC_OK;
+  t->busy = true;
   bool on_tape = out->creator != NULL && out->creator->tape == t;
   if (!on_tape) { /* a leaf: its gradient is the seed */
     st = accumulate_grad(out, g0);
+    if (st == NC_OK && hook) st = hook(out, ud);
     goto done;
+  }
+  /* With a hook: each leaf's first use (lowest entry index) in this pass. */
+  uint64_t pass = hook ? ++passes : 0;
+  for (size_t k = 0; hook && k < t->n; k++) {
+    nc_ag_ctx *c = &t->entries[k]->ctx;
+    for (int i = 0; i < c->n_inputs; i++) {
+      nc_node *in = c->inputs[i];
+      if (pass_leaf(t, in) && in->hook_pass != pass) {
+        in->hook_pass = pass;
+        in->hook_first = k;
+        in->hook_got = false;
+      }
+    }
   }
   out->pending = g0;
   for (size_t k = t->n; k-- > 0 && st == NC_OK;) {
     nc_tape_entry *e = t->entries[k];
     nc_tensor *g = e->out->pending;
-    if (!g) continue;
+    if (!g) {
+      if (hook) st = fire_hooks(t, k, pass, hook, ud); /* its leaves may be final all the same */
+      continue;
+    }
     e->out->pending = NULL;
     nc_tensor *gin[16] = {NULL};
     nc_tensor **grads = e->ctx.n_inputs <= 16 ? gin : calloc((size_t)e->ctx.n_inputs, sizeof *grads);
@@ -314,12 +371,15 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
       }
       /* Nodes produced on this tape gather gradients until their own entry runs; leaves (and
        * nodes from other tapes) accumulate into .grad. */
-      if (in->creator && in->creator->tape == t)
+      if (in->creator && in->creator->tape == t) {
         st = accumulate(&in->pending, grads[i]);
-      else
+      } else {
         st = accumulate_grad(in, grads[i]);
+        if (st == NC_OK) in->hook_got = true;
+      }
     }
     if (grads != gin) free(grads);
+    if (st == NC_OK && hook) st = fire_hooks(t, k, pass, hook, ud);
   }
   /* drop anything left pending (an error, or branches that never reached an entry) */
   for (size_t k = 0; k < t->n; k++) {
@@ -327,6 +387,7 @@ nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retai
     t->entries[k]->out->pending = NULL;
   }
 done:
+  t->busy = false;
   if (!retain) {
     clear(t);
     t->consumed = true;

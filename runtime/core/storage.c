@@ -175,6 +175,37 @@ bool nc_storage_is_ready(const nc_storage *cs) {
 
 nc_status nc_storage_wait(const nc_storage *s) { return settle_read(s); }
 
+/* nc_storage_read_start uses the same device entries as nc_storage_read_async, with the
+ * caller's memory as the destination and the caller keeping the token (the nc_read). */
+nc_status nc_storage_read_start(const nc_storage *s, size_t off, void *dst, size_t nbytes, nc_read *out) {
+  *out = (nc_read){NULL, NULL};
+  NC_TRY(check_range(s, off, nbytes, "read"));
+  if (nbytes == 0) return NC_OK;
+  nc_device *dev = s->dev;
+  void *token = NULL;
+  nc_status st = NC_OK;
+  if (dev->iface->read_start && !s->host) st = dev->iface->read_start(dev, s->handle, off, dst, nbytes, &token);
+  if (token) { /* started (st may still report a failure of the queue behind it) */
+    atomic_fetch_add(&dev->async_reads, 1);
+    out->dev = dev;
+    out->ticket = token;
+  }
+  if (token || st != NC_OK) return st;
+  return nc_storage_read(s, off, dst, nbytes); /* no queue, or no pinned memory left: read now */
+}
+
+bool nc_read_done(const nc_read *r) { return !r->dev || r->dev->iface->read_ready(r->dev, r->ticket); }
+
+nc_status nc_read_wait(nc_read *r) {
+  nc_device *dev = r->dev;
+  if (!dev) return NC_OK;
+  r->dev = NULL;
+  nc_status s = dev->iface->read_end(dev, r->ticket);
+  r->ticket = NULL;
+  /* the checks a blocking read reports before it reads, reported after this one */
+  return s == NC_OK ? nc_device_flush_checks(dev) : s;
+}
+
 /* ---- checks made on the device, read at the next sync point ------------------------------------ */
 typedef struct nc_pending_check {
   nc_storage *flag;

@@ -321,3 +321,12 @@ nc_status nc_tensor_read_host(const nc_tensor *t, void *dst, size_t nbytes) {
     return nc_error(NC_ERR_SHAPE, "host read of %zu bytes from a tensor of %zu bytes", nbytes, nc_tensor_nbytes(t));
   return nc_storage_read(t->storage, (size_t)t->offset * nc_dtype_size(t->dtype), dst, nbytes);
 }
+
+nc_status nc_tensor_read_host_start(const nc_tensor *t, void *dst, size_t nbytes, nc_read *out) {
+  *out = (nc_read){NULL, NULL};
+  if (!nc_tensor_is_contiguous(t))
+    return nc_error(NC_ERR_ARG, "host read from a non-contiguous tensor");
+  if (nbytes != nc_tensor_nbytes(t))
+    return nc_error(NC_ERR_SHAPE, "host read of %zu bytes from a tensor of %zu bytes", nbytes, nc_tensor_nbytes(t));
+  return nc_storage_read_start(t->storage, (size_t)t->offset * nc_dtype_size(t->dtype), dst, nbytes, out);
+}

@@ -1,9 +1,11 @@
 /* Collectives between the devices of one process, staged through host memory: each tensor is
- * read to the host, combined there in device order, and written back. The reads of large
- * contiguous tensors run on one thread per device, so the waits for the devices overlap; the
- * writes to OpenCL devices are queued through the pinned staging pool without waiting, so the
- * copies to different devices overlap each other and the work queued after them. */
-#include <pthread.h>
+ * read to the host, combined there in device order, and written back. The reads are queued on
+ * every device without waiting (nc_storage_read_start) and waited for together, so the devices'
+ * transfers overlap; an all-reduce can also be split (nc_group_reduce_begin/add/finish), its
+ * reads queued one device at a time as each tensor becomes ready, while the caller goes on
+ * queueing work. The writes to OpenCL devices are queued through the pinned staging pool
+ * without waiting, so the copies to different devices overlap each other and the work queued
+ * after them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,71 +99,129 @@ static nc_status check_group(nc_tensor **ts, int n, const char *what) {
   return NC_OK;
 }
 
-typedef struct {
-  nc_tensor *t;
-  void *dst;
-  size_t nbytes;
-  nc_status status;
-  char message[512];
-} read_job;
+/* ---- the split all-reduce: begin, add (one tensor per position), finish -------------------------- */
+struct nc_group_reduce {
+  int n, added;
+  nc_reduce_op op;
+  nc_tensor **ts;    /* as added (retained), for the write-back */
+  nc_tensor **dense; /* what is read: ts[i] itself, or its contiguous copy */
+  char **bufs;       /* host staging, one per position */
+  nc_read *reads;    /* in flight until finish */
+};
 
-static void *read_one(void *arg) {
-  read_job *j = arg;
-  j->status = nc_read_values(j->t, j->dst, j->nbytes);
-  if (j->status != NC_OK) snprintf(j->message, sizeof j->message, "%s", nc_last_error());
-  return NULL;
-}
-
-/* Reads every ts[i] into bufs[i]: on one thread per device when the tensors are contiguous (a
- * plain transfer each) and large enough to be worth a thread (starting one costs ~0.1 ms), else
- * one after the other. */
-static nc_status read_all(nc_tensor **ts, int n, char **bufs, size_t nbytes) {
-  bool threads = nbytes >= ((size_t)1 << 20);
-  for (int i = 0; i < n; i++) threads = threads && nc_tensor_is_contiguous(ts[i]);
-  if (!threads || n == 1) {
-    for (int i = 0; i < n; i++) NC_TRY(nc_read_values(ts[i], bufs[i], nbytes));
-    return NC_OK;
+nc_status nc_group_reduce_begin(int n, nc_reduce_op op, nc_group_reduce **out) {
+  *out = NULL;
+  if (n < 1) return nc_error(NC_ERR_ARG, "all_reduce: a group of %d devices", n);
+  nc_group_reduce *r = calloc(1, sizeof *r);
+  if (r) {
+    r->ts = calloc((size_t)n, sizeof *r->ts);
+    r->dense = calloc((size_t)n, sizeof *r->dense);
+    r->bufs = calloc((size_t)n, sizeof *r->bufs);
+    r->reads = calloc((size_t)n, sizeof *r->reads);
   }
-  read_job *jobs = calloc((size_t)n, sizeof *jobs);
-  pthread_t *tids = calloc((size_t)n, sizeof *tids);
-  bool *started = calloc((size_t)n, sizeof *started);
-  if (!jobs || !tids || !started) {
-    free(jobs), free(tids), free(started);
+  if (!r || !r->ts || !r->dense || !r->bufs || !r->reads) {
+    nc_group_reduce_free(r);
     return nc_error(NC_ERR_OOM, "all_reduce: out of host memory");
   }
-  for (int i = 0; i < n; i++) jobs[i] = (read_job){.t = ts[i], .dst = bufs[i], .nbytes = nbytes};
-  for (int i = 1; i < n; i++) started[i] = pthread_create(&tids[i], NULL, read_one, &jobs[i]) == 0;
-  read_one(&jobs[0]);
-  for (int i = 1; i < n; i++) {
-    if (started[i]) pthread_join(tids[i], NULL);
-    else read_one(&jobs[i]); /* no thread to be had: read it here */
+  r->n = n;
+  r->op = op;
+  *out = r;
+  return NC_OK;
+}
+
+nc_status nc_group_reduce_add(nc_group_reduce *r, int i, nc_tensor *t) {
+  const char *what = "all_reduce";
+  if (i < 0 || i >= r->n) return nc_error(NC_ERR_INDEX, "%s: position %d is not in the group of %d", what, i + 1, r->n);
+  if (r->ts[i]) return nc_error(NC_ERR_STATE, "%s: position %d was added twice", what, i + 1);
+  NC_TRY(nc_dist_check_dtype(t->dtype, r->op, what));
+  for (int j = 0; j < r->n; j++) {
+    const nc_tensor *o = r->ts[j];
+    if (!o) continue;
+    bool same = o->dtype == t->dtype && o->ndim == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = o->shape[d] == t->shape[d];
+    if (!same) {
+      char a[160], b[160];
+      shape_text(o, a, sizeof a);
+      shape_text(t, b, sizeof b);
+      return nc_error(NC_ERR_SHAPE, "%s: tensors differ between devices: %s %s on device %d, %s %s on device %d",
+                      what, a, nc_dtype_name(o->dtype), j + 1, b, nc_dtype_name(t->dtype), i + 1);
+    }
+    if (nc_tensor_device(o) == nc_tensor_device(t))
+      return nc_error(NC_ERR_ARG, "%s: tensors %d and %d are on the same device (one tensor per device)", what,
+                      j < i ? j + 1 : i + 1, j < i ? i + 1 : j + 1);
   }
+  size_t nbytes = nc_tensor_nbytes(t);
+  char *buf = malloc(nbytes ? nbytes : 1);
+  if (!buf) return nc_error(NC_ERR_OOM, "%s: out of host memory staging %zu bytes", what, nbytes);
+  nc_tensor *dense = NULL;
+  nc_status s = nc_contiguous(t, &dense); /* queued like any op */
+  if (s == NC_OK && nbytes) s = nc_tensor_read_host_start(dense, buf, nbytes, &r->reads[i]);
+  if (s != NC_OK) {
+    nc_tensor_release(dense);
+    free(buf);
+    return s;
+  }
+  r->ts[i] = nc_tensor_retain(t);
+  r->dense[i] = dense;
+  r->bufs[i] = buf;
+  r->added++;
+  return NC_OK;
+}
+
+int nc_group_reduce_added(const nc_group_reduce *r) { return r->added; }
+
+nc_status nc_group_reduce_finish(nc_group_reduce *r) {
+  const char *what = "all_reduce";
   nc_status s = NC_OK;
-  for (int i = 0; i < n && s == NC_OK; i++)
-    if (jobs[i].status != NC_OK) s = nc_error(jobs[i].status, "%s", jobs[i].message);
-  free(jobs), free(tids), free(started);
+  for (int i = 0; s == NC_OK && i < r->n; i++)
+    if (!r->ts[i]) s = nc_error(NC_ERR_STATE, "%s: device %d of %d gave no tensor", what, i + 1, r->n);
+  /* every read is waited for, even after an error: their buffers are freed below */
+  for (int i = 0; i < r->n; i++) {
+    nc_status w = nc_read_wait(&r->reads[i]);
+    if (s == NC_OK) s = w;
+  }
+  if (s == NC_OK) {
+    const nc_tensor *t0 = r->ts[0];
+    int64_t numel = nc_tensor_numel(t0);
+    size_t nbytes = nc_tensor_nbytes(t0);
+    /* combined in device order: the same bits on every device, whatever order they came in */
+    for (int i = 1; i < r->n; i++) nc_dist_combine(r->bufs[0], r->bufs[i], numel, t0->dtype, r->op);
+    if (r->op == NC_REDUCE_MEAN) nc_dist_scale(r->bufs[0], numel, t0->dtype, r->n);
+    for (int i = 0; s == NC_OK && nbytes && i < r->n; i++) s = nc_dist_write_back(r->ts[i], r->bufs[0], nbytes);
+  }
+  nc_group_reduce_free(r);
   return s;
 }
 
+void nc_group_reduce_free(nc_group_reduce *r) {
+  if (!r) return;
+  for (int i = 0; r->reads && i < r->n; i++) nc_read_wait(&r->reads[i]); /* never free a buffer being written */
+  for (int i = 0; r->ts && i < r->n; i++) {
+    nc_tensor_release(r->ts[i]);
+    nc_tensor_release(r->dense[i]);
+    free(r->bufs[i]);
+  }
+  free(r->ts), free(r->dense), free(r->bufs), free(r->reads);
+  free(r);
+}
+
+/* Every device's read is queued before any is waited for, so the devices' transfers (and the
+ * work queued before them) overlap. */
 nc_status nc_group_all_reduce(nc_tensor **ts, int n, nc_reduce_op op) {
   const char *what = "all_reduce";
   NC_TRY(check_group(ts, n, what));
   NC_TRY(nc_dist_check_dtype(ts[0]->dtype, op, what));
-  int64_t numel = nc_tensor_numel(ts[0]);
-  size_t nbytes = nc_tensor_nbytes(ts[0]);
-  if (numel == 0) return NC_OK;
-  char **bufs = calloc((size_t)n, sizeof *bufs);
-  nc_status s = bufs ? NC_OK : nc_error(NC_ERR_OOM, "%s: out of host memory", what);
-  for (int i = 0; s == NC_OK && i < n; i++)
-    if (!(bufs[i] = malloc(nbytes))) s = nc_error(NC_ERR_OOM, "%s: out of host memory staging %zu bytes", what, nbytes);
-  if (s == NC_OK) s = read_all(ts, n, bufs, nbytes);
-  /* combined in device order: the same bits on every device */
-  for (int i = 1; s == NC_OK && i < n; i++) nc_dist_combine(bufs[0], bufs[i], numel, ts[0]->dtype, op);
-  if (s == NC_OK && op == NC_REDUCE_MEAN) nc_dist_scale(bufs[0], numel, ts[0]->dtype, n);
-  for (int i = 0; s == NC_OK && i < n; i++) s = nc_dist_write_back(ts[i], bufs[0], nbytes);
-  for (int i = 0; bufs && i < n; i++) free(bufs[i]);
-  free(bufs);
-  return s;
+  if (nc_tensor_numel(ts[0]) == 0) return NC_OK;
+  nc_group_reduce *r;
+  NC_TRY(nc_group_reduce_begin(n, op, &r));
+  for (int i = 0; i < n; i++) {
+    nc_status s = nc_group_reduce_add(r, i, ts[i]);
+    if (s != NC_OK) {
+      nc_group_reduce_free(r);
+      return s;
+    }
+  }
+  return nc_group_reduce_finish(r);
 }
 
 nc_status nc_group_broadcast(nc_tensor **ts, int n, int root) {

@@ -22,6 +22,10 @@
 static bool g_init, g_done, g_broken;
 static double g_timeout = 300;
 static int g_rank, g_size;
+/* The split all-reduces run on a duplicate of MPI_COMM_WORLD: they are launched when their
+ * reads complete, which differs between ranks relative to the other collectives, and each
+ * communicator must see its collectives in one order on every rank. */
+static MPI_Comm g_async = MPI_COMM_NULL;
 
 bool nc_mpi_available(void) { return true; }
 bool nc_mpi_initialized(void) { return g_init && !g_done; }
@@ -71,6 +75,8 @@ nc_status nc_mpi_init(double timeout_s, int *rank, int *size, int *local_rank, i
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &g_async);
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, "init");
     g_init = true;
     atexit(at_exit);
   }
@@ -175,6 +181,132 @@ nc_status nc_mpi_all_reduce(nc_tensor *t, nc_reduce_op op) {
   return s;
 }
 
+/* ---- the split all-reduce ------------------------------------------------------------------------ */
+struct nc_mpi_reduce {
+  nc_tensor *t, *dense; /* the caller's tensor (written back at finish) and what is read */
+  void *buf;
+  int64_t n;
+  size_t nbytes;
+  nc_reduce_op op;
+  nc_read read;
+  nc_status status; /* a failed read: the reduction still runs (the other ranks wait for it) */
+  char message[512];
+  bool launched;
+  MPI_Request req;
+  struct nc_mpi_reduce *next; /* started, not finished, in start order */
+};
+
+static nc_mpi_reduce *g_started;
+
+/* Launches h's MPI_Iallreduce on g_async once its read is done (wait: waits for the read). */
+static nc_status launch(nc_mpi_reduce *h) {
+  nc_status s = nc_read_wait(&h->read);
+  if (s != NC_OK && h->status == NC_OK) {
+    h->status = s;
+    snprintf(h->message, sizeof h->message, "%s", nc_last_error());
+    memset(h->buf, 0, h->nbytes);
+  }
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, h->buf, (int)h->n, mpi_type(h->dense->dtype),
+                          h->op == NC_REDUCE_MAX ? MPI_MAX : MPI_SUM, g_async, &h->req);
+  if (rc != MPI_SUCCESS) return mpi_fail(rc, "all_reduce");
+  h->launched = true;
+  return NC_OK;
+}
+
+/* Launches, in start order, the started reductions up to `until` (all when NULL), waiting for
+ * their reads when wait, else only those whose reads are done (stopping at the first that is
+ * not: the order must hold). */
+static nc_status launch_started(nc_mpi_reduce *until, bool wait) {
+  for (nc_mpi_reduce *h = g_started; h; h = h->next) {
+    if (!h->launched) {
+      if (!wait && !nc_read_done(&h->read)) return NC_OK;
+      NC_TRY(launch(h));
+    }
+    if (h == until) break;
+  }
+  return NC_OK;
+}
+
+static void free_reduce(nc_mpi_reduce *h) {
+  nc_read_wait(&h->read);
+  nc_tensor_release(h->t);
+  nc_tensor_release(h->dense);
+  free(h->buf);
+  free(h);
+}
+
+nc_status nc_mpi_all_reduce_start(nc_tensor *t, nc_reduce_op op, nc_mpi_reduce **out) {
+  const char *what = "all_reduce";
+  *out = NULL;
+  NC_TRY(need_init(what));
+  NC_TRY(nc_dist_check_dtype(t->dtype, op, what));
+  NC_TRY(check_count(t, what));
+  NC_TRY(agree(0, t, -1, what));
+  nc_mpi_reduce *h = calloc(1, sizeof *h);
+  if (!h) return nc_error(NC_ERR_OOM, "%s: out of host memory", what);
+  h->n = nc_tensor_numel(t);
+  h->nbytes = nc_tensor_nbytes(t);
+  h->op = op;
+  h->t = nc_tensor_retain(t);
+  nc_status s = (h->buf = malloc(h->nbytes ? h->nbytes : 1)) ? NC_OK
+                : nc_error(NC_ERR_OOM, "%s: out of host memory staging %zu bytes", what, h->nbytes);
+  if (s == NC_OK) s = nc_contiguous(t, &h->dense);
+  if (s == NC_OK && h->nbytes) s = nc_tensor_read_host_start(h->dense, h->buf, h->nbytes, &h->read);
+  if (s != NC_OK) {
+    /* the other ranks passed agree too and will launch this reduction: a failure here is
+     * reported at finish, after the reduction ran with zeros */
+    h->status = s;
+    snprintf(h->message, sizeof h->message, "%s", nc_last_error());
+    if (h->buf) memset(h->buf, 0, h->nbytes);
+    if (!h->dense) h->dense = nc_tensor_retain(t);
+  }
+  if (!h->buf) {
+    nc_tensor_release(h->t);
+    nc_tensor_release(h->dense);
+    free(h);
+    g_broken = true; /* the other ranks will wait for this reduction in vain */
+    return s;
+  }
+  nc_mpi_reduce **tail = &g_started;
+  while (*tail) tail = &(*tail)->next;
+  *tail = h;
+  *out = h;
+  /* earlier reductions whose reads have completed meanwhile go out now */
+  return launch_started(NULL, false);
+}
+
+nc_status nc_mpi_all_reduce_finish(nc_mpi_reduce *h) {
+  const char *what = "all_reduce";
+  nc_status s = need_init(what);
+  if (s != NC_OK) { /* MPI was finalized first: nothing can complete it */
+    for (nc_mpi_reduce **p = &g_started; *p; p = &(*p)->next)
+      if (*p == h) {
+        *p = h->next;
+        break;
+      }
+    if (!h->launched) free_reduce(h);
+    return s;
+  }
+  s = launch_started(h, true);
+  bool done = false;
+  if (s == NC_OK) {
+    s = wait_for(&h->req, what);
+    done = s == NC_OK;
+  }
+  for (nc_mpi_reduce **p = &g_started; *p; p = &(*p)->next)
+    if (*p == h) {
+      *p = h->next;
+      break;
+    }
+  if (done && h->status != NC_OK) s = nc_error(h->status, "%s", h->message);
+  if (done && s == NC_OK && h->op == NC_REDUCE_MEAN) nc_dist_scale(h->buf, h->n, h->dense->dtype, g_size);
+  if (done && s == NC_OK && h->nbytes) s = nc_dist_write_back(h->t, h->buf, h->nbytes);
+  /* a collective still in flight may write into h->buf (MPI cannot cancel it): h stays; the job
+   * is broken and MPI is aborted at exit */
+  if (!(h->launched && !done)) free_reduce(h);
+  return s;
+}
+
 nc_status nc_mpi_broadcast(nc_tensor *t, int root) {
   const char *what = "broadcast";
   NC_TRY(need_init(what));
@@ -259,6 +391,18 @@ nc_status nc_mpi_init(double timeout_s, int *rank, int *size, int *local_rank, i
 }
 nc_status nc_mpi_all_reduce(nc_tensor *t, nc_reduce_op op) { (void)t, (void)op; return no_mpi(); }
 nc_status nc_mpi_broadcast(nc_tensor *t, int root) { (void)t, (void)root; return no_mpi(); }
+struct nc_mpi_reduce {
+  int unused;
+};
+nc_status nc_mpi_all_reduce_start(nc_tensor *t, nc_reduce_op op, nc_mpi_reduce **out) {
+  (void)t, (void)op;
+  *out = NULL;
+  return no_mpi();
+}
+nc_status nc_mpi_all_reduce_finish(nc_mpi_reduce *h) {
+  (void)h;
+  return no_mpi();
+}
 nc_status nc_mpi_barrier(void) { return no_mpi(); }
 nc_status nc_mpi_gather(nc_tensor *t, int root, nc_tensor **out) {
   (void)t, (void)root;

@@ -65,6 +65,22 @@ if mode == "collectives" then
   local all = dist.gather(row)
   check(all and all.shape[1] == 2 and all.shape[2] == 5, "gather to every rank")
   close(all, nc.tensor({values(5, 0), values(5, 1)}), 1e-6, "gather")
+  -- the split all-reduce: three started, finished out of order, a blocking one in between
+  local D = nc._dist
+  local ts, hs = {}, {}
+  for k = 1, 3 do
+    ts[k] = nc.tensor(values(1000 + k, rank + k))
+    hs[k] = D.all_reduce_start(ts[k], k == 2 and "max" or "sum")
+  end
+  local mid = nc.full({3}, rank + 1)
+  dist.all_reduce(mid)
+  close(mid, nc.full({3}, 3), nil, "blocking all_reduce among started ones")
+  for _, k in ipairs({3, 1, 2}) do D.all_reduce_finish(hs[k]) end
+  for k = 1, 3 do
+    local a, b, want = values(1000 + k, k), values(1000 + k, 1 + k), {}
+    for i = 1, #a do want[i] = k == 2 and math.max(a[i], b[i]) or a[i] + b[i] end
+    close(ts[k], nc.tensor(want), 1e-6, "started all_reduce " .. k)
+  end
   local root = dist.gather(row, 1)
   check((rank == 1) == (root ~= nil), "gather to root 1 only")
   if root then close(root, all, nil, "gather to root") end
@@ -80,8 +96,20 @@ elseif mode == "train" then
   local opt = optim.SGD(model:parameters(), {lr = 0.1, momentum = 0.9})
   local ref_opt = optim.SGD(ref:parameters(), {lr = 0.1, momentum = 0.9})
   local x, y = nc.randn({13, 6}), nc.randint(0, 3, {13})
+  -- the same training without overlapping the reduction with backward, and with small buckets
+  local plain, small = build():to(dev), build():to(dev)
+  plain:load_state_dict(model:state_dict())
+  small:load_state_dict(model:state_dict())
+  local plain_opt = optim.SGD(plain:parameters(), {lr = 0.1, momentum = 0.9})
+  local small_opt = optim.SGD(small:parameters(), {lr = 0.1, momentum = 0.9})
   for step = 1, 5 do
     local l = dist.data_parallel_step{model = model, batch = {x, y}, loss_fn = loss_fn, optimizer = opt}
+    local pl = dist.data_parallel_step{model = plain, batch = {x, y}, loss_fn = loss_fn, optimizer = plain_opt,
+      overlap = false}
+    local sl = dist.data_parallel_step{model = small, batch = {x, y}, loss_fn = loss_fn, optimizer = small_opt,
+      bucket_mb = 0.0005}
+    check(math.abs(l - pl) <= 1e-6 and math.abs(l - sl) <= 1e-6, "overlap: loss at step %d: %g, %g, %g", step, l,
+      pl, sl)
     local tape = ag.Tape()
     local rl = tape:record(function() return loss_fn(ref, x:to(dev), y:to(dev)) end)
     ref:zero_grad()
@@ -91,8 +119,11 @@ elseif mode == "train" then
       rl.value:item())
   end
   local sd, rsd = model:state_dict(), ref:state_dict()
+  local psd, ssd = plain:state_dict(), small:state_dict()
   for _, k in ipairs(model:state_dict_keys()) do -- the same order on every rank
     local v = sd[k]
+    close(v, psd[k], 1e-6, "overlap vs not: " .. k)
+    close(v, ssd[k], 1e-6, "small buckets: " .. k)
     close(v, rsd[k], 1e-5, "parameter " .. k)
     local both = dist.gather(v)
     close(both[1], both[2], nil, "replicas identical: " .. k)
@@ -121,6 +152,9 @@ elseif mode == "mismatch" then
     "all_reduce of float32 [3,3]", 1, true), "shape mismatch error, got %s", tostring(err))
   ok, err = pcall(function() if rank == 0 then dist.broadcast(nc.zeros({2})) else dist.barrier() end end)
   check(not ok and tostring(err):find("rank 1 calls barrier", 1, true), "collective mismatch error, got %s",
+    tostring(err))
+  ok, err = pcall(nc._dist.all_reduce_start, nc.zeros({2 + rank}))
+  check(not ok and tostring(err):find("ranks disagree", 1, true), "started all_reduce mismatch error, got %s",
     tostring(err))
   -- still in step afterwards
   local t = nc.ones({4})

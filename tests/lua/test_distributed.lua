@@ -137,6 +137,48 @@ function TestCollectives:test_errors()
   H.assert_error(function() g:gather({a, nc.zeros({3}, {device = devices[2]})}, 1, {devic = devices[1]}) end, "unknown option 'devic'")
 end
 
+-- The split all-reduce behind the overlapped step: positions added in any order, each read
+-- queued at once; finish combines in position order.
+function TestCollectives:test_split_all_reduce()
+  local D = nc._dist
+  for _, op in ipairs({"sum", "mean", "max"}) do
+    local a, b = values(1031, 5), values(1031, 6)
+    local ta, tb = nc.tensor(a, {device = devices[1]}), nc.tensor(b, {device = devices[2]})
+    local h = D.group_reduce_begin(2, op)
+    D.group_reduce_add(h, 2, tb)
+    lu.assertEquals(D.group_reduce_added(h), 1)
+    D.group_reduce_add(h, 1, ta:view({1031, 1}):view({1031})) -- a view of the same storage
+    D.group_reduce_finish(h)
+    local want = {}
+    for i = 1, #a do want[i] = op == "sum" and a[i] + b[i] or op == "mean" and (a[i] + b[i]) / 2 or math.max(a[i], b[i]) end
+    H.assert_close(ta, want, 1e-6, op)
+    H.assert_close(tb, want, 1e-6, op)
+  end
+  -- a transposed (non-contiguous) tensor is read through a copy and written back through its layout
+  local a = nc.tensor({{1, 2, 3}, {4, 5, 6}}, {device = devices[1]})
+  local b = nc.tensor({{10, 20}, {30, 40}, {50, 60}}, {device = devices[2]})
+  local h = D.group_reduce_begin(2, "sum")
+  D.group_reduce_add(h, 1, a:transpose(1, 2))
+  D.group_reduce_add(h, 2, b)
+  D.group_reduce_finish(h)
+  H.assert_close(a, {{11, 32, 53}, {24, 45, 66}})
+  -- errors: shape, device, twice, missing, finished
+  h = D.group_reduce_begin(2, "sum")
+  D.group_reduce_add(h, 1, nc.zeros({3}, {device = devices[1]}))
+  H.assert_error(function() D.group_reduce_add(h, 2, nc.zeros({4}, {device = devices[2]})) end,
+    "tensors differ between devices: [3] float32 on device 1, [4] float32 on device 2")
+  H.assert_error(function() D.group_reduce_add(h, 2, nc.zeros({3}, {device = devices[1]})) end, "same device")
+  H.assert_error(function() D.group_reduce_add(h, 1, nc.zeros({3}, {device = devices[1]})) end, "added twice")
+  H.assert_error(function() D.group_reduce_add(h, 3, nc.zeros({3}, {device = devices[2]})) end, "position 3")
+  H.assert_error(function() D.group_reduce_finish(h) end, "device 2 of 2 gave no tensor")
+  H.assert_error(function() D.group_reduce_finish(h) end, "already finished")
+  -- abandoned (never finished): collected without harm
+  h = D.group_reduce_begin(2, "sum")
+  D.group_reduce_add(h, 1, nc.ones({1 << 16}, {device = devices[1]}))
+  h = nil
+  collectgarbage()
+end
+
 -- ---- data-parallel training ----------------------------------------------------------------------
 local function mlp()
   return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3))
@@ -157,7 +199,7 @@ end
 
 -- Trains build() for 5 steps on the full batch on devices[1], and data-parallel on the group
 -- (13 samples: shards of 7 and 6), from the same initial state; compares every parameter.
-local function check_equal_to_single(build, x, y, make_opt, per_replica)
+local function check_equal_to_single(build, x, y, make_opt, per_replica, overlap)
   nc.manual_seed(7)
   local ref = build():to(devices[1])
   local init = snapshot(ref)
@@ -179,7 +221,7 @@ local function check_equal_to_single(build, x, y, make_opt, per_replica)
     tape:backward(l)
     ref_opt:step()
     local dl = dist.data_parallel_step{group = g, replicas = replicas, batch = {x, y}, loss_fn = loss_fn,
-      optimizer = opt, bucket_mb = 0.0005}
+      optimizer = opt, bucket_mb = 0.0005, overlap = overlap}
     lu.assertAlmostEquals(dl, l.value:item(), 1e-5 * math.max(1, math.abs(dl)), "loss at step " .. step)
   end
   local want = snapshot(ref)
@@ -203,6 +245,66 @@ function TestDataParallel:test_cnn_adam_one_optimizer()
   nc.manual_seed(4)
   local x, y = nc.randn({13, 1, 6, 6}), nc.randint(0, 3, {13})
   check_equal_to_single(cnn, x, y, function(p) return optim.Adam(p, {lr = 0.01}) end, false)
+end
+
+function TestDataParallel:test_mlp_and_cnn_without_overlap()
+  nc.manual_seed(3)
+  local x, y = nc.randn({13, 6}), nc.randint(0, 3, {13})
+  check_equal_to_single(mlp, x, y, function(p) return optim.SGD(p, {lr = 0.1, momentum = 0.9}) end, true, false)
+  nc.manual_seed(4)
+  x, y = nc.randn({13, 1, 6, 6}), nc.randint(0, 3, {13})
+  check_equal_to_single(cnn, x, y, function(p) return optim.Adam(p, {lr = 0.01}) end, false, false)
+end
+
+-- 5 steps with the reduction overlapped with backward (the default) and without, from the same
+-- state: the same parameters to 1e-6, for small buckets (one per parameter or so), the default
+-- ones, and a loss that leaves some parameters without a gradient.
+function TestDataParallel:test_overlap_equals_no_overlap()
+  local unused_loss = function(model, x, y) return ag.cross_entropy(model:children()[1](x), y) end
+  local cases = {{mlp, {13, 6}, loss_fn, 0.0005}, {mlp, {13, 6}, loss_fn, nil}, {cnn, {13, 1, 6, 6}, loss_fn, 0.0002},
+                 {mlp, {13, 6}, unused_loss, 0.0005}, {mlp, {13, 6}, unused_loss, nil}}
+  -- with overlap, buckets are handed over from inside backward (the gradient hook): 2 buckets
+  -- of 524 bytes ({b2, W2, b1} and {W1}) on 2 replicas
+  local C = require("netcl.distributed.common").C
+  local add, in_backward, outside = C.group_reduce_add, 0, 0
+  rawset(C, "group_reduce_add", function(...)
+    if debug.traceback():find("in upvalue 'forward_backward'", 1, true) then in_backward = in_backward + 1
+    else outside = outside + 1 end
+    return add(...)
+  end)
+  local ok, err = pcall(function()
+    local replicas = dist.replicate(mlp, g)
+    dist.data_parallel_step{group = g, replicas = replicas, batch = {nc.randn({8, 6}), nc.randint(0, 3, {8})},
+      loss_fn = loss_fn, optimizer = optim.SGD(replicas[1]:parameters(), {lr = 0.1}), bucket_mb = 0.0005}
+  end)
+  rawset(C, "group_reduce_add", add)
+  assert(ok, err)
+  lu.assertTrue(in_backward == 4 and outside == 0, string.format("%d handed in backward, %d after", in_backward, outside))
+  for c, case in ipairs(cases) do
+    local build, shape, lf, mb = table.unpack(case)
+    nc.manual_seed(20 + c)
+    local x, y = nc.randn(shape), nc.randint(0, 3, {13})
+    local runs = {}
+    for k, overlap in ipairs({true, false}) do
+      nc.manual_seed(30 + c)
+      local replicas = dist.replicate(build, g)
+      local opt = optim.SGD(replicas[1]:parameters(), {lr = 0.1, momentum = 0.9})
+      local losses = {}
+      for step = 1, 5 do
+        losses[step] = dist.data_parallel_step{group = g, replicas = replicas, batch = {x, y}, loss_fn = lf,
+          optimizer = opt, bucket_mb = mb, overlap = overlap}
+      end
+      runs[k] = {snapshot(replicas[1]), snapshot(replicas[2]), losses}
+    end
+    for step = 1, 5 do
+      lu.assertAlmostEquals(runs[1][3][step], runs[2][3][step], 1e-6, string.format("case %d loss %d", c, step))
+    end
+    for r = 1, 2 do
+      for k, v in pairs(runs[1][r]) do
+        H.assert_close(v, runs[2][r][k], 1e-6, string.format("case %d replica %d %s", c, r, k))
+      end
+    end
+  end
 end
 
 function TestDataParallel:test_batch_norm_running_stats()
@@ -257,6 +359,8 @@ function TestDataParallel:test_errors()
   H.assert_error(function() step{optimizer = {opt}} end, "1 optimizers for 2 replicas")
   H.assert_error(function() step{loss_fn = function() return 1 end} end, "must return the loss")
   H.assert_error(function() step{lr = 1} end, "unknown option 'lr'")
+  H.assert_error(function() step{overlap = 1} end, "overlap must be a boolean")
+  H.assert_error(function() step{bucket_mb = 0} end, "bucket_mb must be a number > 0")
   H.assert_error(function() dist.data_parallel_step{model = replicas[1], batch = {x, y}, loss_fn = loss_fn,
     optimizer = opt} end, "call dist.init first")
   H.assert_error(function() dist.all_reduce(x) end, "dist.init")

@@ -92,17 +92,20 @@ function M.sync_replicas(group, replicas)
 end
 
 -- ---- the data-parallel step -------------------------------------------------------------------------
--- Gradient buckets: consecutive parameters of one dtype, up to `limit` bytes each (a larger
--- parameter is a bucket of its own). Small tensors are reduced together: one host round trip
--- per bucket instead of one per tensor.
+-- Gradient buckets: parameters of one dtype taken in reverse order (the order in which backward
+-- finishes their gradients), up to `first` bytes for the first bucket (small, so that its
+-- reduction starts early) and `limit` bytes for the others; a larger parameter is a bucket of its
+-- own. Small tensors are reduced together: one host round trip per bucket instead of one per
+-- tensor.
 local DTYPE_BYTES = {float32 = 4, float64 = 8}
+local FIRST_BUCKET = 1024 * 1024
 
-local function plan_buckets(params, limit)
+local function plan_buckets(params, first, limit)
   local buckets, cur, bytes, dtype = {}, nil, 0, nil
-  for j, p in ipairs(params) do
-    local v = p.value
+  for j = #params, 1, -1 do
+    local v = params[j].value
     local nb = v:numel() * (DTYPE_BYTES[v.dtype] or 8)
-    if not cur or v.dtype ~= dtype or bytes + nb > limit then
+    if not cur or v.dtype ~= dtype or bytes + nb > (#buckets == 1 and first or limit) then
       cur = {}
       buckets[#buckets + 1] = cur
       bytes, dtype = 0, v.dtype
@@ -113,38 +116,94 @@ local function plan_buckets(params, limit)
   return buckets
 end
 
--- Reduces the gradients of every replica's params (params[r][j]) by bucket, with reduce(list)
--- combining one tensor per replica in place (a sum). Gradients become views of the bucket.
-local function reduce_gradients(params, limit, reduce)
-  local R = #params
-  for _, bucket in ipairs(plan_buckets(params[1], limit)) do
-    local any = false
-    for _, j in ipairs(bucket) do
-      for r = 1, R do if params[r][j].grad then any = true end end
-    end
-    if any then
+-- One replica's bucket as one contiguous tensor (a parameter without a gradient counts as zeros).
+local function flatten(ps, bucket)
+  local parts = {}
+  for k, j in ipairs(bucket) do
+    local p = ps[j]
+    local g = p.grad or nc.zeros(p.value.shape, {dtype = p.value.dtype, device = p.value.device})
+    parts[k] = #bucket == 1 and g or g:reshape({-1})
+  end
+  return #bucket == 1 and parts[1]:contiguous() or nc.cat(parts, 1)
+end
+
+local function any_grad(params, bucket)
+  for r = 1, #params do
+    for _, j in ipairs(bucket) do if params[r][j].grad then return true end end
+  end
+  return false
+end
+
+-- After the reduction: every replica's gradients become views of its reduced bucket.
+local function unflatten(ps, bucket, flat)
+  local off = 1
+  for _, j in ipairs(bucket) do
+    local p = ps[j]
+    local n = p.value:numel()
+    p.grad = #bucket == 1 and flat or flat:narrow(1, off, n):view(p.value.shape)
+    off = off + n
+  end
+end
+
+-- Reduces the gradients of every replica's params (params[r][j]) by bucket once backward is
+-- over, with reduce(list) combining one tensor per replica in place (a sum).
+local function reduce_gradients(params, plan, reduce)
+  for _, bucket in ipairs(plan) do
+    if any_grad(params, bucket) then
       local flats = {}
-      for r = 1, R do
-        local parts = {}
-        for k, j in ipairs(bucket) do
-          local p = params[r][j]
-          local g = p.grad or nc.zeros(p.value.shape, {dtype = p.value.dtype, device = p.value.device})
-          parts[k] = #bucket == 1 and g or g:reshape({-1})
-        end
-        flats[r] = #bucket == 1 and parts[1]:contiguous() or nc.cat(parts, 1)
-      end
+      for r = 1, #params do flats[r] = flatten(params[r], bucket) end
       reduce(flats)
-      for r = 1, R do
-        local off = 1
-        for _, j in ipairs(bucket) do
-          local p = params[r][j]
-          local n = p.value:numel()
-          p.grad = #bucket == 1 and flats[r] or flats[r]:narrow(1, off, n):view(p.value.shape)
-          off = off + n
-        end
-      end
+      for r = 1, #params do unflatten(params[r], bucket, flats[r]) end
     end
   end
+end
+
+-- The overlapped reduction: on_grad(r) is the gradient hook of replica r's backward; when the
+-- last gradient of a bucket is final on replica r, that replica's part of the bucket is handed
+-- to add(b, r, flat), which starts its reduction without waiting, while backward goes on with
+-- the next layers. finish() then hands over what no hook did (buckets with parameters that got no
+-- gradient), in bucket order, and completes every reduction, in the order add started them.
+-- Results are the same bits as reduce_gradients': the same buckets, combined the same way.
+local function overlapped(params, plan, add, complete)
+  local bucket_of, ids, ready, flats, order = {}, {}, {}, {}, {}
+  for b, bucket in ipairs(plan) do
+    for _, j in ipairs(bucket) do bucket_of[j] = b end
+    flats[b] = {}
+  end
+  for r, ps in ipairs(params) do
+    ids[r], ready[r] = {}, {}
+    for j, p in ipairs(ps) do ids[r][p.id] = j end
+    for b = 1, #plan do ready[r][b] = 0 end
+  end
+  local function hand(b, r)
+    if not next(flats[b]) then order[#order + 1] = b end
+    flats[b][r] = flatten(params[r], plan[b])
+    add(b, r, flats[b][r])
+  end
+  local R = {}
+  function R.on_grad(r)
+    return function(leaf)
+      local j = ids[r][leaf.id]
+      if not j then return end
+      local b = bucket_of[j]
+      ready[r][b] = ready[r][b] + 1
+      if ready[r][b] == #plan[b] then hand(b, r) end
+    end
+  end
+  function R.finish()
+    for b, bucket in ipairs(plan) do
+      if next(flats[b]) or any_grad(params, bucket) then
+        for r = 1, #params do
+          if not flats[b][r] then hand(b, r) end
+        end
+      end
+    end
+    for _, b in ipairs(order) do
+      complete(b)
+      for r = 1, #params do unflatten(params[r], plan[b], flats[b][r]) end
+    end
+  end
+  return R
 end
 
 local function as_list(batch, fname)
@@ -175,7 +234,7 @@ end
 
 -- Forward and backward of one replica on its shard; its loss is weighted by its share of the
 -- batch (losses are means over their shard), so summed gradients are the full batch's.
-local function forward_backward(model, shard, loss_fn, weight, fname)
+local function forward_backward(model, shard, loss_fn, weight, fname, on_grad)
   for _, p in ipairs(model:parameters()) do p.grad = nil end
   local tape = ag.Tape()
   local loss = tape:record(function()
@@ -189,7 +248,12 @@ local function forward_backward(model, shard, loss_fn, weight, fname)
   if loss.value:numel() ~= 1 then
     error(string.format("%s: loss_fn must return a scalar loss, got shape %s", fname, shape_str(loss.value.shape)), 3)
   end
-  tape:backward(loss)
+  local ok, err = pcall(tape.backward, tape, loss, nil, {on_grad = on_grad})
+  if not ok then
+    -- a collective that failed in the gradient hook: its own message
+    local msg = tostring(err):gsub("^.-netcl%.autograd%.backward: the on_grad hook failed: ", "", 1)
+    error((msg:gsub("^%[netcl%][^:]*:%d+: ", "")), 0)
+  end
   return loss.value
 end
 
@@ -200,7 +264,7 @@ local function rethrow(ok, ...)
 end
 
 local STEP_KEYS = {group = true, replicas = true, batch = true, loss_fn = true, optimizer = true, bucket_mb = true,
-                   model = true, local_batch = true}
+                   model = true, local_batch = true, overlap = true}
 
 --- dist.data_parallel_step{group=, replicas=, batch=, loss_fn=, optimizer=, bucket_mb=25} -> loss
 -- One process, several devices: batch (a Tensor or an array of Tensors, split along dim 1 with
@@ -218,8 +282,10 @@ function M.data_parallel_step(o)
   local fname = "netcl.distributed.data_parallel_step"
   o = check_opts(fname, o, STEP_KEYS, 2)
   if type(o.loss_fn) ~= "function" then error(fname .. ": loss_fn= must be a function(model, shard...)", 2) end
-  local limit = (o.bucket_mb or 25) * 1024 * 1024
-  if type(limit) ~= "number" or limit <= 0 then error(fname .. ": bucket_mb must be a number > 0", 2) end
+  local mb = o.bucket_mb or 25
+  if type(mb) ~= "number" or not (mb > 0) then error(fname .. ": bucket_mb must be a number > 0", 2) end
+  if o.overlap ~= nil and type(o.overlap) ~= "boolean" then error(fname .. ": overlap must be a boolean", 2) end
+  local limit = mb * 1024 * 1024
   if o.group then
     if not class.is_instance(o.group, DeviceGroup) then error(fname .. ": group= must be a DeviceGroup", 2) end
     if o.model or o.local_batch then error(fname .. ": model= and local_batch= are for MPI; with group= pass replicas= and batch=", 2) end
@@ -243,15 +309,25 @@ function M._group_step(o, limit, fname)
   local R, N = #replicas, batch[1].shape[1]
   if N < R then error(string.format("%s: a batch of %d cannot be split over %d devices", fname, N, R), 2) end
   local per_replica = check_optimizer(fname, o.optimizer, R)
+  local params = {}
+  for r, m in ipairs(replicas) do params[r] = m:parameters() end
+  local plan = plan_buckets(params[1], math.min(FIRST_BUCKET, limit), limit)
+  local red
+  if o.overlap ~= false then
+    local handles = {}
+    red = overlapped(params, plan, function(b, r, flat)
+      handles[b] = handles[b] or C.group_reduce_begin(R, "sum")
+      C.group_reduce_add(handles[b], r, flat)
+    end, function(b) C.group_reduce_finish(handles[b]) end)
+  end
   local sizes, start, losses = split_sizes(N, R), 1, {}
   for r, m in ipairs(replicas) do
     local shard = shard_of(batch, start, sizes[r], g.devices[r])
-    losses[r] = forward_backward(m, shard, o.loss_fn, sizes[r] / N, fname)
+    losses[r] = forward_backward(m, shard, o.loss_fn, sizes[r] / N, fname, red and red.on_grad(r))
     start = start + sizes[r]
   end
-  local params = {}
-  for r, m in ipairs(replicas) do params[r] = m:parameters() end
-  reduce_gradients(params, limit, function(flats) C.group_all_reduce(flats, "sum") end)
+  if red then red.finish()
+  else reduce_gradients(params, plan, function(flats) C.group_all_reduce(flats, "sum") end) end
   if per_replica then
     for r = 1, R do o.optimizer[r]:step() end
   else
@@ -296,8 +372,17 @@ function M._mpi_step(o, limit, fname)
     shard = shard_of(batch, start, sizes[world.rank + 1], world.device)
     weight = sizes[world.rank + 1] / N
   end
-  local loss = forward_backward(model, shard, o.loss_fn, weight, fname)
-  reduce_gradients({model:parameters()}, limit, function(flats) C.all_reduce(flats[1], "sum") end)
+  local params = {model:parameters()}
+  local plan = plan_buckets(params[1], math.min(FIRST_BUCKET, limit), limit)
+  local red
+  if o.overlap ~= false then
+    local handles = {}
+    red = overlapped(params, plan, function(b, _, flat) handles[b] = C.all_reduce_start(flat, "sum") end,
+      function(b) C.all_reduce_finish(handles[b]) end)
+  end
+  local loss = forward_backward(model, shard, o.loss_fn, weight, fname, red and red.on_grad(1))
+  if red then red.finish()
+  else reduce_gradients(params, plan, function(flats) C.all_reduce(flats[1], "sum") end) end
   o.optimizer:step()
   for _, b in ipairs(float_buffers(model)) do C.all_reduce(b, "mean") end
   local l = loss:to(nc.device("cpu")):reshape({1})

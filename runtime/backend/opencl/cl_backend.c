@@ -25,15 +25,48 @@ nc_status nc_cl_write(nc_device *dev, void *h, size_t off, const void *src, size
   return nc_cl_staging_write(dev, cd, (cl_mem)h, off, src, n);
 }
 
-nc_status nc_cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t n) {
+/* Reads are queued without blocking under dev->lock (which serializes enqueues), then waited
+ * for on their event without it, so a thread waiting for a read never holds up other threads
+ * queueing work on the device. */
+static nc_status read_direct_start(nc_device *dev, void *h, size_t off, void *dst, size_t n, void **ticket) {
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
+  cl_event ev = NULL;
   pthread_mutex_lock(&dev->lock);
-  cl_int err = nc_cl.clEnqueueReadBuffer(cd->queue, (cl_mem)h, CL_TRUE, off, n, dst, 0, NULL, NULL);
-  if (err == CL_SUCCESS) nc_cl_forget_mark(cd); /* a blocking read on an in-order queue: all done */
+  cl_int err = nc_cl.clEnqueueReadBuffer(cd->queue, (cl_mem)h, CL_FALSE, off, n, dst, 0, NULL, &ev);
+  if (err == CL_SUCCESS) nc_cl.clFlush(cd->queue); /* submitted now, not at the next wait */
   pthread_mutex_unlock(&dev->lock);
   if (err != CL_SUCCESS) return nc_cl_fail(err, "reading a device buffer", dev);
+  *ticket = ev;
   return NC_OK;
+}
+
+static nc_status read_direct_wait(nc_device *dev, void *ticket) {
+  nc_cl_device *cd = dev->impl;
+  cl_event ev = ticket;
+  cl_int err = nc_cl.clWaitForEvents(1, &ev), status = CL_COMPLETE;
+  if (err == CL_SUCCESS)
+    err = nc_cl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+  if (err == CL_SUCCESS && status < 0) err = status;
+  nc_cl.clReleaseEvent(ev);
+  if (err != CL_SUCCESS) return nc_cl_fail(err, "reading a device buffer", dev);
+  /* The in-order queue ran everything queued before the read: a bounded-queue marker that has
+   * completed is no longer needed (one another thread queued since stays). */
+  pthread_mutex_lock(&dev->lock);
+  if (cd->mark) {
+    cl_int ms = CL_QUEUED;
+    if (nc_cl.clGetEventInfo(cd->mark, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof ms, &ms, NULL) == CL_SUCCESS &&
+        ms == CL_COMPLETE)
+      nc_cl_forget_mark(cd);
+  }
+  pthread_mutex_unlock(&dev->lock);
+  return NC_OK;
+}
+
+nc_status nc_cl_read(nc_device *dev, void *h, size_t off, void *dst, size_t n) {
+  void *ticket = NULL;
+  NC_TRY(read_direct_start(dev, h, off, dst, n, &ticket));
+  return read_direct_wait(dev, ticket);
 }
 
 nc_status nc_cl_sync(nc_device *dev) {

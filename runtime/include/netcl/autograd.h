@@ -62,6 +62,21 @@ nc_status nc_tape_record(nc_tape *t, const char *op, nc_backward_fn fn, int n, n
  * backward is an error. */
 nc_status nc_tape_backward(nc_tape *t, nc_node *out, nc_tensor *grad, bool retain);
 
+/* A gradient hook: called with a leaf (a node that requires a gradient and was not produced on
+ * the tape) once its .grad is final for this pass, i.e. once every entry that uses it has run.
+ * An error stops the backward pass and becomes its result. */
+typedef nc_status (*nc_grad_hook)(nc_node *leaf, void *ud);
+/* nc_tape_backward, calling hook(leaf, ud) once per leaf that received a gradient in this pass,
+ * as soon as that gradient is final: in reverse order of the leaves' first use on the tape
+ * (the order in which their gradients complete), leaves first used by one entry in input order.
+ * hook may run ops and read .grad, but must not record on, backward or free t (NC_ERR_STATE).
+ * After a hook's error the pass stops: gradients gathered so far stay in .grad, and the tape is
+ * freed (or kept, with retain) as after any failed backward. */
+nc_status nc_tape_backward_hooked(nc_tape *t, nc_node *out, nc_tensor *grad, bool retain, nc_grad_hook hook,
+                                  void *ud);
+/* True while a backward pass walks t (its hook runs). */
+bool nc_tape_busy(const nc_tape *t);
+
 /* ---- rule context ------------------------------------------------------------------------- */
 
 #define NC_AG_MAX_SAVED 8

@@ -22,6 +22,20 @@ nc_status nc_reduce_op_parse(const char *name, nc_reduce_op *out);
  * read to host memory, combined there in rank order (the same bits on every device) and written
  * back; the writes are queued without waiting, so they overlap each other and later work. */
 nc_status nc_group_all_reduce(nc_tensor **ts, int n, nc_reduce_op op);
+
+/* The same all-reduce split so that it can start before every tensor is ready (gradient
+ * buckets while backward still runs): begin for a group of n positions; add queues the read of
+ * position i's tensor (0-based; same shape and dtype as the others, a distinct device) and
+ * returns without waiting, t being retained until finish; finish waits for the reads, combines
+ * in position order (the same bits as nc_group_all_reduce) and queues the write-backs. Every
+ * position must have been added. finish frees r, also when it fails; free abandons a reduction
+ * (waiting for its reads in flight, writing nothing back). */
+typedef struct nc_group_reduce nc_group_reduce;
+nc_status nc_group_reduce_begin(int n, nc_reduce_op op, nc_group_reduce **out);
+nc_status nc_group_reduce_add(nc_group_reduce *r, int i, nc_tensor *t);
+int nc_group_reduce_added(const nc_group_reduce *r); /* positions added so far */
+nc_status nc_group_reduce_finish(nc_group_reduce *r);
+void nc_group_reduce_free(nc_group_reduce *r);
 /* In place: every ts[i] becomes a copy of ts[root] (0-based). */
 nc_status nc_group_broadcast(nc_tensor **ts, int n, int root);
 
@@ -34,6 +48,16 @@ bool nc_mpi_initialized(void);
 /* In place on every rank; shapes and dtypes are checked across ranks first (a mismatch is an
  * error on every rank, naming each rank's shape). */
 nc_status nc_mpi_all_reduce(nc_tensor *t, nc_reduce_op op);
+/* The same split so that it overlaps other work (gradient buckets while backward runs): start
+ * checks the call against every rank (as nc_mpi_all_reduce does), queues the device->host read
+ * of t (retained until finish) and returns; the MPI_Iallreduce of each started reduction is
+ * launched, in start order on every rank, as soon as its read has completed (checked by later
+ * starts and finishes, never waited for there) or at finish at the latest. finish waits for it
+ * (within the timeout), then queues the write-back into t. finish frees h, also when it fails.
+ * Blocking collectives launch every started reduction first, so the ranks' orders agree. */
+typedef struct nc_mpi_reduce nc_mpi_reduce;
+nc_status nc_mpi_all_reduce_start(nc_tensor *t, nc_reduce_op op, nc_mpi_reduce **out);
+nc_status nc_mpi_all_reduce_finish(nc_mpi_reduce *h);
 nc_status nc_mpi_broadcast(nc_tensor *t, int root);
 nc_status nc_mpi_barrier(void);
 /* out: a new tensor [size, t's shape...] on t's device, rank r's tensor at index r; on every rank

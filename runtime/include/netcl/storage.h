@@ -73,6 +73,23 @@ bool nc_storage_is_ready(const nc_storage *s);
  * return, such as nc_storage_handle, waits the same way but cannot report one). */
 nc_status nc_storage_wait(const nc_storage *s);
 
+/* A read to the host in flight (nc_storage_read_start). */
+typedef struct nc_read {
+  nc_device *dev; /* NULL when the read is complete (or was never started) */
+  void *ticket;
+} nc_read;
+
+/* nc_storage_read without waiting: the read is queued behind the device's work and the call
+ * returns; dst must stay valid, and the storage alive, until nc_read_wait(out). Devices without
+ * a queue (the CPU backend) read at once. On failure nothing is in flight (out->dev is NULL). */
+nc_status nc_storage_read_start(const nc_storage *s, size_t off, void *dst, size_t nbytes, nc_read *out);
+/* Whether the read has completed (never waits). */
+bool nc_read_done(const nc_read *r);
+/* Waits for the read (once; a second call, or one on a read that never started, returns NC_OK),
+ * then reports the device-side checks pending on its device, as a blocking read does. Holds no
+ * lock while it waits: other threads go on queueing work on the device. */
+nc_status nc_read_wait(nc_read *r);
+
 #ifdef __cplusplus
 }
 #endif

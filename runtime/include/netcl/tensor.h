@@ -66,6 +66,9 @@ bool nc_view_strides(const nc_tensor *t, int ndim, const int64_t *shape, int64_t
 /* Host transfers of a contiguous tensor's bytes. */
 nc_status nc_tensor_write_host(nc_tensor *t, const void *src, size_t nbytes);
 nc_status nc_tensor_read_host(const nc_tensor *t, void *dst, size_t nbytes);
+/* nc_tensor_read_host without waiting (nc_storage_read_start): finish with nc_read_wait(out);
+ * t (its storage) and dst must stay alive until then. */
+nc_status nc_tensor_read_host_start(const nc_tensor *t, void *dst, size_t nbytes, nc_read *out);
 
 #ifdef __cplusplus
 }
