@@ -128,7 +128,7 @@ function GPT:generate(prompt, opts)
              seed = U.int(fname, "seed", opts.seed or 0)}
   local dev = self.tok_embeddings.weight.value.device
   local as_list = type(prompt) == "table"
-  local ids = as_list and nc.tensor({prompt}, {dtype = "int64", device = dev}) or prompt:to(dev, "int64")
+  local ids = as_list and nc.tensor({prompt}, {dtype = "int64", device = dev}) or prompt:to({device = dev, dtype = "int64"})
   if ids.ndim ~= 2 or ids.shape[2] < 1 then error(fname .. ": the prompt must hold at least one token", 2) end
   local b, t0 = ids.shape[1], ids.shape[2]
   if t0 + o.max_new > self.max_seq then
