@@ -86,6 +86,7 @@ static int d_index(lua_State *L) {
   else if (!strcmp(k, "fp64")) lua_pushboolean(L, i->fp64);
   else if (!strcmp(k, "is_gpu")) lua_pushboolean(L, i->is_gpu);
   else if (!strcmp(k, "tf32")) lua_pushboolean(L, __atomic_load_n(&i->tf32, __ATOMIC_ACQUIRE));
+  else if (!strcmp(k, "bf16_mma")) lua_pushboolean(L, __atomic_load_n(&i->bf16_mma, __ATOMIC_ACQUIRE));
   else if (!strcmp(k, "driver_version")) lua_pushstring(L, i->driver_version);
   else if (!strcmp(k, "spec")) lua_pushstring(L, i->spec);
   else {

@@ -127,21 +127,40 @@
     }                                                                                            \
   }
 
-/* ---- the two ways to multiply a staged K tile --------------------------------------------------
- * SIMT (the default): each work-item multiplies 4 x 4 blocks with fma. Tensor cores
- * (-DNC_MMA_TF32=1, NVIDIA devices of compute capability 8.0 or later, built by cl_gemm.c when
- * the matmul precision is "high" or "medium"): the staged values are rounded to tf32 (10
- * mantissa bits, to nearest with ties away from zero, as cvt.rna.tf32.f32) when they are written
- * to local memory, and the 8 warps of the work-group (2 along M, 4 along N) each multiply a
- * (BM/2) x (BN/4) block with mma.sync.m16n8k8 (tf32 inputs, float32 accumulation). Fragment
- * layouts are the PTX ISA's for m16n8k8 .tf32 (g = lane / 4, t = lane % 4): A a0 (g, t), a1
- * (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B b0 (t, g), b1 (t + 4, g); C c0 (g, 2t),
- * c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1). The local rows are padded by 8 elements
- * so that a warp's fragment reads (rows t and t + 4, columns g) fall in 32 distinct banks. The
- * accumulators are indexed by constants only (every loop over them is unrolled). */
-#ifdef NC_MMA_TF32
+/* ---- the ways to multiply a staged K tile -----------------------------------------------------
+ * SIMT (the default): each work-item multiplies 4 x 4 blocks with fma. Tensor cores (NVIDIA
+ * devices of compute capability 8.0 or later, built by cl_gemm.c for the matmul precisions
+ * "high", -DNC_MMA_TF32=1, and "medium", -DNC_MMA_BF16=1): the staged values are rounded when
+ * they are written to local memory (kept as float32 bit patterns there), and the 8 warps of the
+ * work-group (2 along M, 4 along N) each multiply a (BM/2) x (BN/4) block with mma.sync, float32
+ * accumulation. The accumulators are indexed by constants only (every loop over them is
+ * unrolled). g = lane / 4, t = lane % 4; C fragments (both modes): c0 (g, 2t), c1 (g, 2t + 1),
+ * c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
+ * - "high", m16n8k8 .tf32: inputs rounded to tf32 (10 mantissa bits, to nearest with ties away
+ *   from zero, as cvt.rna.tf32.f32). A a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8,
+ *   t + 4); B b0 (t, g), b1 (t + 4, g). Local rows are padded by 8 elements so that a warp's
+ *   fragment reads (rows t and t + 4, columns g) fall in 32 distinct banks.
+ * - "medium", m16n8k16 .bf16: inputs rounded to bfloat16 (7 mantissa bits, to nearest, ties to
+ *   even); each register holds two bf16, the lower k in its low half, packed from two local
+ *   floats' upper halves. A a0 (g, 2t..2t+1), a1 (g + 8, 2t..2t+1), a2 (g, 2t+8..2t+9), a3
+ *   (g + 8, 2t+8..2t+9); B b0 (2t..2t+1, g), b1 (2t+8..2t+9, g). Local rows are padded by 4, so
+ *   that the reads of rows 2t (and of rows 2t + 1) at columns g fall in distinct banks. */
+#if defined(NC_MMA_TF32) || defined(NC_MMA_BF16)
+#ifdef NC_MMA_BF16
+#define GF_PAD 4
+#define GF_KSTEP 16
+inline float gf_bf16(const float x) {
+  const uint u = as_uint(x);
+  return (u & 0x7f800000u) == 0x7f800000u ? x : as_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
+}
+inline float4 gf_bf16_4(const float4 v) { return (float4)(gf_bf16(v.x), gf_bf16(v.y), gf_bf16(v.z), gf_bf16(v.w)); }
+#define GF_CVT(x) gf_bf16(x)
+#define GF_CVT4(v) gf_bf16_4(v)
+/* two rounded floats as one register of bf16 pairs: lo in bits 0-15, hi in bits 16-31 */
+#define GF_PK(lo, hi) (((hi) & 0xffff0000u) | ((lo) >> 16))
+#else
 #define GF_PAD 8
-
+#define GF_KSTEP 8
 inline float gf_tf32(const float x) {
   const uint u = as_uint(x);
   return (u & 0x7f800000u) == 0x7f800000u ? x : as_float((u + 0x1000u) & 0xffffe000u);
@@ -149,6 +168,7 @@ inline float gf_tf32(const float x) {
 inline float4 gf_tf32_4(const float4 v) { return (float4)(gf_tf32(v.x), gf_tf32(v.y), gf_tf32(v.z), gf_tf32(v.w)); }
 #define GF_CVT(x) gf_tf32(x)
 #define GF_CVT4(v) gf_tf32_4(v)
+#endif
 
 #define GF_ACC(BM, BN, WN)                                                                        \
   float acc[(BM) / 32][(BN) / 32][4];                                                            \
@@ -164,20 +184,23 @@ inline float4 gf_tf32_4(const float4 v) { return (float4)(gf_tf32(v.x), gf_tf32(
  * warp's 32 work-items through local memory, from the fragment layouts above, so that devices
  * without tensor cores (PoCL in CI) run the tensor-core kernels' tiling, fragment indexing and
  * epilogues against the CPU backend. Every work-item of the group calls it at the same points. */
-inline void gf_mma_emulated(__local float *x, const int lane, const int warp, float *c, const uint *a, const uint *b) {
-  __local float *w = x + warp * 32 * 6;
-  for (int e = 0; e < 4; e++) w[lane * 6 + e] = as_float(a[e]);
-  w[lane * 6 + 4] = as_float(b[0]);
-  w[lane * 6 + 5] = as_float(b[1]);
+#ifdef NC_MMA_BF16
+inline float gf_bf16_half(const uint u, const int hi) { return as_float(hi ? (u & 0xffff0000u) : (u << 16)); }
+inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, float *c, const uint *a, const uint *b) {
+  __local uint *w = x + warp * 32 * 6;
+  for (int e = 0; e < 4; e++) w[lane * 6 + e] = a[e];
+  w[lane * 6 + 4] = b[0];
+  w[lane * 6 + 5] = b[1];
   barrier(CLK_LOCAL_MEM_FENCE);
   const int g = lane >> 2, t = lane & 3;
   float d[4];
   for (int e = 0; e < 4; e++) {
     const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
     float acc = c[e];
-    for (int k = 0; k < 8; k++) {
-      const float av = w[((r % 8) * 4 + k % 4) * 6 + (k < 4 ? 0 : 2) + (r >= 8 ? 1 : 0)];
-      const float bv = w[(n * 4 + k % 4) * 6 + 4 + (k < 4 ? 0 : 1)];
+    for (int k = 0; k < 16; k++) {
+      /* A (r, k): lane (r % 8, (k % 8) / 2), register (k >= 8 ? 2 : 0) + (r >= 8), half k & 1 */
+      const float av = gf_bf16_half(w[((r % 8) * 4 + (k % 8) / 2) * 6 + (k >= 8 ? 2 : 0) + (r >= 8 ? 1 : 0)], k & 1);
+      const float bv = gf_bf16_half(w[(n * 4 + (k % 8) / 2) * 6 + 4 + (k >= 8 ? 1 : 0)], k & 1);
       acc = fma(av, bv, acc);
     }
     d[e] = acc;
@@ -185,8 +208,38 @@ inline void gf_mma_emulated(__local float *x, const int lane, const int warp, fl
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int e = 0; e < 4; e++) c[e] = d[e];
 }
-#define GF_MMA_SCRATCH __local float mma_x_[256 * 6];
+#else
+inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, float *c, const uint *a, const uint *b) {
+  __local uint *w = x + warp * 32 * 6;
+  for (int e = 0; e < 4; e++) w[lane * 6 + e] = a[e];
+  w[lane * 6 + 4] = b[0];
+  w[lane * 6 + 5] = b[1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int g = lane >> 2, t = lane & 3;
+  float d[4];
+  for (int e = 0; e < 4; e++) {
+    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+    float acc = c[e];
+    for (int k = 0; k < 8; k++) {
+      const float av = as_float(w[((r % 8) * 4 + k % 4) * 6 + (k < 4 ? 0 : 2) + (r >= 8 ? 1 : 0)]);
+      const float bv = as_float(w[(n * 4 + k % 4) * 6 + 4 + (k < 4 ? 0 : 1)]);
+      acc = fma(av, bv, acc);
+    }
+    d[e] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int e = 0; e < 4; e++) c[e] = d[e];
+}
+#endif
+#define GF_MMA_SCRATCH __local uint mma_x_[256 * 6];
 #define GF_MMA(c, a, b) gf_mma_emulated(mma_x_, lane_, warp_, c, a, b)
+#elif defined(NC_MMA_BF16)
+#define GF_MMA_SCRATCH
+#define GF_MMA(c, a, b)                                                                           \
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+      "{%0,%1,%2,%3};"                                                                           \
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                           \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 #else
 #define GF_MMA_SCRATCH
 #define GF_MMA(c, a, b)                                                                           \
@@ -196,22 +249,42 @@ inline void gf_mma_emulated(__local float *x, const int lane, const int warp, fl
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 #endif
 
+/* The fragments of one K step (GF_KSTEP) at local row ks_, from sa_ / sb_ (see above). */
+#ifdef NC_MMA_BF16
+#define GF_FRAGS(BM, BN)                                                                          \
+  _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++) {                                     \
+    __local const uint *p_ = sa_ + (ks_ + 2 * tq_) * ((BM) + GF_PAD) + i_ * 16;                  \
+    fa_[i_][0] = GF_PK(p_[0], p_[(BM) + GF_PAD]);                                                \
+    fa_[i_][1] = GF_PK(p_[8], p_[(BM) + GF_PAD + 8]);                                            \
+    fa_[i_][2] = GF_PK(p_[8 * ((BM) + GF_PAD)], p_[9 * ((BM) + GF_PAD)]);                        \
+    fa_[i_][3] = GF_PK(p_[8 * ((BM) + GF_PAD) + 8], p_[9 * ((BM) + GF_PAD) + 8]);                \
+  }                                                                                              \
+  _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) {                                     \
+    __local const uint *q_ = sb_ + (ks_ + 2 * tq_) * ((BN) + GF_PAD) + j_ * 8;                   \
+    fb_[j_][0] = GF_PK(q_[0], q_[(BN) + GF_PAD]);                                                \
+    fb_[j_][1] = GF_PK(q_[8 * ((BN) + GF_PAD)], q_[9 * ((BN) + GF_PAD)]);                        \
+  }
+#else
+#define GF_FRAGS(BM, BN)                                                                          \
+  _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++) {                                     \
+    fa_[i_][0] = sa_[(ks_ + tq_) * ((BM) + GF_PAD) + i_ * 16];                                    \
+    fa_[i_][1] = sa_[(ks_ + tq_) * ((BM) + GF_PAD) + i_ * 16 + 8];                                \
+    fa_[i_][2] = sa_[(ks_ + tq_ + 4) * ((BM) + GF_PAD) + i_ * 16];                                \
+    fa_[i_][3] = sa_[(ks_ + tq_ + 4) * ((BM) + GF_PAD) + i_ * 16 + 8];                            \
+  }                                                                                              \
+  _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) {                                     \
+    fb_[j_][0] = sb_[(ks_ + tq_) * ((BN) + GF_PAD) + j_ * 8];                                     \
+    fb_[j_][1] = sb_[(ks_ + tq_ + 4) * ((BN) + GF_PAD) + j_ * 8];                                 \
+  }
+#endif
+
 #define GF_COMPUTE(BM, BN, BK, WM, WN, BUF)                                                       \
   {                                                                                              \
     __local const uint *sa_ = (__local const uint *)(As + (BUF) * (BK) * ((BM) + GF_PAD)) + wm_ * ((BM) / 2) + gq_; \
     __local const uint *sb_ = (__local const uint *)(Bs + (BUF) * (BK) * ((BN) + GF_PAD)) + wn_ * ((BN) / 4) + gq_; \
-    _Pragma("unroll") for (int ks_ = 0; ks_ < (BK); ks_ += 8) {                                  \
+    _Pragma("unroll") for (int ks_ = 0; ks_ < (BK); ks_ += GF_KSTEP) {                           \
       uint fa_[(BM) / 32][4], fb_[(BN) / 32][2];                                                 \
-      _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++) {                                 \
-        fa_[i_][0] = sa_[(ks_ + tq_) * ((BM) + GF_PAD) + i_ * 16];                                \
-        fa_[i_][1] = sa_[(ks_ + tq_) * ((BM) + GF_PAD) + i_ * 16 + 8];                            \
-        fa_[i_][2] = sa_[(ks_ + tq_ + 4) * ((BM) + GF_PAD) + i_ * 16];                            \
-        fa_[i_][3] = sa_[(ks_ + tq_ + 4) * ((BM) + GF_PAD) + i_ * 16 + 8];                        \
-      }                                                                                          \
-      _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) {                                 \
-        fb_[j_][0] = sb_[(ks_ + tq_) * ((BN) + GF_PAD) + j_ * 8];                                 \
-        fb_[j_][1] = sb_[(ks_ + tq_ + 4) * ((BN) + GF_PAD) + j_ * 8];                             \
-      }                                                                                          \
+      GF_FRAGS(BM, BN)                                                                           \
       _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++)                                   \
         _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) GF_MMA(acc[i_][j_], fa_[i_], fb_[j_]); \
     }                                                                                            \

@@ -329,5 +329,7 @@ nc_precision nc_matmul_precision_level(void) { return (nc_precision)atomic_load(
 
 const char *nc_matmul_precision_on(const nc_device *dev) {
   const int mode = atomic_load(&precision);
-  return mode == NC_PRECISION_HIGHEST || !__atomic_load_n(&nc_device_info_of(dev)->tf32, __ATOMIC_ACQUIRE) ? "highest" : "high";
+  const nc_device_info *i = nc_device_info_of(dev);
+  if (mode == NC_PRECISION_MEDIUM && __atomic_load_n(&i->bf16_mma, __ATOMIC_ACQUIRE)) return "medium";
+  return mode == NC_PRECISION_HIGHEST || !__atomic_load_n(&i->tf32, __ATOMIC_ACQUIRE) ? "highest" : "high";
 }

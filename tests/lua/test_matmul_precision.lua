@@ -1,4 +1,5 @@
--- nc.set_matmul_precision on the device under test. On a device with tf32 tensor cores
+-- nc.set_matmul_precision on the device under test ("medium": the same checks with bfloat16's
+-- bound and 1 + 2^-9, below bfloat16's half ulp but exact in tf32). On a device with tf32 tensor cores
 -- (dev.tf32: an NVIDIA GPU, or any OpenCL device under the test hook NETCL_MMA_EMULATE=1, which
 -- ctest's lua.test_matmul_precision.opencl_emulated sets), "high" must (1) take effect: inputs
 -- are rounded to tf32, so 1 + 2^-12 (below tf32's half ulp) multiplies as 1; (2) stay within
@@ -19,18 +20,20 @@ local function flat(t, out)
 end
 
 -- Each element of got (float32, on dev) against want (float64) within
--- bound = (2^-10 + k 2^-23) * mag, mag the same product of the absolute values (float64): the
--- tf32 rounding of each input costs at most 2^-11 relative, the float32 sums k 2^-24 each.
-local function within_tf32(got, want, mag, k, what)
+-- bound = (u + k 2^-23) * mag, mag the same product of the absolute values (float64): the
+-- rounding of each input costs at most half an ulp relative (tf32: 2^-11, so u = 2^-10 for a
+-- product; bfloat16: 2^-8, u = 2^-7 + 2^-14), the float32 sums k 2^-24 each.
+local UNIT = {high = 2 ^ -10, medium = 2 ^ -7 + 2 ^ -14}
+local function within(got, want, mag, k, what, mode)
   local g, w, m = flat(got:to(cpu):double():tolist()), flat(want:tolist()), flat(mag:tolist())
   lu.assertEquals(#g, #w)
   local worst = 0
   for i = 1, #w do
-    local bound = (2 ^ -10 + k * 2 ^ -23) * m[i] + 1e-30
+    local bound = (UNIT[mode] + k * 2 ^ -23) * m[i] + 1e-30
     local r = math.abs(g[i] - w[i]) / bound
     if r > worst then worst = r end
   end
-  lu.assertTrue(worst <= 1, string.format("%s: error %.3g times tf32's bound", what, worst))
+  lu.assertTrue(worst <= 1, string.format("%s (%s): error %.3g times the bound", what, mode, worst))
 end
 
 local function rand(shape, seed)
@@ -59,10 +62,12 @@ function TestMatmulPrecision:test_the_device_says_what_it_runs()
   lu.assertFalse(cpu.tf32)
   nc.set_matmul_precision("medium")
   lu.assertEquals(nc.get_matmul_precision(), "medium")
-  lu.assertEquals(nc.get_matmul_precision(dev), dev.tf32 and "high" or "highest")
+  lu.assertEquals(nc.get_matmul_precision(dev), dev.bf16_mma and "medium" or dev.tf32 and "high" or "highest")
+  lu.assertEquals(nc.get_matmul_precision(cpu), "highest")
+  lu.assertFalse(cpu.bf16_mma)
 end
 
--- 1 + 2^-12 rounds to 1 in tf32: the products say whether tf32 took effect.
+-- 1 + 2^-12 rounds to 1 in tf32 (and bfloat16): the products say whether tf32 took effect.
 function TestMatmulPrecision:test_high_takes_effect_exactly_where_the_device_has_tf32()
   local k = 96
   local a = nc.full({130, k}, 1 + 2 ^ -12, {device = dev})
@@ -85,38 +90,63 @@ function TestMatmulPrecision:test_high_takes_effect_exactly_where_the_device_has
   end
 end
 
+-- 1 + 2^-9 rounds to 1 in bfloat16 but is exact in tf32: "medium" runs bfloat16 where the
+-- device has bf16_mma, tf32 where it has only tf32, float32 elsewhere.
+function TestMatmulPrecision:test_medium_takes_effect_exactly_where_the_device_has_bf16()
+  local k = 96
+  local v = 1 + 2 ^ -9
+  local a = nc.full({130, k}, v, {device = dev})
+  local b = nc.ones({k, 70}, {device = dev})
+  local med = with_precision("medium", function() return a:matmul(b):to(cpu):tolist() end)
+  local x = nc.full({2, 8, 12, 12}, v, {device = dev})
+  local w = nc.ones({72, 8, 3, 3}, {device = dev})
+  local y_med = with_precision("medium", function() return nc.conv2d(x, w, nil, {padding = 1}):to(cpu):tolist() end)
+  if dev.bf16_mma then
+    lu.assertEquals(med[1][1], k)
+    lu.assertEquals(med[130][70], k)
+    lu.assertEquals(y_med[1][1][6][6], 72)
+    lu.assertEquals(y_med[2][72][12][12], 32)
+  else
+    lu.assertAlmostEquals(med[1][1], k * v, 1e-4)
+    lu.assertAlmostEquals(y_med[1][1][6][6], 72 * v, 1e-4)
+  end
+end
+
 -- Products of odd shapes, transposed operands and batches, against float64.
-function TestMatmulPrecision:test_products_within_tf32_bound()
+function TestMatmulPrecision:test_products_within_bound()
+ for _, mode in ipairs({"high", "medium"}) do
   local cases = {{130, 200, 77}, {257, 129, 300}, {64, 33, 64}, {300, 520, 260}}
   for i, c in ipairs(cases) do
     local m, k, n = c[1], c[2], c[3]
     local a64, b64 = rand({m, k}, i):double(), rand({k, n}, 100 + i):double()
     local want, mag = a64:matmul(b64), a64:abs():matmul(b64:abs())
     local a, b = a64:float():to(dev), b64:float():to(dev)
-    local got = with_precision("high", function() return a:matmul(b) end)
-    within_tf32(got, want, mag, k, string.format("%dx%dx%d", m, k, n))
+    local got = with_precision(mode, function() return a:matmul(b) end)
+    within(got, want, mag, k, string.format("%dx%dx%d", m, k, n), mode)
     -- the same product with transposed storage on both sides
     local at, bt = a64:t():contiguous():float():to(dev), b64:t():contiguous():float():to(dev)
-    got = with_precision("high", function() return at:t():matmul(bt:t()) end)
-    within_tf32(got, want, mag, k, string.format("%dx%dx%d transposed", m, k, n))
+    got = with_precision(mode, function() return at:t():matmul(bt:t()) end)
+    within(got, want, mag, k, string.format("%dx%dx%d transposed", m, k, n), mode)
     if not dev.tf32 then
       local strict = a:matmul(b)
-      lu.assertEquals(with_precision("high", function() return a:matmul(b) end):tolist(), strict:tolist())
+      lu.assertEquals(with_precision(mode, function() return a:matmul(b) end):tolist(), strict:tolist())
     end
   end
   local a64, b64 = rand({3, 70, 90}, 7):double(), rand({3, 90, 150}, 8):double()
-  local got = with_precision("high", function() return a64:float():to(dev):matmul(b64:float():to(dev)) end)
-  within_tf32(got, a64:matmul(b64), a64:abs():matmul(b64:abs()), 90, "batched")
+  local got = with_precision(mode, function() return a64:float():to(dev):matmul(b64:float():to(dev)) end)
+  within(got, a64:matmul(b64), a64:abs():matmul(b64:abs()), 90, "batched", mode)
   -- linear: x @ w^T + bias
   local x64, w64, bias64 = rand({150, 96}, 9):double(), rand({130, 96}, 10):double(), rand({130}, 11):double()
-  got = with_precision("high", function()
+  got = with_precision(mode, function()
     return nc.linear(x64:float():to(dev), w64:float():to(dev), bias64:float():to(dev))
   end)
-  within_tf32(got, nc.linear(x64, w64, bias64), nc.linear(x64:abs(), w64:abs(), bias64:abs()), 96, "linear")
+  within(got, nc.linear(x64, w64, bias64), nc.linear(x64:abs(), w64:abs(), bias64:abs()), 96, "linear", mode)
+ end
 end
 
 -- conv2d and its two gradients (stride 1 and 2) against float64 on the CPU backend.
-function TestMatmulPrecision:test_convolution_passes_within_tf32_bound()
+function TestMatmulPrecision:test_convolution_passes_within_bound()
+ for _, mode in ipairs({"high", "medium"}) do
   local shapes = {
     {x = {4, 16, 13, 11}, w = {40, 16, 3, 3}, o = {padding = 1}},
     {x = {3, 8, 15, 15}, w = {130, 8, 3, 3}, o = {padding = 1, stride = 2}},
@@ -128,19 +158,20 @@ function TestMatmulPrecision:test_convolution_passes_within_tf32_bound()
     local y64 = nc.conv2d(x64, w64, nil, s.o)
     local dy64 = rand(y64.shape, 60 + i):double()
     local x, w, dy = x64:float():to(dev), w64:float():to(dev), dy64:float():to(dev)
-    local y, dx, dw = with_precision("high", function()
+    local y, dx, dw = with_precision(mode, function()
       return nc.conv2d(x, w, nil, s.o), ops.conv2d_backward_input(dy, w, x.shape, s.o),
              ops.conv2d_backward_weight(dy, x, w.shape, s.o)
     end)
     local what = string.format("conv %d", i)
-    within_tf32(y, y64, nc.conv2d(x64:abs(), w64:abs(), nil, s.o), k, what .. " forward")
-    within_tf32(dx, ops.conv2d_backward_input(dy64, w64, x64.shape, s.o),
+    within(y, y64, nc.conv2d(x64:abs(), w64:abs(), nil, s.o), k, what .. " forward", mode)
+    within(dx, ops.conv2d_backward_input(dy64, w64, x64.shape, s.o),
                 ops.conv2d_backward_input(dy64:abs(), w64:abs(), x64.shape, s.o), s.w[1] * s.w[3] * s.w[4],
-                what .. " input gradient")
-    within_tf32(dw, ops.conv2d_backward_weight(dy64, x64, w64.shape, s.o),
+                what .. " input gradient", mode)
+    within(dw, ops.conv2d_backward_weight(dy64, x64, w64.shape, s.o),
                 ops.conv2d_backward_weight(dy64:abs(), x64:abs(), w64.shape, s.o), s.x[1] * y64.shape[3] * y64.shape[4],
-                what .. " weight gradient")
+                what .. " weight gradient", mode)
   end
+ end
 end
 
 -- float64 never changes precision.

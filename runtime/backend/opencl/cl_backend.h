@@ -113,6 +113,13 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV_TC_S, "gemm_fast", "conv_fast_s", TILED)                            \
   X(CONV_WGRAD_TC_L, "gemm_fast", "conv_wgrad_fast_l", TILED)                \
   X(CONV_WGRAD_TC_S, "gemm_fast", "conv_wgrad_fast_s", TILED)                \
+  X(GEMM_BF_L, "gemm_fast", "gemm_fast_l", TILED)                            \
+  X(GEMM_BF_M, "gemm_fast", "gemm_fast_m", TILED)                            \
+  X(GEMM_BF_S, "gemm_fast", "gemm_fast_s", TILED)                            \
+  X(CONV_BF_L, "gemm_fast", "conv_fast_l", TILED)                            \
+  X(CONV_BF_S, "gemm_fast", "conv_fast_s", TILED)                            \
+  X(CONV_WGRAD_BF_L, "gemm_fast", "conv_wgrad_fast_l", TILED)                \
+  X(CONV_WGRAD_BF_S, "gemm_fast", "conv_wgrad_fast_s", TILED)                \
   X(GF_SUM_SPLITS, "gemm_fast", "gf_sum_splits", REAL)                       \
   X(CONV_FLIP_WEIGHT, "gemm_fast", "conv_flip_weight", REAL)                 \
   X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \

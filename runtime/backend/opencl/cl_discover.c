@@ -118,6 +118,7 @@ static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
   info->max_work_group_size = wg;
   info->fp64 = fp64 != 0;
   info->tf32 = (info->is_gpu && has_tf32_mma(cd->id)) || nc_cl_mma_emulated();
+  info->bf16_mma = info->tf32; /* both come with compute capability 8.0 */
 }
 
 /* The ICD loader reads OCL_ICD_FILENAMES ("a.so:b.so") when it first lists platforms, and some

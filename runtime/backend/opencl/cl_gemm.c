@@ -117,22 +117,32 @@ bool nc_cl_mma_emulated(void) {
 }
 
 nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precision, const nc_cl_handle **out) {
-  nc_cl_slot tc;
+  nc_cl_slot tc, bf;
   switch (slot) {
-    case NC_CL_K_GEMM_FAST_L: tc = NC_CL_K_GEMM_TC_L; break;
-    case NC_CL_K_GEMM_FAST_M: tc = NC_CL_K_GEMM_TC_M; break;
-    case NC_CL_K_GEMM_FAST_S: tc = NC_CL_K_GEMM_TC_S; break;
-    case NC_CL_K_CONV_FAST_L: tc = NC_CL_K_CONV_TC_L; break;
-    case NC_CL_K_CONV_FAST_S: tc = NC_CL_K_CONV_TC_S; break;
-    case NC_CL_K_CONV_WGRAD_FAST_L: tc = NC_CL_K_CONV_WGRAD_TC_L; break;
-    case NC_CL_K_CONV_WGRAD_FAST_S: tc = NC_CL_K_CONV_WGRAD_TC_S; break;
+    case NC_CL_K_GEMM_FAST_L: tc = NC_CL_K_GEMM_TC_L, bf = NC_CL_K_GEMM_BF_L; break;
+    case NC_CL_K_GEMM_FAST_M: tc = NC_CL_K_GEMM_TC_M, bf = NC_CL_K_GEMM_BF_M; break;
+    case NC_CL_K_GEMM_FAST_S: tc = NC_CL_K_GEMM_TC_S, bf = NC_CL_K_GEMM_BF_S; break;
+    case NC_CL_K_CONV_FAST_L: tc = NC_CL_K_CONV_TC_L, bf = NC_CL_K_CONV_BF_L; break;
+    case NC_CL_K_CONV_FAST_S: tc = NC_CL_K_CONV_TC_S, bf = NC_CL_K_CONV_BF_S; break;
+    case NC_CL_K_CONV_WGRAD_FAST_L: tc = NC_CL_K_CONV_WGRAD_TC_L, bf = NC_CL_K_CONV_WGRAD_BF_L; break;
+    case NC_CL_K_CONV_WGRAD_FAST_S: tc = NC_CL_K_CONV_WGRAD_TC_S, bf = NC_CL_K_CONV_WGRAD_BF_S; break;
     default: return nc_error(NC_ERR_ARG, "OpenCL slot %d has no tensor-core variant", (int)slot);
   }
+  const bool emulate = nc_cl_mma_emulated();
+  /* "medium": bfloat16 mma.sync; a driver that refuses it leaves "high"'s tf32 */
+  if (precision == NC_PRECISION_MEDIUM && __atomic_load_n(&dev->info.bf16_mma, __ATOMIC_ACQUIRE)) {
+    static const int tiles[6] = {2}; /* marks the bfloat16 tensor-core build */
+    const nc_cl_handle *h = nc_cl_handle_peek(dev, bf, NC_FLOAT32);
+    if (h) return *out = h, NC_OK;
+    const char *opts = emulate ? "-DNC_MMA_BF16=1 -DNC_MMA_EMULATE=1" : "-DNC_MMA_BF16=1";
+    if (nc_cl_resolve(dev, bf, NC_FLOAT32, opts, tiles, &h) == NC_OK) return *out = h, NC_OK;
+    __atomic_store_n(&dev->info.bf16_mma, false, __ATOMIC_RELEASE);
+  }
   if (precision != NC_PRECISION_HIGHEST && __atomic_load_n(&dev->info.tf32, __ATOMIC_ACQUIRE)) {
-    static const int tiles[6] = {1}; /* marks the tensor-core build */
+    static const int tiles[6] = {1}; /* marks the tf32 tensor-core build */
     const nc_cl_handle *h = nc_cl_handle_peek(dev, tc, NC_FLOAT32);
     if (h) return *out = h, NC_OK;
-    const char *opts = nc_cl_mma_emulated() ? "-DNC_MMA_TF32=1 -DNC_MMA_EMULATE=1" : "-DNC_MMA_TF32=1";
+    const char *opts = emulate ? "-DNC_MMA_TF32=1 -DNC_MMA_EMULATE=1" : "-DNC_MMA_TF32=1";
     if (nc_cl_resolve(dev, tc, NC_FLOAT32, opts, tiles, &h) == NC_OK) return *out = h, NC_OK;
     __atomic_store_n(&dev->info.tf32, false, __ATOMIC_RELEASE);
   }

@@ -28,6 +28,7 @@ typedef struct {
   size_t max_work_group_size;
   bool fp64;
   bool tf32; /* tf32 tensor cores (mma.sync) that "high" matmul precision uses */
+  bool bf16_mma; /* bfloat16 tensor cores (mma.sync m16n8k16) that "medium" matmul precision uses */
 } nc_device_info;
 
 /* Discovers devices on first call (thread-safe). Fails only if the CPU backend cannot start. */

@@ -35,15 +35,16 @@ nc_status nc_linear(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor 
 nc_status nc_gemm(nc_tensor *a, nc_tensor *b, nc_tensor *c, double alpha, double beta);
 
 /* Matmul precision, process-wide: "highest" (float32 throughout, the default), "high" or
- * "medium". Under "high" and "medium", float32 matrix products and all three convolution passes
- * on a device with tf32 tensor cores (nc_device_info.tf32: NVIDIA OpenCL devices of compute
- * capability 8.0 or later) round their inputs to tf32 (10 mantissa bits) and accumulate in
- * float32; "medium" runs as "high" (this build has no bfloat16 matrix kernels, as PyTorch's
- * "medium" falls back to tf32). Every other device, and float64, keeps float32 arithmetic.
+ * "medium". Float32 matrix products and all three convolution passes on a device with tensor
+ * cores (NVIDIA OpenCL devices of compute capability 8.0 or later) then round their inputs,
+ * to tf32 (10 mantissa bits) under "high" (nc_device_info.tf32), to bfloat16 (7 mantissa bits)
+ * under "medium" (nc_device_info.bf16_mma; tf32 where only that is there), and accumulate in
+ * float32. Every other device, and float64, keeps float32 arithmetic.
  * Errors: NC_ERR_ARG for another name. */
 nc_status nc_set_matmul_precision(const char *mode);
 const char *nc_get_matmul_precision(void);
-/* What products run at on dev under the current mode: "high" (tf32 tensor cores) or "highest". */
+/* What products run at on dev under the current mode: "medium" (bfloat16 tensor cores), "high"
+ * (tf32 tensor cores) or "highest". */
 const char *nc_matmul_precision_on(const nc_device *dev);
 
 #ifdef __cplusplus
