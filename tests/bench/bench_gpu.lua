@@ -14,6 +14,10 @@
 --   *_tf32            sgemm 4096/8192, the conv passes and ResNet18 training again under
 --                     nc.set_matmul_precision("high") (tf32 tensor cores), against PyTorch with
 --                     TF32 on; only on a device with tf32 (dev.tf32)
+--   *_bf16            the same under nc.set_matmul_precision("medium") (bfloat16 tensor cores,
+--                     float32 tensors), against PyTorch on bfloat16 tensors (cuBLAS and cuDNN
+--                     BF16) and ResNet18 training under torch.autocast(dtype=torch.bfloat16);
+--                     only on a device with bf16_mma
 -- NETCL_BENCH_QUICK=1 runs smaller shapes (a smoke run on slow devices such as PoCL).
 local nc = require "netcl"
 local nn = require "netcl.nn"
@@ -142,6 +146,18 @@ else
   io.stderr:write("bench_gpu: " .. tostring(dev) .. " has no tf32 tensor cores; the _tf32 cases are skipped\n")
 end
 
+-- bfloat16 tensor cores
+local BF16 = dev.bf16_mma
+if BF16 then
+  nc.set_matmul_precision("medium")
+  sgemm(QUICK and S.gemm or {4096, 8192}, "_bf16")
+  conv("_bf16")
+  resnet_train("_bf16")
+  nc.set_matmul_precision("highest")
+else
+  io.stderr:write("bench_gpu: " .. tostring(dev) .. " has no bfloat16 tensor cores; the _bf16 cases are skipped\n")
+end
+
 -- PyTorch on the same GPU
 local script = ([[
 import json, sys, time
@@ -240,11 +256,35 @@ if %s:
     sync(); t0 = time.perf_counter()
     for _ in range(STEPS): step()
     sync(); res["resnet18_train_tf32"] = STEPS * B / (time.perf_counter() - t0)
+if %s:
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    for n in (GEMM if QUICK else [4096, 8192]):
+        a, b = torch.randn(n, n, device=dev, dtype=torch.bfloat16), torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+        t = best_of(3 if n >= 8192 else 5, lambda: a @ b)
+        res["sgemm%%d_bf16" %% n] = 2 * n ** 3 / t * 1e-9
+        del a, b
+    xh, wh, dyh = x.bfloat16(), w.bfloat16(), dy.bfloat16()
+    res["conv_fwd_bf16"] = 1e3 * best_of(REPS, lambda: F.conv2d(xh, wh, padding=1))
+    res["conv_dgrad_bf16"] = 1e3 * best_of(REPS, lambda: torch.nn.grad.conv2d_input(xh.shape, wh, dyh, padding=1))
+    res["conv_wgrad_bf16"] = 1e3 * best_of(REPS, lambda: torch.nn.grad.conv2d_weight(xh, wh.shape, dyh, padding=1))
+    torch.manual_seed(0)
+    model = ResNet18().to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    def step_bf16():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad(); loss.backward(); opt.step()
+    model.train()
+    for _ in range(3): step_bf16()
+    sync(); t0 = time.perf_counter()
+    for _ in range(STEPS): step_bf16()
+    sync(); res["resnet18_train_bf16"] = STEPS * B / (time.perf_counter() - t0)
 res["device"] = torch.cuda.get_device_name(0)
 res["torch"] = torch.__version__
 print(json.dumps(res))
 ]]):format(QUICK and "True" or "False", "[" .. table.concat(S.gemm, ", ") .. "]", S.batch, S.elems, S.steps, S.reps,
-             TF32 and "True" or "False")
+             TF32 and "True" or "False", BF16 and "True" or "False")
 
 local path = os.tmpname()
 local f = assert(io.open(path, "w"))

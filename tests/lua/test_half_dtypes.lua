@@ -169,7 +169,20 @@ function TestConvert.test_other_dtypes_match_cpu()
       lu.assertEquals(on_dev:bytes(), want:bytes(), sname .. " -> " .. dt)
       for _, out in ipairs({"float32", "float64", "int32", "int64", "uint8", "bool", "bfloat16", "float16"}) do
         local ok, r = pcall(function() return on_dev:transpose(1, 2):to(out) end)
-        if ok then
+        local integer = out == "int32" or out == "int64" or out == "uint8"
+        if ok and integer then
+          -- an infinity (100000 in float16) has no integer value: C leaves the result undefined,
+          -- and devices differ (x86 gives INT_MIN, NVIDIA saturates), so only finite ones compare
+          local got, exp = r:to(cpu):tolist(), want:transpose(1, 2):to(out):tolist()
+          local vals = want:transpose(1, 2):float():tolist()
+          for i = 1, #vals do
+            for j = 1, #vals[i] do
+              if math.abs(vals[i][j]) < math.huge then
+                lu.assertEquals(got[i][j], exp[i][j], string.format("%s -> %s -> %s [%d][%d]", sname, dt, out, i, j))
+              end
+            end
+          end
+        elseif ok then
           lu.assertEquals(r:bytes(), want:transpose(1, 2):to(out):bytes(), sname .. " -> " .. dt .. " -> " .. out)
         else
           lu.assertStrContains(tostring(r), "float64") -- only a device without fp64 may refuse
