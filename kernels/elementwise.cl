@@ -190,17 +190,42 @@ FLOORDIV_INT(uint8, uchar, uchar, 0)
   }
 
 /* ---- fast kernels: contiguous operands from element offsets. The host launches G >= n / 4
- * items (NC_FAST_PER_ITEM); item i takes elements i, i + G, i + 2G and i + 3G, so every load of
- * a round is coalesced and each item has four in flight. ------------------------------------------ */
+ * items (NC_FAST_PER_ITEM). When every offset is a multiple of 4 (buffers are aligned, so the
+ * operands are 16-byte aligned for 4-byte types), item q takes the 4-vector of elements
+ * 4q .. 4q + 3 (one vector load per operand and one store) and items q < n % 4 the scalar tail;
+ * otherwise item i takes elements i, i + G, i + 2G and i + 3G, so every load of a round is
+ * coalesced and each item has four in flight. ------------------------------------------ */
 #define NC_FAST_PER_ITEM 4
+#define EW_CAT2(a, b) a##b
+#define EW_CAT(a, b) EW_CAT2(a, b)
+#define EW_VEC_ALIGNED(offs) (((offs) & 3) == 0)
+/* lane c of a 4-vector result r from lanes of va (and wb): v (and w) are the lane's values */
+#define EW_LANE1(T, r, va, c, i, ID, expr) { const T v = (va).s##c; (r).s##c = (expr); }
+#define EW_LANE2(T, r, va, wb, c, i, ID, expr) { const T v = (va).s##c, w = (wb).s##c; (r).s##c = NC_FAULT_VALUE(NC_OP_##ID, (i) + c, n, expr); }
+
 #define FAST_UNARY_K(N, T, ID, name, expr)                                                        \
   __kernel void name##_##N(__global T *out, long oo, __global const T *x, long xo, T lo, T hi, long n) { \
     const long g = get_global_size(0);                                                            \
-    for (int k = 0; k < NC_FAST_PER_ITEM; k++) {                                                  \
-      const long i = get_global_id(0) + k * g;                                                    \
-      if (i < n) {                                                                                \
-        const T v = x[xo + i];                                                                    \
-        out[oo + i] = expr;                                                                       \
+    if (EW_VEC_ALIGNED(oo | xo)) {                                                                \
+      const long q = get_global_id(0), nv = n >> 2;                                               \
+      if (q < nv) {                                                                               \
+        const EW_CAT(T, 4) xa = *(__global const EW_CAT(T, 4) *)(x + xo + 4 * q);                 \
+        EW_CAT(T, 4) r;                                                                           \
+        EW_LANE1(T, r, xa, 0, 4 * q, ID, expr) EW_LANE1(T, r, xa, 1, 4 * q, ID, expr)                   \
+        EW_LANE1(T, r, xa, 2, 4 * q, ID, expr) EW_LANE1(T, r, xa, 3, 4 * q, ID, expr)                   \
+        *(__global EW_CAT(T, 4) *)(out + oo + 4 * q) = r;                                         \
+      }                                                                                           \
+      if (q < (n & 3)) {                                                                          \
+        const T v = x[xo + 4 * nv + q];                                                           \
+        out[oo + 4 * nv + q] = expr;                                                              \
+      }                                                                                           \
+    } else {                                                                                      \
+      for (int k = 0; k < NC_FAST_PER_ITEM; k++) {                                                \
+        const long i = get_global_id(0) + k * g;                                                  \
+        if (i < n) {                                                                              \
+          const T v = x[xo + i];                                                                  \
+          out[oo + i] = expr;                                                                     \
+        }                                                                                         \
       }                                                                                           \
     }                                                                                             \
     NC_FAULT_OOB(NC_OP_##ID, out, oo, n)                                                          \
@@ -210,11 +235,28 @@ FLOORDIV_INT(uint8, uchar, uchar, 0)
   __kernel void name##_##N(__global T *out, long oo, __global const T *a, long ao, __global const T *b, long bo, \
                            T sa, T sb, int mode, long n) {                                        \
     const long g = get_global_size(0);                                                            \
-    for (int k = 0; k < NC_FAST_PER_ITEM; k++) {                                                  \
-      const long i = get_global_id(0) + k * g;                                                    \
-      if (i < n) {                                                                                \
+    if (EW_VEC_ALIGNED(oo | ao | bo)) {                                                           \
+      const long q = get_global_id(0), nv = n >> 2;                                               \
+      if (q < nv) {                                                                               \
+        const EW_CAT(T, 4) va = (mode & 1) ? (EW_CAT(T, 4))(sa) : *(__global const EW_CAT(T, 4) *)(a + ao + 4 * q); \
+        const EW_CAT(T, 4) wb = (mode & 2) ? (EW_CAT(T, 4))(sb) : *(__global const EW_CAT(T, 4) *)(b + bo + 4 * q); \
+        EW_CAT(T, 4) r;                                                                           \
+        EW_LANE2(T, r, va, wb, 0, 4 * q, ID, expr) EW_LANE2(T, r, va, wb, 1, 4 * q, ID, expr)           \
+        EW_LANE2(T, r, va, wb, 2, 4 * q, ID, expr) EW_LANE2(T, r, va, wb, 3, 4 * q, ID, expr)           \
+        *(__global EW_CAT(T, 4) *)(out + oo + 4 * q) = r;                                         \
+      }                                                                                           \
+      if (q < (n & 3)) {                                                                          \
+        const long i = 4 * nv + q;                                                                \
         const T v = (mode & 1) ? sa : a[ao + i], w = (mode & 2) ? sb : b[bo + i];                 \
         out[oo + i] = NC_FAULT_VALUE(NC_OP_##ID, i, n, expr);                                     \
+      }                                                                                           \
+    } else {                                                                                      \
+      for (int k = 0; k < NC_FAST_PER_ITEM; k++) {                                                \
+        const long i = get_global_id(0) + k * g;                                                  \
+        if (i < n) {                                                                              \
+          const T v = (mode & 1) ? sa : a[ao + i], w = (mode & 2) ? sb : b[bo + i];               \
+          out[oo + i] = NC_FAULT_VALUE(NC_OP_##ID, i, n, expr);                                   \
+        }                                                                                         \
       }                                                                                           \
     }                                                                                             \
   }

@@ -37,11 +37,36 @@ end
 
 function TestGpuPatterns:test_softmax()
   nc.manual_seed(12)
-  for _, shape in ipairs({{3, 5000}, {37, 65}, {1000, 7}}) do
+  -- rows kept in registers (up to 32 per item: 65, 1024, 5000), rows past that (9000: the
+  -- online pass), short rows (7), and a strided input
+  for _, shape in ipairs({{3, 5000}, {37, 65}, {1000, 7}, {9, 1024}, {2, 9000}}) do
     local x = nc.randn(shape, {device = dev}) * 4
     local ref = x:to(cpu):to("float64")
     lu.assertTrue(max_err(x:softmax(2), ref:softmax(2)) < 1e-6, "softmax " .. shape[2])
     lu.assertTrue(max_err(x:log_softmax(2), ref:log_softmax(2)) < 1e-5, "log_softmax " .. shape[2])
+  end
+  local t = nc.randn({300, 70}, {device = dev}):transpose(1, 2)
+  lu.assertTrue(max_err(t:softmax(2), t:to(cpu):to("float64"):softmax(2)) < 1e-6, "strided softmax")
+  -- contiguous rows at an offset that is not a multiple of 4 (scalar loads, not 4-vectors)
+  local o = nc.randn({4099}, {device = dev}):narrow(1, 2, 4096):view({4, 1024})
+  lu.assertTrue(max_err(o:softmax(2), o:to(cpu):to("float64"):softmax(2)) < 1e-6, "offset softmax")
+  lu.assertTrue(max_err(o:log_softmax(2), o:to(cpu):to("float64"):log_softmax(2)) < 1e-5, "offset log_softmax")
+  -- masked positions (-inf) add nothing; a row of -inf only, and a row with NaN, give NaN as on the CPU
+  local rows = {}
+  for i = 1, 4 do
+    rows[i] = {}
+    for j = 1, 300 do rows[i][j] = (j % 3 == 0) and -math.huge or (i + j) / 50 end
+  end
+  for j = 1, 300 do rows[3][j] = -math.huge end
+  rows[4][17] = 0 / 0
+  local m = nc.tensor(rows, {device = dev})
+  local got, want = m:softmax(2):to(cpu):tolist(), m:to(cpu):softmax(2):tolist()
+  for i = 1, 4 do
+    for j = 1, 300 do
+      local g, w = got[i][j], want[i][j]
+      if w ~= w then lu.assertTrue(g ~= g, string.format("[%d][%d] should be NaN", i, j))
+      else lu.assertTrue(math.abs(g - w) < 1e-6, string.format("[%d][%d]: %g vs %g", i, j, g, w)) end
+    end
   end
 end
 
