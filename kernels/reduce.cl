@@ -408,6 +408,24 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
  * and +inf give NaN rows, as in the online form below. (4-vector loads of the shares were
  * measured 3.4x slower on the H200, so the loads are scalar: coalesced across the items.) */
 #define SM_REG 32
+/* x reduced with MERGE over the row's sub items, through sh. A row of at most 32 items takes
+ * one barrier: each item then merges the row's partials itself (reads of one address by a
+ * whole warp are one broadcast). Longer rows halve in a tree. The next write to sh comes after
+ * a later barrier of the caller (the other array's reduction, or the next row's first). */
+#define SM_REDUCE(sh, x, MERGE)                                                                   \
+  sh[lid] = x;                                                                                    \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                   \
+  if (sub <= 32) {                                                                                \
+    x = sh[first];                                                                                \
+    for (int q_ = 1; q_ < sub; q_++) x = MERGE(x, sh[first + q_]);                                \
+  } else {                                                                                        \
+    for (int w = sub / 2; w > 0; w >>= 1) {                                                       \
+      if (lane < w) sh[lid] = MERGE(sh[lid], sh[lid + w]);                                        \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+    }                                                                                             \
+    x = sh[first];                                                                                \
+  }
+#define SM_PLUS(a, b) ((a) + (b))
 #define SOFTMAX_IN_REGISTERS(T)                                                                   \
   for (long base = get_group_id(0) * (long)per_group; base < outer;                               \
        base += get_num_groups(0) * (long)per_group) {                                             \
@@ -422,27 +440,14 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
       v[r] = j < len ? xr[j] : (T)(-INFINITY);                                                    \
       m = SM_MAX(m, v[r]);                                                                        \
     }                                                                                             \
-    sh_m[lid] = m;                                                                                \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
-    for (int w = sub / 2; w > 0; w >>= 1) {                                                       \
-      if (lane < w) sh_m[lid] = SM_MAX(sh_m[lid], sh_m[lid + w]);                                 \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
-    }                                                                                             \
-    m = sh_m[first];                                                                              \
+    SM_REDUCE(sh_m, m, SM_MAX)                                                                    \
     _Pragma("unroll") for (int r = 0; r < SM_REG; r++) sum += SM_TERM(v[r], m);                   \
-    sh_s[lid] = sum;                                                                              \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
-    for (int w = sub / 2; w > 0; w >>= 1) {                                                       \
-      if (lane < w) sh_s[lid] += sh_s[lid + w];                                                   \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                               \
-    }                                                                                             \
-    sum = sh_s[first];                                                                            \
+    SM_REDUCE(sh_s, sum, SM_PLUS)                                                                 \
     const T ls_ = log(sum);                                                                       \
     _Pragma("unroll") for (int r = 0; r < SM_REG; r++) {                                          \
       const int j = lane + r * sub;                                                               \
       if (j < len) orow[j] = op == NC_OP_LOG_SOFTMAX ? (v[r] - m) - ls_ : exp(v[r] - m) / sum;    \
     }                                                                                             \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
   }
 
 #define SOFTMAX_K(N, T)                                                                           \
