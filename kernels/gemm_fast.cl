@@ -184,31 +184,19 @@ inline float4 gf_tf32_4(const float4 v) { return (float4)(gf_tf32(v.x), gf_tf32(
  * warp's 32 work-items through local memory, from the fragment layouts above, so that devices
  * without tensor cores (PoCL in CI) run the tensor-core kernels' tiling, fragment indexing and
  * epilogues against the CPU backend. Every work-item of the group calls it at the same points. */
+/* The element (r, k) of A and (k, n) of B in the warp's registers, copied to w (6 words a lane:
+ * a0..a3, b0, b1), after the fragment layouts above. */
 #ifdef NC_MMA_BF16
+#define GF_EMU_K 16
 inline float gf_bf16_half(const uint u, const int hi) { return as_float(hi ? (u & 0xffff0000u) : (u << 16)); }
-inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, float *c, const uint *a, const uint *b) {
-  __local uint *w = x + warp * 32 * 6;
-  for (int e = 0; e < 4; e++) w[lane * 6 + e] = a[e];
-  w[lane * 6 + 4] = b[0];
-  w[lane * 6 + 5] = b[1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const int g = lane >> 2, t = lane & 3;
-  float d[4];
-  for (int e = 0; e < 4; e++) {
-    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
-    float acc = c[e];
-    for (int k = 0; k < 16; k++) {
-      /* A (r, k): lane (r % 8, (k % 8) / 2), register (k >= 8 ? 2 : 0) + (r >= 8), half k & 1 */
-      const float av = gf_bf16_half(w[((r % 8) * 4 + (k % 8) / 2) * 6 + (k >= 8 ? 2 : 0) + (r >= 8 ? 1 : 0)], k & 1);
-      const float bv = gf_bf16_half(w[(n * 4 + (k % 8) / 2) * 6 + 4 + (k >= 8 ? 1 : 0)], k & 1);
-      acc = fma(av, bv, acc);
-    }
-    d[e] = acc;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int e = 0; e < 4; e++) c[e] = d[e];
-}
+#define GF_EMU_A(w, r, k) \
+  gf_bf16_half((w)[(((r) % 8) * 4 + ((k) % 8) / 2) * 6 + ((k) >= 8 ? 2 : 0) + ((r) >= 8 ? 1 : 0)], (k) & 1)
+#define GF_EMU_B(w, n, k) gf_bf16_half((w)[((n) * 4 + ((k) % 8) / 2) * 6 + 4 + ((k) >= 8 ? 1 : 0)], (k) & 1)
 #else
+#define GF_EMU_K 8
+#define GF_EMU_A(w, r, k) as_float((w)[(((r) % 8) * 4 + (k) % 4) * 6 + ((k) < 4 ? 0 : 2) + ((r) >= 8 ? 1 : 0)])
+#define GF_EMU_B(w, n, k) as_float((w)[((n) * 4 + (k) % 4) * 6 + 4 + ((k) < 4 ? 0 : 1)])
+#endif
 inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, float *c, const uint *a, const uint *b) {
   __local uint *w = x + warp * 32 * 6;
   for (int e = 0; e < 4; e++) w[lane * 6 + e] = a[e];
@@ -220,17 +208,12 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
   for (int e = 0; e < 4; e++) {
     const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
     float acc = c[e];
-    for (int k = 0; k < 8; k++) {
-      const float av = as_float(w[((r % 8) * 4 + k % 4) * 6 + (k < 4 ? 0 : 2) + (r >= 8 ? 1 : 0)]);
-      const float bv = as_float(w[(n * 4 + k % 4) * 6 + 4 + (k < 4 ? 0 : 1)]);
-      acc = fma(av, bv, acc);
-    }
+    for (int k = 0; k < GF_EMU_K; k++) acc = fma(GF_EMU_A(w, r, k), GF_EMU_B(w, n, k), acc);
     d[e] = acc;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int e = 0; e < 4; e++) c[e] = d[e];
 }
-#endif
 #define GF_MMA_SCRATCH __local uint mma_x_[256 * 6];
 #define GF_MMA(c, a, b) gf_mma_emulated(mma_x_, lane_, warp_, c, a, b)
 #elif defined(NC_MMA_BF16)

@@ -139,6 +139,19 @@ nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nby
   return s->dev->iface->read(s->dev, s->handle, off, dst, nbytes);
 }
 
+/* Starts a read of src into host memory through the device's read_start: *token is the read in
+ * flight, or NULL when none started (host memory, a device without a queue, no pinned memory
+ * left: the caller reads at once). A status with a token reports a failure of the queue behind
+ * a read that did start. */
+static nc_status begin_read(const nc_storage *src, size_t off, void *dst, size_t nbytes, void **token) {
+  nc_device *dev = src->dev;
+  *token = NULL;
+  nc_status st = NC_OK;
+  if (dev->iface->read_start && !src->host) st = dev->iface->read_start(dev, src->handle, off, dst, nbytes, token);
+  if (*token) atomic_fetch_add(&dev->async_reads, 1);
+  return st;
+}
+
 nc_status nc_storage_read_async(const nc_storage *src, size_t off, nc_storage *dst, size_t dst_off, size_t nbytes) {
   NC_TRY(check_range(src, off, nbytes, "async read"));
   NC_TRY(check_range(dst, dst_off, nbytes, "async read destination"));
@@ -149,13 +162,10 @@ nc_status nc_storage_read_async(const nc_storage *src, size_t off, nc_storage *d
   NC_TRY(settle_read(dst)); /* one pending read per storage: the previous one lands first */
   nc_storage_bump_version(dst);
   char *host = (char *)dst->host + dst_off;
-  nc_device *dev = src->dev;
-  void *token = NULL;
-  nc_status st = NC_OK;
-  if (dev->iface->read_start && !src->host) st = dev->iface->read_start(dev, src->handle, off, host, nbytes, &token);
-  if (token) { /* started (st may still report a failure of the queue behind it) */
-    atomic_fetch_add(&dev->async_reads, 1);
-    dst->read_dev = dev;
+  void *token;
+  nc_status st = begin_read(src, off, host, nbytes, &token);
+  if (token) {
+    dst->read_dev = src->dev;
     atomic_store_explicit(&dst->reading, token, memory_order_release);
   }
   if (token || st != NC_OK) return st;
@@ -181,15 +191,9 @@ nc_status nc_storage_read_start(const nc_storage *s, size_t off, void *dst, size
   *out = (nc_read){NULL, NULL};
   NC_TRY(check_range(s, off, nbytes, "read"));
   if (nbytes == 0) return NC_OK;
-  nc_device *dev = s->dev;
-  void *token = NULL;
-  nc_status st = NC_OK;
-  if (dev->iface->read_start && !s->host) st = dev->iface->read_start(dev, s->handle, off, dst, nbytes, &token);
-  if (token) { /* started (st may still report a failure of the queue behind it) */
-    atomic_fetch_add(&dev->async_reads, 1);
-    out->dev = dev;
-    out->ticket = token;
-  }
+  void *token;
+  nc_status st = begin_read(s, off, dst, nbytes, &token);
+  if (token) *out = (nc_read){s->dev, token};
   if (token || st != NC_OK) return st;
   return nc_storage_read(s, off, dst, nbytes); /* no queue, or no pinned memory left: read now */
 }

@@ -134,29 +134,22 @@ do
   record("softmax", 8 * n / best_of(S.reps, function() return rows:softmax(2) end) * 1e-9, "GB/s")
 end
 
--- tf32 tensor cores
-local TF32 = dev.tf32
-if TF32 then
-  nc.set_matmul_precision("high")
-  sgemm(QUICK and S.gemm or {4096, 8192}, "_tf32")
-  conv("_tf32")
-  resnet_train("_tf32")
+-- the tensor-core modes: "high" (tf32) and "medium" (bf16), where the device has them
+local function tensor_cores(has, mode, suffix, what)
+  if not has then
+    io.stderr:write("bench_gpu: " .. tostring(dev) .. " has no " .. what .. " tensor cores; the " .. suffix ..
+                    " cases are skipped\n")
+    return
+  end
+  nc.set_matmul_precision(mode)
+  sgemm(QUICK and S.gemm or {4096, 8192}, suffix)
+  conv(suffix)
+  resnet_train(suffix)
   nc.set_matmul_precision("highest")
-else
-  io.stderr:write("bench_gpu: " .. tostring(dev) .. " has no tf32 tensor cores; the _tf32 cases are skipped\n")
 end
-
--- bfloat16 tensor cores
-local BF16 = dev.bf16_mma
-if BF16 then
-  nc.set_matmul_precision("medium")
-  sgemm(QUICK and S.gemm or {4096, 8192}, "_bf16")
-  conv("_bf16")
-  resnet_train("_bf16")
-  nc.set_matmul_precision("highest")
-else
-  io.stderr:write("bench_gpu: " .. tostring(dev) .. " has no bfloat16 tensor cores; the _bf16 cases are skipped\n")
-end
+local TF32, BF16 = dev.tf32, dev.bf16_mma
+tensor_cores(TF32, "high", "_tf32", "tf32")
+tensor_cores(BF16, "medium", "_bf16", "bfloat16")
 
 -- PyTorch on the same GPU
 local script = ([[
