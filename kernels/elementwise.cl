@@ -192,7 +192,8 @@ FLOORDIV_INT(uint8, uchar, uchar, 0)
 /* ---- fast kernels: contiguous operands from element offsets. The host launches G >= n / 4
  * items (NC_FAST_PER_ITEM). When every offset is a multiple of 4 (buffers are aligned, so the
  * operands are 16-byte aligned for 4-byte types), item q takes the 4-vector of elements
- * 4q .. 4q + 3 (one vector load per operand and one store) and items q < n % 4 the scalar tail;
+ * 4q .. 4q + 3 (one vector load per operand and one store; then 4(q + G) .. while any are left)
+ * and items q < n % 4 the scalar tail;
  * otherwise item i takes elements i, i + G, i + 2G and i + 3G, so every load of a round is
  * coalesced and each item has four in flight. ------------------------------------------ */
 #define NC_FAST_PER_ITEM 4
@@ -207,15 +208,15 @@ FLOORDIV_INT(uint8, uchar, uchar, 0)
   __kernel void name##_##N(__global T *out, long oo, __global const T *x, long xo, T lo, T hi, long n) { \
     const long g = get_global_size(0);                                                            \
     if (EW_VEC_ALIGNED(oo | xo)) {                                                                \
-      const long q = get_global_id(0), nv = n >> 2;                                               \
-      if (q < nv) {                                                                               \
+      const long nv = n >> 2;                                                                     \
+      for (long q = get_global_id(0); q < nv; q += g) {                                           \
         const EW_CAT(T, 4) xa = *(__global const EW_CAT(T, 4) *)(x + xo + 4 * q);                 \
         EW_CAT(T, 4) r;                                                                           \
         EW_LANE1(T, r, xa, 0, 4 * q, ID, expr) EW_LANE1(T, r, xa, 1, 4 * q, ID, expr)                   \
         EW_LANE1(T, r, xa, 2, 4 * q, ID, expr) EW_LANE1(T, r, xa, 3, 4 * q, ID, expr)                   \
         *(__global EW_CAT(T, 4) *)(out + oo + 4 * q) = r;                                         \
       }                                                                                           \
-      if (q < (n & 3)) {                                                                          \
+      for (long q = get_global_id(0); q < (n & 3); q += g) {                                      \
         const T v = x[xo + 4 * nv + q];                                                           \
         out[oo + 4 * nv + q] = expr;                                                              \
       }                                                                                           \
@@ -236,8 +237,8 @@ FLOORDIV_INT(uint8, uchar, uchar, 0)
                            T sa, T sb, int mode, long n) {                                        \
     const long g = get_global_size(0);                                                            \
     if (EW_VEC_ALIGNED(oo | ao | bo)) {                                                           \
-      const long q = get_global_id(0), nv = n >> 2;                                               \
-      if (q < nv) {                                                                               \
+      const long nv = n >> 2;                                                                     \
+      for (long q = get_global_id(0); q < nv; q += g) {                                           \
         const EW_CAT(T, 4) va = (mode & 1) ? (EW_CAT(T, 4))(sa) : *(__global const EW_CAT(T, 4) *)(a + ao + 4 * q); \
         const EW_CAT(T, 4) wb = (mode & 2) ? (EW_CAT(T, 4))(sb) : *(__global const EW_CAT(T, 4) *)(b + bo + 4 * q); \
         EW_CAT(T, 4) r;                                                                           \
@@ -245,7 +246,7 @@ FLOORDIV_INT(uint8, uchar, uchar, 0)
         EW_LANE2(T, r, va, wb, 2, 4 * q, ID, expr) EW_LANE2(T, r, va, wb, 3, 4 * q, ID, expr)           \
         *(__global EW_CAT(T, 4) *)(out + oo + 4 * q) = r;                                         \
       }                                                                                           \
-      if (q < (n & 3)) {                                                                          \
+      for (long q = get_global_id(0); q < (n & 3); q += g) {                                      \
         const long i = 4 * nv + q;                                                                \
         const T v = (mode & 1) ? sa : a[ao + i], w = (mode & 2) ? sb : b[bo + i];                 \
         out[oo + i] = NC_FAULT_VALUE(NC_OP_##ID, i, n, expr);                                     \
