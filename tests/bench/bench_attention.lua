@@ -17,7 +17,8 @@
 --   is better). PyTorch is skipped with a message when python3-torch is missing.
 local nc = require "netcl"
 -- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
-local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
+local PY = H.python("torch") or "python3"
 local ag = require "netcl.autograd"
 
 local dev = nc.default_device()
@@ -32,18 +33,7 @@ local function list(env, default)
   return r
 end
 
-local function best_s(fn, reps)
-  fn()
-  dev:sync()
-  local best = math.huge
-  for _ = 1, reps do
-    local t0 = nc.clock()
-    fn()
-    dev:sync()
-    best = math.min(best, nc.clock() - t0)
-  end
-  return best
-end
+local function best_s(fn, reps) return H.best_time(dev, reps, fn) end
 
 local function naive(q, k, v)
   local t, d = q.shape[3], q.shape[4]

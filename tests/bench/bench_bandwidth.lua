@@ -9,7 +9,8 @@
 -- message when python3-torch is missing. PyTorch's fp32 runs with TF32 off (no matmul here).
 local nc = require "netcl"
 -- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
-local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
+local PY = H.python("torch") or "python3"
 
 local dev = nc.default_device()
 local N = tonumber(os.getenv("NETCL_BENCH_N") or "") or (dev.is_gpu and 64 * 1024 * 1024 or 16 * 1024 * 1024)
@@ -19,18 +20,7 @@ local BN = {{64, 32}, {128, 16}, {256, 8}, {512, 4}} -- channels, spatial side
 local ROWS = N // COLS
 N = ROWS * COLS
 
-local function best_s(fn)
-  fn()
-  dev:sync()
-  local best = math.huge
-  for _ = 1, REPS do
-    local t0 = nc.clock()
-    fn()
-    dev:sync()
-    best = math.min(best, nc.clock() - t0)
-  end
-  return best
-end
+local function best_s(fn) return H.best_time(dev, REPS, fn) end
 
 -- bytes moved per call: add reads 2 and writes 1, sum reads 1, softmax reads 1 and writes 1
 local cases = {

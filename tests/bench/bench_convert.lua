@@ -5,23 +5,13 @@
 -- after a warm-up, each ended by a device sync; ratio = conversion / clone of the source dtype
 -- (1 = as fast as copying). One JSON object per line.
 local nc = require "netcl"
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
 
 local dev = nc.default_device()
 local N = tonumber(os.getenv("NETCL_BENCH_N") or "") or 16 * 1024 * 1024
 local REPS = 10
 
-local function best_s(fn)
-  fn()
-  dev:sync()
-  local best = math.huge
-  for _ = 1, REPS do
-    local t0 = nc.clock()
-    fn()
-    dev:sync()
-    best = math.min(best, nc.clock() - t0)
-  end
-  return best
-end
+local function best_s(fn) return H.best_time(dev, REPS, fn) end
 
 local SIZE = {float32 = 4, bfloat16 = 2, float16 = 2}
 local x32 = nc.randn({N}, {device = dev})

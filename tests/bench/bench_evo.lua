@@ -8,22 +8,12 @@ local nc = require "netcl"
 local ag = require "netcl.autograd"
 local models = require "netcl.models"
 local evo = require "netcl.evo"
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
 
 local P = tonumber(os.getenv("NETCL_BENCH_EVO_P") or "") or 1024
 local N, ROUNDS = 256, 3
 
-local function best_s(fn, dev)
-  fn() -- warm-up: kernels, pools
-  dev:sync()
-  local best = math.huge
-  for _ = 1, ROUNDS do
-    local t0 = nc.clock()
-    fn()
-    dev:sync()
-    best = math.min(best, nc.clock() - t0)
-  end
-  return best
-end
+local function best_s(fn, dev) return H.best_time(dev, ROUNDS, fn) end
 
 for _, dev in ipairs(nc.devices()) do
   nc.set_default_device(dev)

@@ -24,25 +24,15 @@ local nn = require "netcl.nn"
 local ag = require "netcl.autograd"
 local optim = require "netcl.optim"
 local models = require "netcl.models"
-local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
+local PY = H.python("torch") or "python3"
 
 local QUICK = os.getenv("NETCL_BENCH_QUICK") == "1"
 local dev = nc.default_device()
 local S = QUICK and {gemm = {256, 512}, batch = 8, elems = 1 << 20, steps = 2, reps = 2}
   or {gemm = {1024, 4096, 8192}, batch = 256, elems = 64 << 20, steps = 20, reps = 10}
 
-local function best_of(reps, fn)
-  fn()
-  dev:sync()
-  local best = math.huge
-  for _ = 1, reps do
-    local t0 = nc.clock()
-    fn()
-    dev:sync()
-    best = math.min(best, nc.clock() - t0)
-  end
-  return best
-end
+local function best_of(reps, fn) return H.best_time(dev, reps, fn) end
 
 local results, order = {}, {}
 local function record(name, value, unit)

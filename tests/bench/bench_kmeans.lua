@@ -16,7 +16,8 @@
 -- NETCL_BENCH_KMEANS="N,D,K" overrides the sizes. Peak device memory (the pool's peak) is reported.
 local nc = require "netcl"
 -- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
-local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("sklearn", "numpy") or "python3"
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
+local PY = H.python("sklearn", "numpy") or "python3"
 local cluster = require "netcl.cluster"
 local nio = require "netcl.io"
 
@@ -35,18 +36,7 @@ else
   N, D, K = 100000, 64, 256
 end
 
-local function best_s(fn, reps)
-  fn()
-  dev:sync()
-  local best = math.huge
-  for _ = 1, reps or REPS do
-    local t0 = nc.clock()
-    fn()
-    dev:sync()
-    best = math.min(best, nc.clock() - t0)
-  end
-  return best
-end
+local function best_s(fn, reps) return H.best_time(dev, reps or REPS, fn) end
 
 nc.manual_seed(0)
 local centres = nc.randn({K, D}, {device = dev}) * 3

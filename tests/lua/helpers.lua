@@ -16,6 +16,21 @@ function M.device()
   return dev
 end
 
+-- The benchmarks' timer: fn once to warm up (kernels, pools), then the fastest of reps calls,
+-- each ended by a sync of dev, in seconds.
+function M.best_time(dev, reps, fn)
+  fn()
+  dev:sync()
+  local best = math.huge
+  for _ = 1, reps do
+    local t0 = nc.clock()
+    fn()
+    dev:sync()
+    best = math.min(best, nc.clock() - t0)
+  end
+  return best
+end
+
 -- Flattens a nested table of numbers/booleans.
 function M.flat(t, out)
   out = out or {}

@@ -4,17 +4,13 @@
 -- messages name the function and the offending shapes.
 local lu = require "luaunit"
 local nc = require "netcl"
+local H = require "helpers"
 
 local dev = nc.device(os.getenv("NETCL_TEST_DEVICE") or "cpu")
 local cpu = nc.device("cpu")
 local ops = nc.nn_ops
 
-local function flat(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t; return out end
-  for _, v in ipairs(t) do flat(v, out) end
-  return out
-end
+local flat = H.flat
 
 -- max |a - b| / max(1, max |b|) over two tensors' values
 local function rel_err(a, b)

@@ -7,17 +7,13 @@
 -- for the three convolution passes. Elsewhere "high" must give the same bits as "highest".
 local lu = require "luaunit"
 local nc = require "netcl"
+local H = require "helpers"
 
-local dev = nc.device(os.getenv("NETCL_TEST_DEVICE") or "cpu")
+local dev = H.device()
 local cpu = nc.device("cpu")
 local ops = nc.nn_ops
 
-local function flat(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t; return out end
-  for _, v in ipairs(t) do flat(v, out) end
-  return out
-end
+local flat = H.flat
 
 -- Each element of got (float32, on dev) against want (float64) within
 -- bound = (u + k 2^-23) * mag, mag the same product of the absolute values (float64): the

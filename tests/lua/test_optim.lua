@@ -23,12 +23,7 @@ local P0 = {
   {1.0, 2.0},
 }
 
-local function flat(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t return out end
-  for _, v in ipairs(t) do flat(v, out) end
-  return out
-end
+local flat = H.flat
 
 -- Gradient of parameter j at step k (1-based), element i of its flat order: varied signs and
 -- magnitudes, different every step.
