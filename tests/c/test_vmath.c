@@ -38,7 +38,7 @@ static void test_sweep(void) {
     double worst = 0;
     float at = 0;
     for (uint64_t u = 0; u < (1ull << 32); u += 256 + 1) { /* odd step: every mantissa residue */
-      const float x = nc_vm_f32((uint32_t)u);
+      const float x = nc_f32_from_bits((uint32_t)u);
       const double e = ulps(cases[c].f(x), cases[c].ref((double)x));
       if (e > worst) worst = e, at = x;
     }

@@ -7,19 +7,7 @@
 #define NETCL_CPU_VMATH_H
 
 #include <stdint.h>
-#include <string.h>
-
-static inline float nc_vm_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-static inline uint32_t nc_vm_u32(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
+#include "netcl/half.h" /* nc_f32_bits, nc_f32_from_bits */
 
 static inline float nc_vexpf(float x) {
   x = x > 88.8f ? 88.8f : x; /* NaN compares false and passes through */
@@ -37,15 +25,15 @@ static inline float nc_vexpf(float x) {
   n = n == n ? n : 0.0f;
   /* 2^n as two factors, so that n from -150 to 128 gives subnormals and inf as it should */
   const int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;
-  return p * nc_vm_f32((uint32_t)(n1 + 127) << 23) * nc_vm_f32((uint32_t)(n2 + 127) << 23);
+  return p * nc_f32_from_bits((uint32_t)(n1 + 127) << 23) * nc_f32_from_bits((uint32_t)(n2 + 127) << 23);
 }
 
 static inline float nc_vlogf(float x) {
   const int sub = x < 1.17549435e-38f; /* subnormals (and 0, negatives: replaced below) */
   const float xs = sub ? x * 8388608.0f : x;
-  const uint32_t ix = nc_vm_u32(xs);
+  const uint32_t ix = nc_f32_bits(xs);
   int32_t e = (int32_t)((ix >> 23) & 0xff) - 127 - (sub ? 23 : 0);
-  float m = nc_vm_f32((ix & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
+  float m = nc_f32_from_bits((ix & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
   const int big = m > 1.41421356f;
   m = big ? m * 0.5f : m;
   e = big ? e + 1 : e;

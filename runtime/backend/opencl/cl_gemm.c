@@ -116,6 +116,21 @@ bool nc_cl_mma_emulated(void) {
   return e && strcmp(e, "1") == 0;
 }
 
+/* The tensor-core build of slot (mode: -DNC_MMA_TF32 or -DNC_MMA_BF16, marked by tiles {mark})
+ * while *capable holds; a build the driver refuses clears *capable. Whether *out was set. */
+static bool tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode, int mark, bool *capable,
+                               const nc_cl_handle **out) {
+  if (!__atomic_load_n(capable, __ATOMIC_ACQUIRE)) return false;
+  const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, NC_FLOAT32);
+  if (h) return *out = h, true;
+  char opts[96];
+  snprintf(opts, sizeof opts, "%s%s", mode, nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "");
+  const int tiles[6] = {mark};
+  if (nc_cl_resolve(dev, slot, NC_FLOAT32, opts, tiles, &h) == NC_OK) return *out = h, true;
+  __atomic_store_n(capable, false, __ATOMIC_RELEASE);
+  return false;
+}
+
 nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precision, const nc_cl_handle **out) {
   nc_cl_slot tc, bf;
   switch (slot) {
@@ -128,24 +143,11 @@ nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precis
     case NC_CL_K_CONV_WGRAD_FAST_S: tc = NC_CL_K_CONV_WGRAD_TC_S, bf = NC_CL_K_CONV_WGRAD_BF_S; break;
     default: return nc_error(NC_ERR_ARG, "OpenCL slot %d has no tensor-core variant", (int)slot);
   }
-  const bool emulate = nc_cl_mma_emulated();
   /* "medium": bfloat16 mma.sync; a driver that refuses it leaves "high"'s tf32 */
-  if (precision == NC_PRECISION_MEDIUM && __atomic_load_n(&dev->info.bf16_mma, __ATOMIC_ACQUIRE)) {
-    static const int tiles[6] = {2}; /* marks the bfloat16 tensor-core build */
-    const nc_cl_handle *h = nc_cl_handle_peek(dev, bf, NC_FLOAT32);
-    if (h) return *out = h, NC_OK;
-    const char *opts = emulate ? "-DNC_MMA_BF16=1 -DNC_MMA_EMULATE=1" : "-DNC_MMA_BF16=1";
-    if (nc_cl_resolve(dev, bf, NC_FLOAT32, opts, tiles, &h) == NC_OK) return *out = h, NC_OK;
-    __atomic_store_n(&dev->info.bf16_mma, false, __ATOMIC_RELEASE);
-  }
-  if (precision != NC_PRECISION_HIGHEST && __atomic_load_n(&dev->info.tf32, __ATOMIC_ACQUIRE)) {
-    static const int tiles[6] = {1}; /* marks the tf32 tensor-core build */
-    const nc_cl_handle *h = nc_cl_handle_peek(dev, tc, NC_FLOAT32);
-    if (h) return *out = h, NC_OK;
-    const char *opts = emulate ? "-DNC_MMA_TF32=1 -DNC_MMA_EMULATE=1" : "-DNC_MMA_TF32=1";
-    if (nc_cl_resolve(dev, tc, NC_FLOAT32, opts, tiles, &h) == NC_OK) return *out = h, NC_OK;
-    __atomic_store_n(&dev->info.tf32, false, __ATOMIC_RELEASE);
-  }
+  if (precision == NC_PRECISION_MEDIUM && tensor_core_kernel(dev, bf, "-DNC_MMA_BF16=1", 2, &dev->info.bf16_mma, out))
+    return NC_OK;
+  if (precision != NC_PRECISION_HIGHEST && tensor_core_kernel(dev, tc, "-DNC_MMA_TF32=1", 1, &dev->info.tf32, out))
+    return NC_OK;
   return nc_cl_handle_get(dev, slot, NC_FLOAT32, out);
 }
 
