@@ -352,3 +352,62 @@ __kernel __attribute__((reqd_work_group_size(KT_T * KT_T, 1, 1))) void kmeans_as
     dist[dso + 2 * i + 1] = sqrt(m2 > 0 ? m2 : (REAL)0);
   }
 }
+
+/* kmeans_update_sliced: the same contract as kmeans_update (one partial [k, d] sum and [k] count
+ * per chunk of points), for GPUs (runtime/backend/opencl/cl_cluster.c launches it, 256 items a
+ * group). kmeans_update's group walks its chunk with one point in flight and a read-modify-write
+ * of global memory per point, which leaves a GPU idle; here each chunk is cut by clusters into
+ * slices of ks clusters, one work-group per (chunk, slice), whose sums live in local memory. The
+ * group reads its chunk's labels 256 at a time into local memory; its four lanes of 64 items take
+ * every fourth point each and add the points of their slice to the lane's own sums (a lane's
+ * items own dims li, li + 64, ...); at the end the lanes are added in order. Every sum runs in a
+ * fixed order: the results do not depend on timing. ks = KU_ELEMS / (4 d), at most KU_MAXS. */
+#define KU_LANES 4
+#define KU_LW 64
+#define KU_MAXS 256
+#ifdef NC_REAL_DOUBLE
+#define KU_ELEMS 4096
+#else
+#define KU_ELEMS 8192
+#endif
+__kernel __attribute__((reqd_work_group_size(KU_LANES * KU_LW, 1, 1))) void kmeans_update_sliced(
+    __global const REAL *x, const long xo, __global const long *lab, const long lo, __global REAL *part, const long po,
+    __global long *cnt, const long cno, const long n, const long d, const long k, const long chunk) {
+  __local REAL acc[KU_ELEMS];
+  __local int cs[KU_LANES * KU_MAXS], labs[KU_LANES * KU_LW];
+  const int ks = (int)min((long)KU_MAXS, (long)KU_ELEMS / (KU_LANES * d));
+  const long slices = (k + ks - 1) / ks, g = get_group_id(0), p = g / slices, s0 = (g % slices) * ks;
+  const int sv = (int)min((long)ks, k - s0), lid = get_local_id(0), lane = lid / KU_LW, li = lid % KU_LW;
+  const long i0 = p * chunk, i1 = min(n, i0 + chunk);
+  for (int t = lid; t < KU_LANES * ks * d; t += KU_LANES * KU_LW) acc[t] = 0;
+  for (int t = lid; t < KU_LANES * ks; t += KU_LANES * KU_LW) cs[t] = 0;
+  __local REAL *mine = acc + lane * ks * d;
+  for (long b0 = i0; b0 < i1; b0 += KU_LANES * KU_LW) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long gi = b0 + lid;
+    const long l = gi < i1 ? lab[lo + gi] - s0 : -1;
+    labs[lid] = l >= 0 && l < sv ? (int)l : -1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int j = lane; j < KU_LANES * KU_LW; j += KU_LANES) {
+      const int c = labs[j];
+      if (c >= 0) {
+        __global const REAL *xr = x + xo + (b0 + j) * d;
+        for (long e = li; e < d; e += KU_LW) mine[c * d + e] += xr[e];
+        if (li == 0) cs[lane * ks + c]++;
+      }
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __global REAL *pp = part + po + (p * k + s0) * d;
+  for (long t = lid; t < (long)sv * d; t += KU_LANES * KU_LW) {
+    REAL v = acc[t];
+    for (int L = 1; L < KU_LANES; L++) v += acc[L * ks * d + t];
+    pp[t] = v;
+  }
+  __global long *cp = cnt + cno + p * k + s0;
+  for (int t = lid; t < sv; t += KU_LANES * KU_LW) {
+    long v = 0;
+    for (int L = 0; L < KU_LANES; L++) v += cs[L * ks + t];
+    cp[t] = v;
+  }
+}

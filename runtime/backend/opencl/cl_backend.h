@@ -130,7 +130,8 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(FLASH_ATTENTION_FWD, "attention", "flash_attention_fwd_tiled", TILED)    \
   X(FLASH_ATTENTION_BWD_Q, "attention", "flash_attention_bwd_q_tiled", TILED) \
   X(FLASH_ATTENTION_BWD_KV, "attention", "flash_attention_bwd_kv_tiled", TILED) \
-  X(KMEANS_ASSIGN_TILED, "cluster", "kmeans_assign_tiled", REAL)
+  X(KMEANS_ASSIGN_TILED, "cluster", "kmeans_assign_tiled", REAL)              \
+  X(KMEANS_UPDATE_SLICED, "cluster", "kmeans_update_sliced", REAL)
 
 /* Slots: 0 .. NC_OP_COUNT-1 are the ops' fast kernels, then NC_CL_K_<ID>. */
 typedef enum {
@@ -312,6 +313,10 @@ nc_status nc_cl_read_end(nc_device *dev, void *token);
 nc_status nc_cl_reads_complete(nc_device *dev, nc_cl_device *cd);
 
 nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev);
+/* Whether kernels with two access patterns take the GPU one (coalesced, many groups) on dev: GPU
+ * drivers do, CPU drivers take blocked runs. NETCL_CL_PATTERN=gpu or cpu overrides it, so the
+ * tests run the GPU paths on PoCL's CPU device. */
+bool nc_cl_gpu_pattern(const nc_device *dev);
 
 /* The device interface (cl_backend.c): buffers, transfers, counters. */
 nc_status nc_cl_alloc(nc_device *dev, size_t n, void **h);
@@ -336,7 +341,7 @@ nc_status nc_cl_kernel_call(const nc_kernel_call *c);
 /* The tiled flash-attention kernel for c (cl_attention.c) and its number of work-groups of 256
  * items; *out NULL when c is another op or no tiled variant covers it. */
 nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups);
-/* kmeans_assign's tiled kernel for c (cl_cluster.c), the same way. */
+/* kmeans_assign's tiled kernel or kmeans_update's sliced one for c (cl_cluster.c), the same way. */
 nc_status nc_cl_kmeans_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups);
 
 /* Op entries (backend/dispatch.h), one file per family. */

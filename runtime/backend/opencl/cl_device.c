@@ -11,6 +11,13 @@ nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev) {
                   "%s failed on %s: %s (%d)", what, dev ? dev->info.name : "OpenCL", nc_cl_strerror(err), err);
 }
 
+bool nc_cl_gpu_pattern(const nc_device *dev) {
+  const char *e = getenv("NETCL_CL_PATTERN");
+  if (e && strcmp(e, "gpu") == 0) return true;
+  if (e && strcmp(e, "cpu") == 0) return false;
+  return dev->info.is_gpu;
+}
+
 nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
   nc_cl_device *cd = dev->impl;
   *out = cd;

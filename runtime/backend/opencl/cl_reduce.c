@@ -15,15 +15,6 @@ static int64_t busy_groups(nc_device *dev) {
   return cus * 8 > 64 ? cus * 8 : 64;
 }
 
-/* The access pattern: GPU drivers get strided (coalesced) loads, CPU drivers blocked runs.
- * NETCL_CL_PATTERN=gpu or cpu overrides it, so the tests run the GPU paths on PoCL's CPU device. */
-static cl_int blocked_pattern(const nc_device *dev) {
-  const char *e = getenv("NETCL_CL_PATTERN");
-  if (e && strcmp(e, "gpu") == 0) return 0;
-  if (e && strcmp(e, "cpu") == 0) return 1;
-  return !dev->info.is_gpu;
-}
-
 static void own_layout(const nc_tensor *t, nc_cl_layout *l) {
   const nc_tensor *ts[1] = {t};
   nc_cl_layouts(1, ts, l);
@@ -74,7 +65,7 @@ nc_status nc_cl_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor
   else
     li = lo;
   cl_mem mo = nc_cl_mem(out), mi = idx ? nc_cl_mem(idx) : mo, mx = nc_cl_mem(x);
-  cl_int cop = (cl_int)op, has_idx = idx != NULL, blocked = blocked_pattern(dev);
+  cl_int cop = (cl_int)op, has_idx = idx != NULL, blocked = !nc_cl_gpu_pattern(dev);
   real_arg p, corr;
   nc_cl_arg head[] = {
       NC_CL_ARG(cop), NC_CL_ARG(mo),      NC_CL_ARG(lo),         NC_CL_ARG(mi),
@@ -147,7 +138,7 @@ static nc_status along_rows(nc_cl_slot rows_slot, nc_cl_slot groups_slot, nc_op 
   cl_mem mo = nc_cl_mem(out), mx = nc_cl_mem(x);
   cl_int cop = (cl_int)op;
   const size_t ls = k->local;
-  cl_int blocked = blocked_pattern(dev);
+  cl_int blocked = !nc_cl_gpu_pattern(dev);
   /* softmax on GPUs: a row gets the power of two items nearest inner / 32 (at least 32, at most the
    * group), and a group takes ls / sub rows at once; CPU drivers keep a row per group. */
   cl_int sub = (cl_int)ls;
