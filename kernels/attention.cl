@@ -205,14 +205,49 @@ __kernel void flash_attention_bwd_kv(__global const REAL *dout, const long go, _
  * Built per head-dim class with -DHD=<32|64|128|256> (the padded head dim; columns past d are
  * zeros) and each kernel's block sizes: -DFBR/-DFBC (forward), -DQBR/-DQBC (dq), -DKBR/-DKBC
  * (dk, dv), multiples of 16 (runtime/backend/opencl/cl_attention.c picks them so that the
- * local arrays fit the device). 256 work-items as a 16 x 16 grid (ty, tx): item (ty, tx) holds
- * the rows ty + 16 i of its block and the columns tx + 16 j (keys or head-dim columns) in
- * registers; the operands come from local memory, rows padded by one element against bank
- * conflicts. Same arguments as the row kernels above. */
+ * local arrays fit the device). 256 work-items as a 16 x 16 grid (ty, tx). In a product over
+ * the head dim (S = Q K^T and its kin), item (ty, tx) holds rows ty + 16 i and keys (or
+ * queries) tx + 16 j; in a product into the head dim (O = P V and its kin) it holds rows
+ * ty + 16 i and the HD / 16 adjacent head-dim columns from tx * HD / 16. The operands come from
+ * local memory four elements at a time along the summed index (one 16-byte load each: rows
+ * are padded by 4 elements, which keeps them aligned and spreads 8 consecutive rows over the
+ * banks). Same arguments as the row kernels above. */
 #ifdef HD
 #define ATT_T 16
 #define ATT_LS (ATT_T * ATT_T)
-#define ATT_LD (HD + 1)
+#define ATT_LD (HD + 4)
+#define ATT_PLD(n) ((n) + 4)
+#ifdef NC_REAL_DOUBLE
+#define REAL4 double4
+#define ATT_ALIGN __attribute__((aligned(32)))
+#else
+#define REAL4 float4
+#define ATT_ALIGN __attribute__((aligned(16)))
+#endif
+/* four elements from a local array, at an index that is a multiple of 4 */
+#define ATT_V4(arr, idx) (*(__local const REAL4 *)((arr) + (idx)))
+#define ATT_UNPACK(dst, v) \
+  do {                     \
+    const REAL4 u_ = (v);  \
+    (dst)[0] = u_.s0;      \
+    (dst)[1] = u_.s1;      \
+    (dst)[2] = u_.s2;      \
+    (dst)[3] = u_.s3;      \
+  } while (0)
+/* dst[0 .. HD/16) = the item's head-dim columns of local row src[row * ATT_LD ...] */
+#if (HD / ATT_T) % 4 == 0
+#define ATT_COLS(dst, src, row, tx)                                                              \
+  do {                                                                                           \
+    _Pragma("unroll") for (int q_ = 0; q_ < HD / ATT_T; q_ += 4)                                 \
+        ATT_UNPACK((dst) + q_, ATT_V4(src, (row) * ATT_LD + (tx) * (HD / ATT_T) + q_));           \
+  } while (0)
+#else
+#define ATT_COLS(dst, src, row, tx)                                                              \
+  do {                                                                                           \
+    _Pragma("unroll") for (int q_ = 0; q_ < HD / ATT_T; q_++)(dst)[q_] =                         \
+        (src)[(row) * ATT_LD + (tx) * (HD / ATT_T) + q_];                                         \
+  } while (0)
+#endif
 
 /* dst[r][e] (row stride ATT_LD) = src[(row0 + r) * d + e] for r < rows, e < HD, zero past the
  * n rows and d columns of src; rows * HD is a multiple of ATT_LS. */
@@ -228,6 +263,20 @@ inline void att_stage(__local REAL *dst, __global const REAL *src, const long ro
 /* Whether key kj is seen by query qi (both in range). */
 #define ATT_SEES(qi, kj) ((qi) < tq && (kj) < tk && (!causal || (kj) <= (qi) + tk - tq))
 
+/* acc[i][j] += sum over e of A[(ty + 16 i) * ATT_LD + e] * B[(tx + 16 j) * ATT_LD + e], e < HD */
+#define ATT_ROWDOT(acc, A, NA, B, NB)                                                \
+  for (int e = 0; e < HD; e += 4) {                                                  \
+    REAL a_[NA][4], b_[NB][4];                                                       \
+    _Pragma("unroll") for (int i = 0; i < NA; i++)                                   \
+        ATT_UNPACK(a_[i], ATT_V4(A, (ty + ATT_T * i) * ATT_LD + e));                 \
+    _Pragma("unroll") for (int j = 0; j < NB; j++)                                   \
+        ATT_UNPACK(b_[j], ATT_V4(B, (tx + ATT_T * j) * ATT_LD + e));                 \
+    _Pragma("unroll") for (int u = 0; u < 4; u++)                                    \
+        _Pragma("unroll") for (int i = 0; i < NA; i++)                               \
+            _Pragma("unroll") for (int j = 0; j < NB; j++)                           \
+                acc[i][j] = fma(a_[i][u], b_[j][u], acc[i][j]);                       \
+  }
+
 /* Forward: one work-group per block of FBR query rows of one (batch, head), the heaviest
  * (causal: the last) blocks first; key blocks of FBC rows staged in local memory (K, then V in
  * the same array), the blocks above the diagonal skipped. */
@@ -238,7 +287,8 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     __global const REAL *q, const long qo, __global const REAL *k, const long ko, __global const REAL *v,
     const long vo, __global REAL *out, const long oo, __global REAL *lse, const long lo, const long h,
     const long hkv, const long tq, const long tk, const long d, const long causal, const REAL scale) {
-  __local REAL qs[FBR * ATT_LD], kvs[FBC * ATT_LD], ps[FBR * (FBC + 1)], red[FBR * ATT_T];
+  __local REAL qs[FBR * ATT_LD] ATT_ALIGN, kvs[FBC * ATT_LD] ATT_ALIGN, ps[FBR * ATT_PLD(FBC)] ATT_ALIGN,
+      red[FBR * ATT_T];
   const long nqb = (tq + FBR - 1) / FBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
   const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * FBR;
   const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
@@ -261,17 +311,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     for (int i = 0; i < RM; i++)
 #pragma unroll
       for (int j = 0; j < CN; j++) s[i][j] = 0;
-    for (int e = 0; e < HD; e++) {
-      REAL a[RM], c[CN];
-#pragma unroll
-      for (int i = 0; i < RM; i++) a[i] = qs[(ty + ATT_T * i) * ATT_LD + e];
-#pragma unroll
-      for (int j = 0; j < CN; j++) c[j] = kvs[(tx + ATT_T * j) * ATT_LD + e];
-#pragma unroll
-      for (int i = 0; i < RM; i++)
-#pragma unroll
-        for (int j = 0; j < CN; j++) s[i][j] = fma(a[i], c[j], s[i][j]);
-    }
+    ATT_ROWDOT(s, qs, RM, kvs, CN)
 #pragma unroll
     for (int i = 0; i < RM; i++) {
       const long qi = q0 + ty + ATT_T * i;
@@ -296,7 +336,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
 #pragma unroll
       for (int j = 0; j < CN; j++) {
         const REAL p = exp(s[i][j] - mn);
-        ps[(ty + ATT_T * i) * (FBC + 1) + tx + ATT_T * j] = p;
+        ps[(ty + ATT_T * i) * ATT_PLD(FBC) + tx + ATT_T * j] = p;
         ls += p;
       }
       l[i] = l[i] * corr[i] + ls;
@@ -307,16 +347,19 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     for (int i = 0; i < RM; i++)
 #pragma unroll
       for (int j = 0; j < DN; j++) o[i][j] *= corr[i];
-    for (int c = 0; c < FBC; c++) {
-      REAL a[RM], w[DN];
+    for (int c = 0; c < FBC; c += 4) {
+      REAL a[RM][4];
 #pragma unroll
-      for (int i = 0; i < RM; i++) a[i] = ps[(ty + ATT_T * i) * (FBC + 1) + c];
+      for (int i = 0; i < RM; i++) ATT_UNPACK(a[i], ATT_V4(ps, (ty + ATT_T * i) * ATT_PLD(FBC) + c));
 #pragma unroll
-      for (int j = 0; j < DN; j++) w[j] = kvs[c * ATT_LD + tx + ATT_T * j];
+      for (int u = 0; u < 4; u++) {
+        REAL w[DN];
+        ATT_COLS(w, kvs, c + u, tx);
 #pragma unroll
-      for (int i = 0; i < RM; i++)
+        for (int i = 0; i < RM; i++)
 #pragma unroll
-        for (int j = 0; j < DN; j++) o[i][j] = fma(a[i], w[j], o[i][j]);
+          for (int j = 0; j < DN; j++) o[i][j] = fma(a[i][u], w[j], o[i][j]);
+      }
     }
   }
   /* the row sums: each item holds its columns' part */
@@ -333,7 +376,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       const long row = bh * tq + qi;
 #pragma unroll
       for (int j = 0; j < DN; j++)
-        if (tx + ATT_T * j < d) out[oo + row * d + tx + ATT_T * j] = o[i][j] / lt;
+        if (tx * DN + j < d) out[oo + row * d + tx * DN + j] = o[i][j] / lt;
       if (tx == 0) lse[lo + row] = m[i] + log(lt);
     }
   }
@@ -352,7 +395,8 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     const long ko, __global const REAL *v, const long vo, __global const REAL *lse, const long lo,
     __global const REAL *delta, const long dlo, __global REAL *dq, const long dqo, const long h, const long hkv,
     const long tq, const long tk, const long d, const long causal, const REAL scale) {
-  __local REAL qs[QBR * ATT_LD], gs[QBR * ATT_LD], ks[QBC * ATT_LD], vs[QBC * ATT_LD], dss[QBR * (QBC + 1)];
+  __local REAL qs[QBR * ATT_LD] ATT_ALIGN, gs[QBR * ATT_LD] ATT_ALIGN, ks[QBC * ATT_LD] ATT_ALIGN,
+      vs[QBC * ATT_LD] ATT_ALIGN, dss[QBR * ATT_PLD(QBC)] ATT_ALIGN;
   const long nqb = (tq + QBR - 1) / QBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
   const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * QBR;
   const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
@@ -378,26 +422,8 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     for (int i = 0; i < RM; i++)
 #pragma unroll
       for (int j = 0; j < CN; j++) s[i][j] = dp[i][j] = 0;
-    for (int e = 0; e < HD; e++) {
-      REAL a[RM], g[RM], kc[CN], vc[CN];
-#pragma unroll
-      for (int i = 0; i < RM; i++) {
-        a[i] = qs[(ty + ATT_T * i) * ATT_LD + e];
-        g[i] = gs[(ty + ATT_T * i) * ATT_LD + e];
-      }
-#pragma unroll
-      for (int j = 0; j < CN; j++) {
-        kc[j] = ks[(tx + ATT_T * j) * ATT_LD + e];
-        vc[j] = vs[(tx + ATT_T * j) * ATT_LD + e];
-      }
-#pragma unroll
-      for (int i = 0; i < RM; i++)
-#pragma unroll
-        for (int j = 0; j < CN; j++) {
-          s[i][j] = fma(a[i], kc[j], s[i][j]);
-          dp[i][j] = fma(g[i], vc[j], dp[i][j]);
-        }
-    }
+    ATT_ROWDOT(s, qs, RM, ks, CN)
+    ATT_ROWDOT(dp, gs, RM, vs, CN)
 #pragma unroll
     for (int i = 0; i < RM; i++) {
       const long qi = q0 + ty + ATT_T * i;
@@ -405,20 +431,23 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       for (int j = 0; j < CN; j++) {
         const long kj = j0 + tx + ATT_T * j;
         const REAL p = ATT_SEES(qi, kj) ? exp(s[i][j] * scale - lr[i]) : (REAL)0;
-        dss[(ty + ATT_T * i) * (QBC + 1) + tx + ATT_T * j] = p * (dp[i][j] - dr[i]);
+        dss[(ty + ATT_T * i) * ATT_PLD(QBC) + tx + ATT_T * j] = p * (dp[i][j] - dr[i]);
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int c = 0; c < QBC; c++) {
-      REAL a[RM], w[DN];
+    for (int c = 0; c < QBC; c += 4) {
+      REAL a[RM][4];
 #pragma unroll
-      for (int i = 0; i < RM; i++) a[i] = dss[(ty + ATT_T * i) * (QBC + 1) + c];
+      for (int i = 0; i < RM; i++) ATT_UNPACK(a[i], ATT_V4(dss, (ty + ATT_T * i) * ATT_PLD(QBC) + c));
 #pragma unroll
-      for (int j = 0; j < DN; j++) w[j] = ks[c * ATT_LD + tx + ATT_T * j];
+      for (int u = 0; u < 4; u++) {
+        REAL w[DN];
+        ATT_COLS(w, ks, c + u, tx);
 #pragma unroll
-      for (int i = 0; i < RM; i++)
+        for (int i = 0; i < RM; i++)
 #pragma unroll
-        for (int j = 0; j < DN; j++) acc[i][j] = fma(a[i], w[j], acc[i][j]);
+          for (int j = 0; j < DN; j++) acc[i][j] = fma(a[i][u], w[j], acc[i][j]);
+      }
     }
   }
 #pragma unroll
@@ -427,7 +456,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     if (qi < tq) {
 #pragma unroll
       for (int j = 0; j < DN; j++)
-        if (tx + ATT_T * j < d) dq[dqo + (bh * tq + qi) * d + tx + ATT_T * j] = acc[i][j] * scale;
+        if (tx * DN + j < d) dq[dqo + (bh * tq + qi) * d + tx * DN + j] = acc[i][j] * scale;
     }
   }
 }
@@ -447,8 +476,9 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     const long ko, __global const REAL *v, const long vo, __global const REAL *lse, const long lo,
     __global const REAL *delta, const long dlo, __global REAL *dkv, const long dko, const long h, const long hkv,
     const long tq, const long tk, const long d, const long causal, const REAL scale) {
-  __local REAL ks[KBC * ATT_LD], vs[KBC * ATT_LD], qs[KBR * ATT_LD], gs[KBR * ATT_LD], pts[KBC * (KBR + 1)],
-      dsts[KBC * (KBR + 1)], ls_[KBR], ds_[KBR];
+  __local REAL ks[KBC * ATT_LD] ATT_ALIGN, vs[KBC * ATT_LD] ATT_ALIGN, qs[KBR * ATT_LD] ATT_ALIGN,
+      gs[KBR * ATT_LD] ATT_ALIGN, pts[KBC * ATT_PLD(KBR)] ATT_ALIGN, dsts[KBC * ATT_PLD(KBR)] ATT_ALIGN, ls_[KBR],
+      ds_[KBR];
   const long nkb = (tk + KBC - 1) / KBC, grp = get_group_id(0), kb = grp % nkb, bk = grp / nkb;
   const long kh = bk % hkv, b = bk / hkv, group = h / hkv, k0 = kb * KBC, kvb = bk * tk * d;
   const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
@@ -477,26 +507,8 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       for (int i = 0; i < CM; i++)
 #pragma unroll
         for (int j = 0; j < QN; j++) s[i][j] = dp[i][j] = 0;
-      for (int e = 0; e < HD; e++) {
-        REAL kc[CM], vc[CM], a[QN], gg[QN];
-#pragma unroll
-        for (int i = 0; i < CM; i++) {
-          kc[i] = ks[(ty + ATT_T * i) * ATT_LD + e];
-          vc[i] = vs[(ty + ATT_T * i) * ATT_LD + e];
-        }
-#pragma unroll
-        for (int j = 0; j < QN; j++) {
-          a[j] = qs[(tx + ATT_T * j) * ATT_LD + e];
-          gg[j] = gs[(tx + ATT_T * j) * ATT_LD + e];
-        }
-#pragma unroll
-        for (int i = 0; i < CM; i++)
-#pragma unroll
-          for (int j = 0; j < QN; j++) {
-            s[i][j] = fma(kc[i], a[j], s[i][j]);
-            dp[i][j] = fma(vc[i], gg[j], dp[i][j]);
-          }
-      }
+      ATT_ROWDOT(s, ks, CM, qs, QN)
+      ATT_ROWDOT(dp, vs, CM, gs, QN)
 #pragma unroll
       for (int i = 0; i < CM; i++) {
         const long kj = k0 + ty + ATT_T * i;
@@ -504,30 +516,31 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
         for (int j = 0; j < QN; j++) {
           const int qj = tx + ATT_T * j;
           const REAL p = ATT_SEES(i0 + qj, kj) ? exp(s[i][j] * scale - ls_[qj]) : (REAL)0;
-          pts[(ty + ATT_T * i) * (KBR + 1) + qj] = p;
-          dsts[(ty + ATT_T * i) * (KBR + 1) + qj] = p * (dp[i][j] - ds_[qj]);
+          pts[(ty + ATT_T * i) * ATT_PLD(KBR) + qj] = p;
+          dsts[(ty + ATT_T * i) * ATT_PLD(KBR) + qj] = p * (dp[i][j] - ds_[qj]);
         }
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      for (int c = 0; c < KBR; c++) {
-        REAL pa[CM], da[CM], gw[DN], qw[DN];
+      for (int c = 0; c < KBR; c += 4) {
+        REAL pa[CM][4], da[CM][4];
 #pragma unroll
         for (int i = 0; i < CM; i++) {
-          pa[i] = pts[(ty + ATT_T * i) * (KBR + 1) + c];
-          da[i] = dsts[(ty + ATT_T * i) * (KBR + 1) + c];
+          ATT_UNPACK(pa[i], ATT_V4(pts, (ty + ATT_T * i) * ATT_PLD(KBR) + c));
+          ATT_UNPACK(da[i], ATT_V4(dsts, (ty + ATT_T * i) * ATT_PLD(KBR) + c));
         }
 #pragma unroll
-        for (int j = 0; j < DN; j++) {
-          gw[j] = gs[c * ATT_LD + tx + ATT_T * j];
-          qw[j] = qs[c * ATT_LD + tx + ATT_T * j];
+        for (int u = 0; u < 4; u++) {
+          REAL gw[DN], qw[DN];
+          ATT_COLS(gw, gs, c + u, tx);
+          ATT_COLS(qw, qs, c + u, tx);
+#pragma unroll
+          for (int i = 0; i < CM; i++)
+#pragma unroll
+            for (int j = 0; j < DN; j++) {
+              dv[i][j] = fma(pa[i][u], gw[j], dv[i][j]);
+              dk[i][j] = fma(da[i][u], qw[j], dk[i][j]);
+            }
         }
-#pragma unroll
-        for (int i = 0; i < CM; i++)
-#pragma unroll
-          for (int j = 0; j < DN; j++) {
-            dv[i][j] = fma(pa[i], gw[j], dv[i][j]);
-            dk[i][j] = fma(da[i], qw[j], dk[i][j]);
-          }
       }
     }
   }
@@ -538,9 +551,9 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     if (kj < tk) {
 #pragma unroll
       for (int j = 0; j < DN; j++)
-        if (tx + ATT_T * j < d) {
-          dkv[dko + kvoff + kj * d + tx + ATT_T * j] = dk[i][j] * scale;
-          dkv[dko + total + kvoff + kj * d + tx + ATT_T * j] = dv[i][j];
+        if (tx * DN + j < d) {
+          dkv[dko + kvoff + kj * d + tx * DN + j] = dk[i][j] * scale;
+          dkv[dko + total + kvoff + kj * d + tx * DN + j] = dv[i][j];
         }
     }
   }

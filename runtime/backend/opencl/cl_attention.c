@@ -30,14 +30,14 @@ static const att_variant VARIANTS[] = {
 
 /* Local memory (elements) of each kernel, as kernels/attention.cl declares it. */
 static size_t local_elems(const att_variant *a, nc_op op) {
-  const size_t ld = (size_t)a->hd + 1;
+  const size_t ld = (size_t)a->hd + 4; /* rows padded by 4 (ATT_LD, ATT_PLD) */
   switch (op) {
     case NC_OP_FLASH_ATTENTION:
-      return (size_t)(a->fbr + a->fbc) * ld + (size_t)a->fbr * (a->fbc + 1) + (size_t)a->fbr * 16;
+      return (size_t)(a->fbr + a->fbc) * ld + (size_t)a->fbr * (a->fbc + 4) + (size_t)a->fbr * 16;
     case NC_OP_FLASH_ATTENTION_BWD_Q:
-      return 2 * (size_t)(a->qbr + a->qbc) * ld + (size_t)a->qbr * (a->qbc + 1);
+      return 2 * (size_t)(a->qbr + a->qbc) * ld + (size_t)a->qbr * (a->qbc + 4);
     default:
-      return 2 * (size_t)(a->kbr + a->kbc) * ld + 2 * (size_t)a->kbc * (a->kbr + 1) + 2 * (size_t)a->kbr;
+      return 2 * (size_t)(a->kbr + a->kbc) * ld + 2 * (size_t)a->kbc * (a->kbr + 4) + 2 * (size_t)a->kbr;
   }
 }
 
