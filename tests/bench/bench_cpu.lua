@@ -16,13 +16,25 @@
 --   small_cnn  the CNN of issue 13 (conv 1->32 3x3 pad 1, ReLU, maxpool 2, conv 32->64 3x3 pad 1,
 --            ReLU, maxpool 2, linear 3136->128, ReLU, linear 128->10), Adam lr 1e-3, batch 64,
 --            3 epochs over 8,000 random 1x28x28 images (timing only: the content does not matter)
+--   demo     `make demo`'s training, only when named (NETCL_BENCH_CASES=demo: minutes per round):
+--            samples/fashion_mnist.lua with its defaults runs as a child process (a temporary
+--            checkpoint, OMP_NUM_THREADS, NETCL_NUM_THREADS and OMP_WAIT_POLICY removed from its
+--            environment) and its final line gives the seconds of training and the test accuracy;
+--            tests/bench/fashion_mnist_torch.py does the same training in PyTorch (same data
+--            directory, data.fashion_mnist_dir(); same clean environment) with the thread count
+--            the child netcl has. Both accuracies are printed beside the times.
+--   Run the demo case with
+--     NETCL_BENCH_CASES=demo build/bin/netcl-lua tests/bench/bench_cpu.lua
 local nc = require "netcl"
+local data = require "netcl.data"
 local ag = require "netcl.autograd"
 local nn = require "netcl.nn"
 local optim = require "netcl.optim"
 local models = require "netcl.models"
 -- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
-local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
+local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+local PY = dofile(HERE .. "/../lua/helpers.lua").python("torch") or "python3"
+local EXE = arg and arg[-1] or "netcl-lua"
 
 local ROUNDS = tonumber(os.getenv("NETCL_BENCH_ROUNDS") or "") or 5
 local THREADS = nc.get_num_threads()
@@ -166,13 +178,77 @@ for _ in range(3):
         opt.zero_grad(); loss.backward(); opt.step(); loss.item()
 print(time.perf_counter() - t0)]]}
 
--- NETCL_BENCH_CASES=conv3x3,small_cnn: only those workloads
+-- `make demo`: the sample in a child process with no thread variables, against the same
+-- training in PyTorch (fashion_mnist_torch.py) with the thread count that child has.
+local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local CLEAN_ENV = "env -u OMP_NUM_THREADS -u NETCL_NUM_THREADS -u OMP_WAIT_POLICY "
+
+-- -> whether cmd exited with 0, the last line of its output that `want` matches (or nil), the
+-- output (stdout and stderr)
+local function run_child(cmd, want)
+  local p = assert(io.popen(cmd .. " 2>&1"))
+  local out = p:read("a")
+  local ok = p:close()
+  local last
+  for line in out:gmatch("[^\n]+") do if line:match(want) then last = line end end
+  return ok, last, out
+end
+
+local demo_dir, demo_threads
+local function demo_setup()
+  if demo_dir then return end
+  demo_dir = data.fashion_mnist_dir()
+  if not demo_dir then
+    error("bench_cpu: demo: Fashion-MNIST not found: install Debian's dataset-fashion-mnist (make deps) or set " ..
+      "NETCL_FASHION_MNIST", 0)
+  end
+  local ok, last, out = run_child(CLEAN_ENV .. shell_quote(EXE) ..
+    " -e 'print(require(\"netcl\").get_num_threads())'", "^%d+$")
+  demo_threads = ok and last and math.tointeger(tonumber(last))
+  if not demo_threads then error("bench_cpu: demo: cannot read netcl's default thread count:\n" .. out, 0) end
+end
+
+workloads[#workloads + 1] = {name = "demo", opt_in = true, threads = function()
+  demo_setup()
+  return demo_threads
+end, netcl = function()
+  demo_setup()
+  local tmp = os.tmpname()
+  local ckpt = tmp .. ".netcl"
+  local sample = HERE .. "/../../samples/fashion_mnist.lua"
+  local ok, last, out = run_child(CLEAN_ENV .. shell_quote(EXE) .. " " .. shell_quote(sample) .. " --data " ..
+    shell_quote(demo_dir) .. " --checkpoint " .. shell_quote(ckpt), "^final test accuracy ")
+  for _, f in ipairs({tmp, ckpt, tmp .. ".svg"}) do os.remove(f) end
+  local acc, secs
+  if last then acc, secs = last:match("^final test accuracy ([%d.]+)%% after %d+ epochs %(([%d.]+)s of training%)") end
+  if not (ok and acc) then error("bench_cpu: demo: samples/fashion_mnist.lua failed:\n" .. out:sub(-3000), 0) end
+  return tonumber(secs), tonumber(acc) / 100
+end, torch = function()
+  demo_setup()
+  local script = HERE .. "/fashion_mnist_torch.py"
+  local ok, last, out = run_child(CLEAN_ENV .. shell_quote(PY) .. " " .. shell_quote(script) .. " " ..
+    shell_quote(demo_dir) .. " --threads " .. demo_threads, '^{"train_s"')
+  local secs = last and last:match('"train_s": *([%d.eE+-]+)')
+  local acc = last and last:match('"test_accuracy": *([%d.eE+-]+)')
+  if not (ok and secs and acc) then
+    io.stderr:write("bench_cpu: demo: fashion_mnist_torch.py failed:\n", out:sub(-3000), "\n")
+    return nil
+  end
+  return tonumber(secs), tonumber(acc)
+end}
+
+-- NETCL_BENCH_CASES=conv3x3,small_cnn: only those workloads. Without it, all but the opt_in ones.
 local only = os.getenv("NETCL_BENCH_CASES")
+local keep
 if only and only ~= "" then
-  local keep = {}
+  keep = {}
   for name in only:gmatch("[^,]+") do keep[name] = true end
+end
+do
   local picked = {}
-  for _, w in ipairs(workloads) do if keep[w.name] then picked[#picked + 1] = w end end
+  for _, w in ipairs(workloads) do
+    if (keep and keep[w.name]) or (not keep and not w.opt_in) then picked[#picked + 1] = w end
+  end
   workloads = picked
 end
 
@@ -211,22 +287,46 @@ local function median(t)
   return n % 2 == 1 and s[(n + 1) // 2] or (s[n // 2] + s[n // 2 + 1]) / 2
 end
 
+-- A workload's torch is a body for the prelude above or a function; netcl and a torch function
+-- return seconds and, where the workload trains to a result, the test accuracy.
+local function torch_run(w)
+  if type(w.torch) == "function" then return w.torch() end
+  return torch_time(w.torch)
+end
+
+local function accuracy(key, a) return a and string.format(',"%s":%.4f', key, a) or "" end
+
 local times = {}
-for _, w in ipairs(workloads) do times[w.name] = {netcl = {}, torch = {}} end
+for _, w in ipairs(workloads) do times[w.name] = {netcl = {}, torch = {}, netcl_acc = {}, torch_acc = {}} end
 for round = 1, ROUNDS do
   for _, w in ipairs(workloads) do
-    local tn = w.netcl()
+    local threads = w.threads and w.threads() or THREADS
+    local tn, an = w.netcl()
     collectgarbage()
-    local tt = have_torch and torch_time(w.torch) or nil
-    table.insert(times[w.name].netcl, tn)
-    if tt then table.insert(times[w.name].torch, tt) end
-    print(string.format('{"bench":"cpu","case":"%s","round":%d,"threads":%d,"netcl_s":%.5f%s}', w.name, round,
-      THREADS, tn, tt and string.format(',"torch_s":%.5f,"ratio":%.3f', tt, tt / tn) or ""))
+    local tt, at
+    if have_torch then tt, at = torch_run(w) end
+    local r = times[w.name]
+    table.insert(r.netcl, tn)
+    if tt then table.insert(r.torch, tt) end
+    if an then table.insert(r.netcl_acc, an) end
+    if at then table.insert(r.torch_acc, at) end
+    print(string.format('{"bench":"cpu","case":"%s","round":%d,"threads":%d,"netcl_s":%.5f%s%s%s}', w.name, round,
+      threads, tn, accuracy("netcl_accuracy", an),
+      tt and string.format(',"torch_s":%.5f,"ratio":%.3f', tt, tt / tn) or "", accuracy("torch_accuracy", at)))
     io.stdout:flush()
   end
 end
+local function lowest(t)
+  local m
+  for _, v in ipairs(t) do m = m and math.min(m, v) or v end
+  return m
+end
+-- the median line gives the lowest accuracy over the rounds
 for _, w in ipairs(workloads) do
-  local mn, mt = median(times[w.name].netcl), median(times[w.name].torch)
-  print(string.format('{"bench":"cpu","case":"%s","median_of":%d,"netcl_s":%.5f%s}', w.name, ROUNDS, mn,
-    mt and string.format(',"torch_s":%.5f,"ratio":%.3f', mt, mt / mn) or ""))
+  local r = times[w.name]
+  local mn, mt = median(r.netcl), median(r.torch)
+  print(string.format('{"bench":"cpu","case":"%s","median_of":%d,"netcl_s":%.5f%s%s%s}', w.name, ROUNDS, mn,
+    accuracy("netcl_min_accuracy", lowest(r.netcl_acc)),
+    mt and string.format(',"torch_s":%.5f,"ratio":%.3f', mt, mt / mn) or "",
+    accuracy("torch_min_accuracy", lowest(r.torch_acc))))
 end
