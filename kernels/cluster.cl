@@ -178,11 +178,9 @@ __kernel void kmeans_update(__global const REAL *x, const long xo, __global cons
 }
 
 /* kmeans_assign_tiled: the same results as kmeans_assign, for 256-item groups
- * (runtime/backend/opencl/cl_cluster.c launches it where the local arrays fit). Like a GEMM: a
+ * (runtime/backend/opencl/cl_attention.c launches it where the local arrays fit). Like a GEMM: a
  * group owns KT_P points and walks the centroids in tiles of KT_C; points and centroids are
- * staged KT_D dims at a time (a row per point or centroid, padded by 4 elements, which keeps
- * rows 16-byte aligned and spreads 8 consecutive rows over the banks) and read back four dims
- * per load; work-item (ty, tx) of the
+ * staged KT_D dims at a time (transposed, padded by one element); work-item (ty, tx) of the
  * 16 x 16 grid accumulates the dot products of points ty + 16 i (i < 8) with centroids
  * tx + 16 j (j < 4) in registers, then scores them as |c|^2 - 2 x.c (the CPU backend's form;
  * |c|^2 summed from the staged tiles) and keeps each point's best and second best. The 16
@@ -194,26 +192,15 @@ __kernel void kmeans_update(__global const REAL *x, const long xo, __global cons
 #define KT_D 32
 #define KT_RP (KT_P / KT_T)
 #define KT_RC (KT_C / KT_T)
-#define KT_LD (KT_D + 4)
-#define KT_XS(dd, p) tiles[(p) * KT_LD + (dd)]
-#define KT_CS(dd, cc) tiles[KT_P * KT_LD + (cc) * KT_LD + (dd)]
-#ifdef NC_REAL_DOUBLE
-#define KT_REAL4 double4
-#define KT_ALIGN __attribute__((aligned(32)))
-#else
-#define KT_REAL4 float4
-#define KT_ALIGN __attribute__((aligned(16)))
-#endif
-/* four staged dims from dd (a multiple of 4) of point p or centroid cc: one 16-byte load */
-#define KT_XS4(dd, p) (*(__local const KT_REAL4 *)&KT_XS(dd, p))
-#define KT_CS4(dd, cc) (*(__local const KT_REAL4 *)&KT_CS(dd, cc))
+#define KT_XS(dd, p) tiles[(dd) * (KT_P + 1) + (p)]
+#define KT_CS(dd, cc) tiles[KT_D * (KT_P + 1) + (dd) * (KT_C + 1) + (cc)]
 __kernel __attribute__((reqd_work_group_size(KT_T * KT_T, 1, 1))) void kmeans_assign_tiled(
     __global const REAL *x, const long xo, __global const REAL *c, const long co, __global const long *lab,
     const long lo, __global const REAL *bnd, const long bo, __global const REAL *mv, const long mo,
     __global long *out, const long oo, __global REAL *dist, const long dso, const long n, const long d,
     const long k) {
   /* the staged tiles; at the end, the per-lane best and second best (2 x KT_P x KT_T) */
-  __local REAL tiles[(KT_P + KT_C) * KT_LD] KT_ALIGN;
+  __local REAL tiles[KT_D * (KT_P + 1) + KT_D * (KT_C + 1)];
   __local REAL cn[KT_C], red[KT_T * KT_T];
   __local int mi[KT_P * KT_T], needs[KT_P];
   const int lid = get_local_id(0), ty = lid / KT_T, tx = lid % KT_T, ls = KT_T * KT_T;
@@ -294,21 +281,16 @@ __kernel __attribute__((reqd_work_group_size(KT_T * KT_T, 1, 1))) void kmeans_as
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int dd = 0; dd < KT_D; dd++)
           if (lid < KT_C) cnorm += KT_CS(dd, lid) * KT_CS(dd, lid);
-        for (int dd = 0; dd < KT_D; dd += 4) {
-          KT_REAL4 xa[KT_RP], ca[KT_RC];
+        for (int dd = 0; dd < KT_D; dd++) {
+          REAL xa[KT_RP], ca[KT_RC];
 #pragma unroll
-          for (int i = 0; i < KT_RP; i++) xa[i] = KT_XS4(dd, ty + KT_T * i);
+          for (int i = 0; i < KT_RP; i++) xa[i] = KT_XS(dd, ty + KT_T * i);
 #pragma unroll
-          for (int j = 0; j < KT_RC; j++) ca[j] = KT_CS4(dd, tx + KT_T * j);
+          for (int j = 0; j < KT_RC; j++) ca[j] = KT_CS(dd, tx + KT_T * j);
 #pragma unroll
           for (int i = 0; i < KT_RP; i++)
 #pragma unroll
-            for (int j = 0; j < KT_RC; j++) {
-              acc[i][j] = fma(xa[i].s0, ca[j].s0, acc[i][j]);
-              acc[i][j] = fma(xa[i].s1, ca[j].s1, acc[i][j]);
-              acc[i][j] = fma(xa[i].s2, ca[j].s2, acc[i][j]);
-              acc[i][j] = fma(xa[i].s3, ca[j].s3, acc[i][j]);
-            }
+            for (int j = 0; j < KT_RC; j++) acc[i][j] = fma(xa[i], ca[j], acc[i][j]);
         }
       }
       if (lid < KT_C) cn[lid] = cnorm;

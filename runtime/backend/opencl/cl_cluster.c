@@ -1,6 +1,6 @@
 /* The k-means kernels OpenCL runs instead of the op-table rows' where they fit (kernels/cluster.cl):
  * - kmeans_assign_tiled (128 points per group of 256 items) where the device's work-groups and
- *   local memory hold it (float64 needs 64 KB, more than a 48 KB GPU has). NETCL_KMEANS_TILED=0
+ *   local memory hold it (float64 needs 60 KB, more than a 48 KB GPU has). NETCL_KMEANS_TILED=0
  *   turns it off (tests of the row kernel, comparisons).
  * - kmeans_update_sliced (one group per chunk of points and slice of clusters, sums in local
  *   memory) with the GPU access pattern (nc_cl_gpu_pattern), for d up to 2048 (float32) or 1024
@@ -29,8 +29,8 @@ static nc_status assign_tiled(const nc_kernel_call *c, const nc_cl_handle **out,
   const nc_tensor *x = c->t[0];
   nc_device *dev = nc_tensor_device(x);
   const size_t es = x->dtype == NC_FLOAT64 ? 8 : 4;
-  /* tiles (KT_P + 64 rows of 32 + 4), cn, red (REAL); mi, needs (int) */
-  if (!fits(dev, (size_t)((KT_P + 64) * 36 + 64 + KT_LS) * es + (size_t)(KT_P * 16 + KT_P) * 4)) return NC_OK;
+  /* tiles, cn, red (REAL); mi, needs (int) */
+  if (!fits(dev, (size_t)(32 * (KT_P + 1) + 32 * 65 + 64 + KT_LS) * es + (size_t)(KT_P * 16 + KT_P) * 4)) return NC_OK;
   const nc_cl_handle *h;
   NC_TRY(nc_cl_handle_get(dev, NC_CL_K_KMEANS_ASSIGN_TILED, x->dtype, &h));
   if (h->local < KT_LS) return NC_OK;
