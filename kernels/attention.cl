@@ -224,11 +224,6 @@ __kernel void flash_attention_bwd_kv(__global const REAL *dout, const long go, _
 #define REAL4 float4
 #define ATT_ALIGN __attribute__((aligned(16)))
 #endif
-/* Item lid's place in the grid: each warp of 32 holds 4 rows (ty) by 8 columns (tx), so a
- * local load that differs by tx touches 8 rows and one by ty 4: one 128-byte wavefront each for
- * 16-byte loads (a 2 x 16 warp would need two for the tx-indexed operand). */
-#define ATT_TX(lid) (((lid) & 7) + 8 * (((lid) >> 5) & 1))
-#define ATT_TY(lid) ((((lid) >> 3) & 3) + 4 * ((lid) >> 6))
 /* four elements from a local array, at an index that is a multiple of 4 */
 #define ATT_V4(arr, idx) (*(__local const REAL4 *)((arr) + (idx)))
 #define ATT_UNPACK(dst, v) \
@@ -265,25 +260,6 @@ inline void att_stage(__local REAL *dst, __global const REAL *src, const long ro
   }
 }
 
-/* The same in two steps, so that the loads of the next block are in flight while the current
- * one is computed: att_fetch into the item's registers (r holds rows * HD / ATT_LS values),
- * att_put from them into local memory. */
-#define ATT_FETCH(r, src, row0, n, d, rows, lid)                                      \
-  do {                                                                                \
-    _Pragma("unroll") for (int t_ = 0; t_ < (rows) * HD / ATT_LS; t_++) {             \
-      const int idx_ = t_ * ATT_LS + (lid), e_ = idx_ % HD;                           \
-      const long gr_ = (row0) + idx_ / HD;                                            \
-      (r)[t_] = (gr_ < (n) && e_ < (d)) ? (src)[gr_ * (d) + e_] : (REAL)0;            \
-    }                                                                                 \
-  } while (0)
-#define ATT_PUT(dst, r, rows, lid)                                                    \
-  do {                                                                                \
-    _Pragma("unroll") for (int t_ = 0; t_ < (rows) * HD / ATT_LS; t_++) {             \
-      const int idx_ = t_ * ATT_LS + (lid);                                           \
-      (dst)[(idx_ / HD) * ATT_LD + idx_ % HD] = (r)[t_];                              \
-    }                                                                                 \
-  } while (0)
-
 /* Whether key kj is seen by query qi (both in range). */
 #define ATT_SEES(qi, kj) ((qi) < tq && (kj) < tk && (!causal || (kj) <= (qi) + tk - tq))
 
@@ -315,7 +291,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       red[FBR * ATT_T];
   const long nqb = (tq + FBR - 1) / FBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
   const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * FBR;
-  const int lid = get_local_id(0), ty = ATT_TY(lid), tx = ATT_TX(lid);
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
   const long nk = causal ? min(tk, q0 + FBR + tk - tq) : tk; /* keys any row of the block sees */
   att_stage(qs, q + qo + bh * tq * d, q0, tq, d, FBR, lid);
   REAL o[RM][DN], m[RM], l[RM];
@@ -326,12 +302,9 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
 #pragma unroll
     for (int j = 0; j < DN; j++) o[i][j] = 0;
   }
-  REAL kr[FBC * HD / ATT_LS], vr[FBC * HD / ATT_LS];
-  ATT_FETCH(kr, k + ko + kvb, 0, tk, d, FBC, lid);
   for (long j0 = 0; j0 < nk; j0 += FBC) {
     barrier(CLK_LOCAL_MEM_FENCE);
-    ATT_PUT(kvs, kr, FBC, lid);
-    ATT_FETCH(vr, v + vo + kvb, j0, tk, d, FBC, lid);
+    att_stage(kvs, k + ko + kvb, j0, tk, d, FBC, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
     REAL s[RM][CN];
 #pragma unroll
@@ -368,8 +341,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       }
       l[i] = l[i] * corr[i] + ls;
     }
-    ATT_PUT(kvs, vr, FBC, lid); /* every item read its K before the barrier */
-    if (j0 + FBC < nk) ATT_FETCH(kr, k + ko + kvb, j0 + FBC, tk, d, FBC, lid);
+    att_stage(kvs, v + vo + kvb, j0, tk, d, FBC, lid); /* every item read its K before the barrier */
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int i = 0; i < RM; i++)
@@ -427,7 +399,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       vs[QBC * ATT_LD] ATT_ALIGN, dss[QBR * ATT_PLD(QBC)] ATT_ALIGN;
   const long nqb = (tq + QBR - 1) / QBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
   const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * QBR;
-  const int lid = get_local_id(0), ty = ATT_TY(lid), tx = ATT_TX(lid);
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
   const long nk = causal ? min(tk, q0 + QBR + tk - tq) : tk;
   att_stage(qs, q + qo + bh * tq * d, q0, tq, d, QBR, lid);
   att_stage(gs, dout + go + bh * tq * d, q0, tq, d, QBR, lid);
@@ -440,18 +412,11 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
 #pragma unroll
     for (int j = 0; j < DN; j++) acc[i][j] = 0;
   }
-  REAL kr[QBC * HD / ATT_LS], vr[QBC * HD / ATT_LS];
-  ATT_FETCH(kr, k + ko + kvb, 0, tk, d, QBC, lid);
-  ATT_FETCH(vr, v + vo + kvb, 0, tk, d, QBC, lid);
   for (long j0 = 0; j0 < nk; j0 += QBC) {
     barrier(CLK_LOCAL_MEM_FENCE);
-    ATT_PUT(ks, kr, QBC, lid);
-    ATT_PUT(vs, vr, QBC, lid);
+    att_stage(ks, k + ko + kvb, j0, tk, d, QBC, lid);
+    att_stage(vs, v + vo + kvb, j0, tk, d, QBC, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (j0 + QBC < nk) {
-      ATT_FETCH(kr, k + ko + kvb, j0 + QBC, tk, d, QBC, lid);
-      ATT_FETCH(vr, v + vo + kvb, j0 + QBC, tk, d, QBC, lid);
-    }
     REAL s[RM][CN], dp[RM][CN];
 #pragma unroll
     for (int i = 0; i < RM; i++)
@@ -516,7 +481,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       ds_[KBR];
   const long nkb = (tk + KBC - 1) / KBC, grp = get_group_id(0), kb = grp % nkb, bk = grp / nkb;
   const long kh = bk % hkv, b = bk / hkv, group = h / hkv, k0 = kb * KBC, kvb = bk * tk * d;
-  const int lid = get_local_id(0), ty = ATT_TY(lid), tx = ATT_TX(lid);
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
   /* causal: query i sees key j when i >= j - (tk - tq); the first block holding such a query */
   const long qstart = causal ? (max(0L, k0 - (tk - tq)) / KBR) * KBR : 0;
   att_stage(ks, k + ko + kvb, k0, tk, d, KBC, lid);
@@ -526,33 +491,17 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
   for (int i = 0; i < CM; i++)
 #pragma unroll
     for (int j = 0; j < DN; j++) dk[i][j] = dv[i][j] = 0;
-  /* the (query head, block) pairs in order, the next one's Q, dO, lse and delta fetched while
-   * the current one is computed */
-  const long nqb = (tq - qstart + KBR - 1) / KBR, steps = group * nqb;
-  REAL qr[KBR * HD / ATT_LS], gr[KBR * HD / ATT_LS], lr = 0, dr = 0;
-#define ATT_KV_FETCH(st)                                                                         \
-  do {                                                                                           \
-    const long qrow0_ = (b * h + kh * group + (st) / nqb) * tq, i0_ = qstart + ((st) % nqb) * KBR; \
-    ATT_FETCH(qr, q + qo + qrow0_ * d, i0_, tq, d, KBR, lid);                                    \
-    ATT_FETCH(gr, dout + go + qrow0_ * d, i0_, tq, d, KBR, lid);                                 \
-    if (lid < KBR) {                                                                             \
-      lr = i0_ + lid < tq ? lse[lo + qrow0_ + i0_ + lid] : (REAL)0;                              \
-      dr = i0_ + lid < tq ? delta[dlo + qrow0_ + i0_ + lid] : (REAL)0;                           \
-    }                                                                                            \
-  } while (0)
-  if (steps > 0) ATT_KV_FETCH(0);
-  for (long st = 0; st < steps; st++) {
-    {
-      const long i0 = qstart + (st % nqb) * KBR;
+  for (long g = 0; g < group; g++) {
+    const long qrow0 = (b * h + kh * group + g) * tq;
+    for (long i0 = qstart; i0 < tq; i0 += KBR) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      ATT_PUT(qs, qr, KBR, lid);
-      ATT_PUT(gs, gr, KBR, lid);
+      att_stage(qs, q + qo + qrow0 * d, i0, tq, d, KBR, lid);
+      att_stage(gs, dout + go + qrow0 * d, i0, tq, d, KBR, lid);
       if (lid < KBR) {
-        ls_[lid] = lr;
-        ds_[lid] = dr;
+        ls_[lid] = i0 + lid < tq ? lse[lo + qrow0 + i0 + lid] : (REAL)0;
+        ds_[lid] = i0 + lid < tq ? delta[dlo + qrow0 + i0 + lid] : (REAL)0;
       }
       barrier(CLK_LOCAL_MEM_FENCE);
-      if (st + 1 < steps) ATT_KV_FETCH(st + 1);
       REAL s[CM][QN], dp[CM][QN];
 #pragma unroll
       for (int i = 0; i < CM; i++)
@@ -595,7 +544,6 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       }
     }
   }
-#undef ATT_KV_FETCH
   const long kvoff = (b * hkv + kh) * tk * d, total = (long)(get_num_groups(0) / nkb) * tk * d;
 #pragma unroll
   for (int i = 0; i < CM; i++) {
