@@ -358,54 +358,88 @@ __kernel __attribute__((reqd_work_group_size(KT_T * KT_T, 1, 1))) void kmeans_as
  * group). kmeans_update's group walks its chunk with one point in flight and a read-modify-write
  * of global memory per point, which leaves a GPU idle; here each chunk is cut by clusters into
  * slices of ks clusters, one work-group per (chunk, slice), whose sums live in local memory. The
- * group reads its chunk's labels 256 at a time into local memory; its four lanes of 64 items take
- * every fourth point each and add the points of their slice to the lane's own sums (a lane's
- * items own dims li, li + 64, ...); at the end the lanes are added in order. Every sum runs in a
- * fixed order: the results do not depend on timing. ks = KU_ELEMS / (4 d), at most KU_MAXS. */
+ * group takes its chunk KU_B points at a time: each item reads the labels of 4 consecutive points,
+ * a prefix sum over the items lists the batch's points of this slice in point order, and the
+ * four lanes of 64 items take every fourth entry of the list, KU_U entries at a time (their rows
+ * read together, then added to the lane's own sums in list order; a lane's items own dims li,
+ * li + 64, ...). At the end the lanes are added in order. Every sum runs in a fixed order: the
+ * results do not depend on timing. ks = KU_ELEMS / (4 d), at most KU_MAXS. */
 #define KU_LANES 4
 #define KU_LW 64
+#define KU_LS (KU_LANES * KU_LW)
 #define KU_MAXS 256
+#define KU_B (4 * KU_LS)
+#define KU_U 8
 #ifdef NC_REAL_DOUBLE
 #define KU_ELEMS 4096
 #else
 #define KU_ELEMS 8192
 #endif
-__kernel __attribute__((reqd_work_group_size(KU_LANES * KU_LW, 1, 1))) void kmeans_update_sliced(
+__kernel __attribute__((reqd_work_group_size(KU_LS, 1, 1))) void kmeans_update_sliced(
     __global const REAL *x, const long xo, __global const long *lab, const long lo, __global REAL *part, const long po,
     __global long *cnt, const long cno, const long n, const long d, const long k, const long chunk) {
   __local REAL acc[KU_ELEMS];
-  __local int cs[KU_LANES * KU_MAXS], labs[KU_LANES * KU_LW];
+  /* lst: the batch's points of the slice, (position in the batch) | (cluster in the slice) << 10 */
+  __local int cs[KU_LANES * KU_MAXS], lst[KU_B], sc[KU_LS];
   const int ks = (int)min((long)KU_MAXS, (long)KU_ELEMS / (KU_LANES * d));
   const long slices = (k + ks - 1) / ks, g = get_group_id(0), p = g / slices, s0 = (g % slices) * ks;
   const int sv = (int)min((long)ks, k - s0), lid = get_local_id(0), lane = lid / KU_LW, li = lid % KU_LW;
   const long i0 = p * chunk, i1 = min(n, i0 + chunk);
-  for (int t = lid; t < KU_LANES * ks * d; t += KU_LANES * KU_LW) acc[t] = 0;
-  for (int t = lid; t < KU_LANES * ks; t += KU_LANES * KU_LW) cs[t] = 0;
+  for (int t = lid; t < KU_LANES * ks * d; t += KU_LS) acc[t] = 0;
+  for (int t = lid; t < KU_LANES * ks; t += KU_LS) cs[t] = 0;
   __local REAL *mine = acc + lane * ks * d;
-  for (long b0 = i0; b0 < i1; b0 += KU_LANES * KU_LW) {
+  for (long b0 = i0; b0 < i1; b0 += KU_B) {
+    int f[4], mine_n = 0;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const long gi = b0 + 4 * lid + u;
+      const long l = gi < i1 ? lab[lo + gi] - s0 : -1;
+      f[u] = l >= 0 && l < sv ? (int)l : -1;
+      mine_n += f[u] >= 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* the previous batch's list is used up */
+    sc[lid] = mine_n;
     barrier(CLK_LOCAL_MEM_FENCE);
-    const long gi = b0 + lid;
-    const long l = gi < i1 ? lab[lo + gi] - s0 : -1;
-    labs[lid] = l >= 0 && l < sv ? (int)l : -1;
+    for (int off = 1; off < KU_LS; off <<= 1) {
+      const int v = lid >= off ? sc[lid - off] : 0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      sc[lid] += v;
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const int total = sc[KU_LS - 1];
+    int at = sc[lid] - mine_n;
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+      if (f[u] >= 0) lst[at++] = (4 * lid + u) | (f[u] << 10);
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int j = lane; j < KU_LANES * KU_LW; j += KU_LANES) {
-      const int c = labs[j];
-      if (c >= 0) {
-        __global const REAL *xr = x + xo + (b0 + j) * d;
-        for (long e = li; e < d; e += KU_LW) mine[c * d + e] += xr[e];
-        if (li == 0) cs[lane * ks + c]++;
+    for (int j0 = lane; j0 < total; j0 += KU_LANES * KU_U) {
+      int ent[KU_U];
+#pragma unroll
+      for (int u = 0; u < KU_U; u++) ent[u] = j0 + KU_LANES * u < total ? lst[j0 + KU_LANES * u] : -1;
+      for (long e = li; e < d; e += KU_LW) {
+        REAL r[KU_U];
+#pragma unroll
+        for (int u = 0; u < KU_U; u++) r[u] = ent[u] >= 0 ? x[xo + (b0 + (ent[u] & 1023)) * d + e] : (REAL)0;
+#pragma unroll
+        for (int u = 0; u < KU_U; u++)
+          if (ent[u] >= 0) mine[(ent[u] >> 10) * d + e] += r[u];
+      }
+      if (li == 0) {
+#pragma unroll
+        for (int u = 0; u < KU_U; u++)
+          if (ent[u] >= 0) cs[lane * ks + (ent[u] >> 10)]++;
       }
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   __global REAL *pp = part + po + (p * k + s0) * d;
-  for (long t = lid; t < (long)sv * d; t += KU_LANES * KU_LW) {
+  for (long t = lid; t < (long)sv * d; t += KU_LS) {
     REAL v = acc[t];
     for (int L = 1; L < KU_LANES; L++) v += acc[L * ks * d + t];
     pp[t] = v;
   }
   __global long *cp = cnt + cno + p * k + s0;
-  for (int t = lid; t < sv; t += KU_LANES * KU_LW) {
+  for (int t = lid; t < sv; t += KU_LS) {
     long v = 0;
     for (int L = 0; L < KU_LANES; L++) v += cs[L * ks + t];
     cp[t] = v;

@@ -46,7 +46,7 @@ static nc_status update_sliced(const nc_kernel_call *c, const nc_cl_handle **out
   const int64_t d = c->i[1], k = c->i[2]; /* i: n, d, k, chunk */
   const int64_t elems = x->dtype == NC_FLOAT64 ? 4096 : 8192; /* KU_ELEMS */
   const size_t es = x->dtype == NC_FLOAT64 ? 8 : 4;
-  if (d < 1 || d > elems / KU_LANES || !fits(dev, (size_t)elems * es + (KU_LANES * KU_MAXS + KT_LS) * 4))
+  if (d < 1 || d > elems / KU_LANES || !fits(dev, (size_t)elems * es + (KU_LANES * KU_MAXS + 4 * KT_LS + KT_LS) * 4))
     return NC_OK;
   const nc_cl_handle *h;
   NC_TRY(nc_cl_handle_get(dev, NC_CL_K_KMEANS_UPDATE_SLICED, x->dtype, &h));
