@@ -558,12 +558,13 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_AR
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_wgrad_fast_l(CW_ARGS) { CW_BODY(128, 128, 16) }
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_wgrad_fast_s(CW_ARGS) { CW_BODY(64, 64, 16) }
 
-/* OUT[i] = sum over s < splits of WS[s * total + i], in that order. */
-__kernel void gf_sum_splits(__global const REAL *WS, const int splits, const int total, __global REAL *OUT) {
+/* OUT[off + i] = sum over s < splits of WS[s * total + i], in that order. */
+__kernel void gf_sum_splits(__global const REAL *WS, const int splits, const int total, __global REAL *OUT,
+                            const long off) {
   for (int i = get_global_id(0); i < total; i += get_global_size(0)) {
     REAL s = 0;
-    for (int t = 0; t < splits; t++) s += WS[t * total + i];
-    OUT[i] = s;
+    for (int t = 0; t < splits; t++) s += WS[(long)t * total + i];
+    OUT[off + i] = s;
   }
 }
 

@@ -142,8 +142,9 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
     const nc_cl_handle *sum;
     s = nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum);
     cl_int sp = (cl_int)splits, total = (cl_int)(m * n);
-    nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(total), NC_CL_ARG(dwm)};
-    if (s == NC_OK) s = nc_cl_launch(dev, sum->kernel, 4, sargs, nc_cl_global_size(dev, total), 0);
+    cl_long off = 0;
+    nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(total), NC_CL_ARG(dwm), NC_CL_ARG(off)};
+    if (s == NC_OK) s = nc_cl_launch(dev, sum->kernel, 5, sargs, nc_cl_global_size(dev, total), 0);
   }
   nc_tensor_release(ws);
   return s;

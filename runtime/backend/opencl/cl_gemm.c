@@ -186,21 +186,19 @@ static nc_gemm_fast_tile pick_tile(const nc_gemm_desc *g, nc_device *dev) {
   return g->m > 64 && 10 * groups_l >= 19 * cus ? NC_GEMM_FAST_L : NC_GEMM_FAST_S;
 }
 
-nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
+/* One launch of the large-tile kernel: g's product over batch entries of g (their K, strides and
+ * offsets as given), into c (offset, strides), alpha, beta and bias as given. */
+static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, nc_gemm_fast_tile tile, cl_long K,
+                             cl_long a_off, cl_long b_off, cl_long batch, cl_long a_sb, cl_long b_sb, cl_mem c,
+                             cl_long c_off, cl_long c_sb, cl_long c_sm, cl_long c_sn, cl_float beta, bool bias_on) {
   nc_device *dev = nc_tensor_device(g->c);
-  if (!nc_cl_gemm_fast_fits(g)) return nc_error(NC_ERR_ARG, "this product does not suit the large-tile GEMM kernel");
-  if (tile == NC_GEMM_FAST_AUTO) tile = pick_tile(g, dev);
-  const nc_cl_handle *k;
-  NC_TRY(nc_cl_fast_kernel(dev, fast_tiles[tile].slot, g->precision, &k));
-  cl_mem a = nc_cl_mem(g->a), b = nc_cl_mem(g->b), c = nc_cl_mem(g->c);
-  cl_mem bias = g->bias ? nc_cl_mem(g->bias) : c;
-  cl_long M = g->m, N = g->n, K = g->k;
-  cl_long a_off = g->a_off, a_sb = g->a_sb, a_sm = g->a_sm, a_sk = g->a_sk;
-  cl_long b_off = g->b_off, b_sb = g->b_sb, b_sk = g->b_sk, b_sn = g->b_sn;
-  cl_long c_off = g->c_off, c_sb = g->c_sb, c_sm = g->c_sm, c_sn = g->c_sn;
+  cl_mem a = nc_cl_mem(g->a), b = nc_cl_mem(g->b);
+  cl_mem bias = bias_on ? nc_cl_mem(g->bias) : c;
+  cl_long M = g->m, N = g->n;
+  cl_long a_sm = g->a_sm, a_sk = g->a_sk, b_sk = g->b_sk, b_sn = g->b_sn;
   cl_long bias_off = g->bias_off, bias_sm = g->bias_sm, bias_sn = g->bias_sn;
-  cl_int has_bias = g->bias != NULL;
-  cl_float alpha = (cl_float)g->alpha, beta = (cl_float)g->beta;
+  cl_int has_bias = bias_on;
+  cl_float alpha = (cl_float)g->alpha;
   nc_cl_arg args[] = {NC_CL_ARG(M),     NC_CL_ARG(N),       NC_CL_ARG(K),        NC_CL_ARG(a),
                       NC_CL_ARG(a_off), NC_CL_ARG(a_sb),    NC_CL_ARG(a_sm),     NC_CL_ARG(a_sk),
                       NC_CL_ARG(b),     NC_CL_ARG(b_off),   NC_CL_ARG(b_sb),     NC_CL_ARG(b_sk),
@@ -210,6 +208,60 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
                       NC_CL_ARG(beta)};
   size_t local[3] = {256, 1, 1};
   size_t global[3] = {(size_t)((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn) * 256,
-                      (size_t)((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm), (size_t)g->batch};
+                      (size_t)((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm), (size_t)batch};
   return nc_cl_launch_nd(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
+}
+
+/* Splits of K for a product whose tiles leave most compute units idle (a weight gradient: M and N
+ * small, K the batch): enough for about two work-groups per compute unit, each with at least 32 K
+ * tiles of 16, as the convolution's weight gradient does (cl_conv.c). 1: no split. Only plain
+ * products (one batch entry, beta 0, no bias, C contiguous) are split: the split sums are added
+ * by gf_sum_splits, in order. */
+static int64_t k_splits(const nc_gemm_desc *g, nc_device *dev, nc_gemm_fast_tile tile, int64_t *kchunk) {
+  if (g->batch != 1 || g->beta != 0 || g->bias || g->c_sn != 1 || g->c_sm != g->n) return 1;
+  const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  const int64_t tiles = ((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm) *
+                        ((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn);
+  if (tiles >= cus || g->m * g->n > ((int64_t)1 << 30)) return 1;
+  int64_t splits = (2 * cus + tiles - 1) / tiles, max_splits = g->k / (32 * 16);
+  if (splits > max_splits) splits = max_splits;
+  if (splits > 64) splits = 64;
+  if (splits < 2) return 1;
+  *kchunk = ((g->k + splits - 1) / splits + 15) / 16 * 16;
+  return (g->k + *kchunk - 1) / *kchunk;
+}
+
+nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
+  nc_device *dev = nc_tensor_device(g->c);
+  if (!nc_cl_gemm_fast_fits(g)) return nc_error(NC_ERR_ARG, "this product does not suit the large-tile GEMM kernel");
+  const bool chosen = tile == NC_GEMM_FAST_AUTO;
+  if (chosen) tile = pick_tile(g, dev);
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_fast_kernel(dev, fast_tiles[tile].slot, g->precision, &k));
+  int64_t kchunk = 0, splits = chosen ? k_splits(g, dev, tile, &kchunk) : 1;
+  if (splits == 1)
+    return launch_fast(g, k, tile, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,
+                       g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
+  /* splits - 1 chunks of kchunk as one batched launch, the last (shorter) chunk as a second */
+  const int64_t mn = g->m * g->n, last = g->k - (splits - 1) * kchunk;
+  const int64_t wshape[1] = {splits * mn};
+  nc_tensor *ws = NULL;
+  NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
+  cl_mem wsm = nc_cl_mem(ws);
+  nc_status s = launch_fast(g, k, tile, kchunk, g->a_off, g->b_off, splits - 1, kchunk * g->a_sk, kchunk * g->b_sk, wsm,
+                            0, mn, g->n, 1, 0, false);
+  if (s == NC_OK)
+    s = launch_fast(g, k, tile, last, g->a_off + (splits - 1) * kchunk * g->a_sk,
+                    g->b_off + (splits - 1) * kchunk * g->b_sk, 1, 0, 0, wsm, (splits - 1) * mn, mn, g->n, 1, 0, false);
+  const nc_cl_handle *sum = NULL;
+  if (s == NC_OK) s = nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum);
+  if (s == NC_OK) {
+    cl_mem cm = nc_cl_mem(g->c);
+    cl_int sp = (cl_int)splits, total = (cl_int)mn;
+    cl_long coff = g->c_off;
+    nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(total), NC_CL_ARG(cm), NC_CL_ARG(coff)};
+    s = nc_cl_launch(dev, sum->kernel, 5, sargs, nc_cl_global_size(dev, total), 0);
+  }
+  nc_tensor_release(ws);
+  return s;
 }
