@@ -4,17 +4,43 @@
  * KM_ROWS rows; for a tile, G = -2 X C^T comes from the host GEMM (OpenBLAS when the build has
  * it) into a buffer of KM_ROWS x K, and each row's best and second best of ||c||^2 + G[i, :]
  * are found while the buffer is still in cache; ||x||^2 is added to those two only. Memory:
- * the buffer, never N x K. With Hamerly's bounds, points whose bounds hold are settled first
- * (one distance at most each), and only the rest are gathered into tiles. */
+ * the buffer, never N x K. The tiles are shared out over the pool's threads, each with its own
+ * buffer and a single-threaded GEMM per tile (one parallel region per call, not two per tile).
+ * With Hamerly's bounds, points whose bounds hold are settled first (one distance at most
+ * each), and only the rest are gathered into tiles. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
 #include "cpu_linalg.h"
+#include "netcl/threads.h"
 #include "strided.h"
 
 /* Buffer of about 256 KiB of float per tile (the GEMM result stays in L2). */
 #define KM_BUF_ELEMS (1 << 16)
+
+/* The best and second best of v[j] = cn[j] + g[j], j < k (k >= 1; ties: the lower index), in
+ * three passes that vectorize, over a row still in cache: v and its minimum, the first index
+ * holding it, the minimum of the others (INFINITY when k = 1). v may be g. */
+#define KM_BEST_TWO(T)                                                                               \
+  NC_CPU_CLONES static void best_two_##T(const T *cn, T *v, const T *g, int64_t k, T *b1, T *b2,    \
+                                          int64_t *bi) {                                            \
+    T m = INFINITY;                                                                                  \
+    _Pragma("omp simd reduction(min : m)") for (int64_t j = 0; j < k; j++) {                         \
+      v[j] = cn[j] + g[j];                                                                           \
+      m = v[j] < m ? v[j] : m;                                                                       \
+    }                                                                                                \
+    int64_t at = 0;                                                                                  \
+    while (at < k - 1 && v[at] != m) at++;                                                           \
+    T m2 = INFINITY;                                                                                 \
+    _Pragma("omp simd reduction(min : m2)") for (int64_t j = 0; j < k; j++) {                        \
+      const T w = j == at ? (T)INFINITY : v[j];                                                      \
+      m2 = w < m2 ? w : m2;                                                                          \
+    }                                                                                                \
+    *b1 = m, *b2 = m2, *bi = at;                                                                     \
+  }
+KM_BEST_TWO(float)
+KM_BEST_TWO(double)
 
 static inline const void *cptr(const nc_tensor *t) {
   return t ? (const char *)nc_cpu_base(t) + (size_t)t->offset * nc_dtype_size(t->dtype) : NULL;
@@ -28,8 +54,9 @@ static inline const void *cptr(const nc_tensor *t) {
     int64_t *out = (int64_t *)cptr(kc->t[5]);                                                                \
     T *dist = (T *)cptr(kc->t[6]);                                                                           \
     const int64_t rows = k >= KM_BUF_ELEMS / 16 ? 16 : (KM_BUF_ELEMS / k > 4096 ? 4096 : KM_BUF_ELEMS / k); \
-    T *cn = malloc(sizeof(T) * (size_t)k), *g = malloc(sizeof(T) * (size_t)(rows * k));                     \
-    T *pack = lab ? malloc(sizeof(T) * (size_t)(rows * d)) : NULL;                                           \
+    const int64_t slots = nc_get_num_threads();                                                              \
+    T *cn = malloc(sizeof(T) * (size_t)k), *g = malloc(sizeof(T) * (size_t)(slots * rows * k));             \
+    T *pack = lab ? malloc(sizeof(T) * (size_t)(slots * rows * d)) : NULL;                                   \
     int64_t *todo = lab ? malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1)) : NULL;                          \
     if (!cn || !g || (lab && (!pack || !todo))) {                                                            \
       free(cn), free(g), free(pack), free(todo);                                                             \
@@ -72,38 +99,37 @@ static inline const void *cptr(const nc_tensor *t) {
       for (int64_t i = 0; i < n; i++)                                                                        \
         if (out[i] < 0) todo[m++] = i;                                                                       \
     }                                                                                                        \
-    nc_status st = NC_OK;                                                                                    \
-    for (int64_t r0 = 0; r0 < m && st == NC_OK; r0 += rows) {                                                \
-      const int64_t nr = m - r0 < rows ? m - r0 : rows;                                                      \
-      const T *a = x + r0 * d;                                                                               \
-      if (lab) {                                                                                             \
-        for (int64_t r = 0; r < nr; r++) memcpy(pack + r * d, x + todo[r0 + r] * d, sizeof(T) * (size_t)d);  \
-        a = pack;                                                                                            \
-      }                                                                                                      \
-      st = GEMM(nr, k, d, (T)-2, a, d, 1, c, 1, d, (T)0, g, k, 1);                                           \
-      if (st != NC_OK) break;                                                                                \
-      NC_CPU_PARALLEL_FOR(nr * k > 32768, schedule(dynamic), r, nr, {                                    \
-        const int64_t i = lab ? todo[r0 + r] : r0 + r;                                                       \
-        const T *gr = g + r * k;                                                                             \
-        T b1 = INFINITY, b2 = INFINITY, xn = 0;                                                              \
-        int64_t bi = 0;                                                                                      \
-        for (int64_t j = 0; j < k; j++) {                                                                    \
-          const T v = cn[j] + gr[j];                                                                         \
-          if (v < b2) {                                                                                      \
-            if (v < b1) {                                                                                    \
-              b2 = b1, b1 = v, bi = j;                                                                       \
-            } else {                                                                                         \
-              b2 = v;                                                                                        \
-            }                                                                                                \
-          }                                                                                                  \
+    /* Slot q (one per thread, with its own buffers) takes tiles q, q + slots, ...; its GEMMs run  \
+     * single-threaded inside the region. */                                                                 \
+    const int64_t ntiles = (m + rows - 1) / rows;                                                            \
+    int failed = 0;                                                                                          \
+    NC_CPU_PARALLEL_FOR(slots > 1 && ntiles > 1, schedule(static, 1), q, slots, {                            \
+      T *gq = g + q * rows * k, *pq = pack ? pack + q * rows * d : NULL;                                     \
+      for (int64_t t = q; t < ntiles; t += slots) {                                                          \
+        const int64_t r0 = t * rows, nr = m - r0 < rows ? m - r0 : rows;                                     \
+        const T *a = x + r0 * d;                                                                             \
+        if (lab) {                                                                                           \
+          for (int64_t r = 0; r < nr; r++) memcpy(pq + r * d, x + todo[r0 + r] * d, sizeof(T) * (size_t)d);  \
+          a = pq;                                                                                            \
         }                                                                                                    \
-        for (int64_t e = 0; e < d; e++) xn += x[i * d + e] * x[i * d + e];                                   \
-        b1 += xn, b2 += xn;                                                                                  \
-        out[i] = bi;                                                                                         \
-        dist[2 * i] = sqrt(b1 > 0 ? b1 : 0);                                                                 \
-        dist[2 * i + 1] = sqrt(b2 > 0 ? b2 : 0);                                                             \
-      });                                                                                                    \
-    }                                                                                                        \
+        if (GEMM(nr, k, d, (T)-2, a, d, 1, c, 1, d, (T)0, gq, k, 1) != NC_OK) {                              \
+          _Pragma("omp atomic write") failed = 1;                                                            \
+          break;                                                                                             \
+        }                                                                                                    \
+        for (int64_t r = 0; r < nr; r++) {                                                                   \
+          const int64_t i = lab ? todo[r0 + r] : r0 + r;                                                     \
+          T *gr = gq + r * k, b1, b2, xn = 0;                                                                \
+          int64_t bi;                                                                                        \
+          best_two_##T(cn, gr, gr, k, &b1, &b2, &bi);                                                        \
+          for (int64_t e = 0; e < d; e++) xn += x[i * d + e] * x[i * d + e];                                 \
+          b1 += xn, b2 += xn;                                                                                \
+          out[i] = bi;                                                                                       \
+          dist[2 * i] = sqrt(b1 > 0 ? b1 : 0);                                                               \
+          dist[2 * i + 1] = sqrt(b2 > 0 ? b2 : 0);                                                           \
+        }                                                                                                    \
+      }                                                                                                      \
+    });                                                                                                      \
+    const nc_status st = failed ? nc_error(NC_ERR_OOM, "out of host memory in the k-means GEMM") : NC_OK;    \
     free(cn), free(g), free(pack), free(todo);                                                               \
     return st;                                                                                               \
   }                                                                                                          \
