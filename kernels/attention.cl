@@ -288,7 +288,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
     const long vo, __global REAL *out, const long oo, __global REAL *lse, const long lo, const long h,
     const long hkv, const long tq, const long tk, const long d, const long causal, const REAL scale) {
   __local REAL qs[FBR * ATT_LD] ATT_ALIGN, kvs[FBC * ATT_LD] ATT_ALIGN, ps[FBR * ATT_PLD(FBC)] ATT_ALIGN,
-      red[FBR * ATT_T];
+      red[FBR * ATT_T] ATT_ALIGN;
   const long nqb = (tq + FBR - 1) / FBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
   const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * FBR;
   const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
@@ -329,7 +329,10 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
 #pragma unroll
     for (int i = 0; i < RM; i++) {
       REAL mn = m[i];
-      for (int t = 0; t < ATT_T; t++) mn = fmax(mn, red[(ty + ATT_T * i) * ATT_T + t]);
+      for (int t = 0; t < ATT_T; t += 4) {
+        const REAL4 r4 = ATT_V4(red, (ty + ATT_T * i) * ATT_T + t);
+        mn = fmax(mn, fmax(fmax(r4.s0, r4.s1), fmax(r4.s2, r4.s3)));
+      }
       corr[i] = exp(m[i] - mn);
       m[i] = mn;
       REAL ls = 0;
