@@ -385,8 +385,8 @@ __kernel __attribute__((reqd_work_group_size(KU_LS, 1, 1))) void kmeans_update_s
   const long slices = (k + ks - 1) / ks, g = get_group_id(0), p = g / slices, s0 = (g % slices) * ks;
   const int sv = (int)min((long)ks, k - s0), lid = get_local_id(0), lane = lid / KU_LW, li = lid % KU_LW;
   const long i0 = p * chunk, i1 = min(n, i0 + chunk);
-  for (int t = lid; t < KU_LANES * ks * d; t += KU_LS) acc[t] = 0;
-  for (int t = lid; t < KU_LANES * ks; t += KU_LS) cs[t] = 0;
+  NC_GROUP_FOR(int, t, 0, lid, KU_LANES * ks * (int)d, KU_LS) acc[t] = 0;
+  NC_GROUP_FOR(int, t, 0, lid, KU_LANES * ks, KU_LS) cs[t] = 0;
   __local REAL *mine = acc + lane * ks * d;
   for (long b0 = i0; b0 < i1; b0 += KU_B) {
     int f[4], mine_n = 0;
@@ -412,36 +412,41 @@ __kernel __attribute__((reqd_work_group_size(KU_LS, 1, 1))) void kmeans_update_s
     for (int u = 0; u < 4; u++)
       if (f[u] >= 0) lst[at++] = (4 * lid + u) | (f[u] << 10);
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int j0 = lane; j0 < total; j0 += KU_LANES * KU_U) {
+    for (int jb = 0; jb < total; jb += KU_LANES * KU_U) {
       int ent[KU_U];
 #pragma unroll
-      for (int u = 0; u < KU_U; u++) ent[u] = j0 + KU_LANES * u < total ? lst[j0 + KU_LANES * u] : -1;
-      for (long e = li; e < d; e += KU_LW) {
+      for (int u = 0; u < KU_U; u++) {
+        const int j = jb + lane + KU_LANES * u;
+        ent[u] = j < total ? lst[j] : -1;
+      }
+      for (long eb = 0; eb < d; eb += KU_LW) {
+        const long e = eb + li;
         REAL r[KU_U];
 #pragma unroll
-        for (int u = 0; u < KU_U; u++) r[u] = ent[u] >= 0 ? x[xo + (b0 + (ent[u] & 1023)) * d + e] : (REAL)0;
+        for (int u = 0; u < KU_U; u++)
+          r[u] = e < d && ent[u] >= 0 ? x[xo + (b0 + (ent[u] & 1023)) * d + e] : (REAL)0;
 #pragma unroll
         for (int u = 0; u < KU_U; u++)
-          if (ent[u] >= 0) mine[(ent[u] >> 10) * d + e] += r[u];
+          if (e < d && ent[u] >= 0) mine[(ent[u] >> 10) * d + e] += r[u];
       }
-      if (li == 0) {
 #pragma unroll
-        for (int u = 0; u < KU_U; u++)
-          if (ent[u] >= 0) cs[lane * ks + (ent[u] >> 10)]++;
-      }
+      for (int u = 0; u < KU_U; u++)
+        if (li == 0 && ent[u] >= 0) cs[lane * ks + (ent[u] >> 10)]++;
     }
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   __global REAL *pp = part + po + (p * k + s0) * d;
-  for (long t = lid; t < (long)sv * d; t += KU_LS) {
-    REAL v = acc[t];
-    for (int L = 1; L < KU_LANES; L++) v += acc[L * ks * d + t];
-    pp[t] = v;
+  for (long tb = 0; tb < (long)sv * d; tb += KU_LS) {
+    const long t = tb + lid, tt = t < (long)sv * d ? t : 0;
+    REAL v = acc[tt];
+    for (int L = 1; L < KU_LANES; L++) v += acc[L * ks * d + tt];
+    if (t < (long)sv * d) pp[t] = v;
   }
   __global long *cp = cnt + cno + p * k + s0;
-  for (int t = lid; t < sv; t += KU_LS) {
+  for (int tb = 0; tb < sv; tb += KU_LS) {
+    const int t = tb + lid, tt = t < sv ? t : 0;
     long v = 0;
-    for (int L = 0; L < KU_LANES; L++) v += cs[L * ks + t];
-    cp[t] = v;
+    for (int L = 0; L < KU_LANES; L++) v += cs[L * ks + tt];
+    if (t < sv) cp[t] = v;
   }
 }
