@@ -118,14 +118,11 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   const int64_t m = g.o, n = (int64_t)g.c * g.kh * g.kw, kt = (int64_t)g.n * g.oh * g.ow;
   const bool large = large_tile(dev, m, n);
   const int64_t bm_ = large ? 128 : 64, bn_ = large ? 128 : 64;
-  /* Split K so that the grid gives every compute unit about two work-groups, each with at least
-   * 32 K tiles of 16. */
+  /* Split K so that the grid gives every compute unit about two work-groups. */
   const int64_t tiles = ((m + bm_ - 1) / bm_) * ((n + bn_ - 1) / bn_);
-  int64_t splits = (2 * compute_units(dev) + tiles - 1) / tiles, max_splits = kt / (32 * 16);
-  if (splits > max_splits) splits = max_splits;
-  if (splits < 1) splits = 1;
-  cl_int kchunk = (cl_int)(((kt + splits - 1) / splits + 15) / 16 * 16);
-  splits = (kt + kchunk - 1) / kchunk;
+  int64_t kc = 0;
+  const int64_t splits = nc_cl_k_splits(dev, tiles, kt, INT64_MAX, &kc);
+  cl_int kchunk = (cl_int)kc;
   nc_tensor *ws = NULL;
   if (splits > 1) {
     int64_t wshape[1] = {splits * m * n};

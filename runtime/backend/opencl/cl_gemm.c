@@ -212,23 +212,27 @@ static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, nc_ge
   return nc_cl_launch_nd(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
 }
 
+int64_t nc_cl_k_splits(nc_device *dev, int64_t tiles, int64_t k, int64_t max_splits, int64_t *kchunk) {
+  const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  int64_t splits = (2 * cus + tiles - 1) / tiles;
+  if (splits > k / (32 * 16)) splits = k / (32 * 16);
+  if (splits > max_splits) splits = max_splits;
+  if (splits < 1) splits = 1;
+  *kchunk = ((k + splits - 1) / splits + 15) / 16 * 16;
+  return (k + *kchunk - 1) / *kchunk;
+}
+
 /* Splits of K for a product whose tiles leave most compute units idle (a weight gradient: M and N
- * small, K the batch): enough for about two work-groups per compute unit, each with at least 32 K
- * tiles of 16, as the convolution's weight gradient does (cl_conv.c). 1: no split. Only plain
- * products (one batch entry, beta 0, no bias, C contiguous) are split: the split sums are added
- * by gf_sum_splits, in order. */
+ * small, K the batch), as the convolution's weight gradient does (cl_conv.c). Only plain products
+ * (one batch entry, beta 0, no bias, C contiguous) are split: the split sums are added by
+ * gf_sum_splits, in order. */
 static int64_t k_splits(const nc_gemm_desc *g, nc_device *dev, nc_gemm_fast_tile tile, int64_t *kchunk) {
   if (g->batch != 1 || g->beta != 0 || g->bias || g->c_sn != 1 || g->c_sm != g->n) return 1;
   const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
   const int64_t tiles = ((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm) *
                         ((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn);
   if (tiles >= cus || g->m * g->n > ((int64_t)1 << 30)) return 1;
-  int64_t splits = (2 * cus + tiles - 1) / tiles, max_splits = g->k / (32 * 16);
-  if (splits > max_splits) splits = max_splits;
-  if (splits > 64) splits = 64;
-  if (splits < 2) return 1;
-  *kchunk = ((g->k + splits - 1) / splits + 15) / 16 * 16;
-  return (g->k + *kchunk - 1) / *kchunk;
+  return nc_cl_k_splits(dev, tiles, g->k, 64, kchunk);
 }
 
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {

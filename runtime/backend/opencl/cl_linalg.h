@@ -58,6 +58,10 @@ nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precis
  * their tiling and indexing run against the CPU backend on devices without tensor cores. */
 bool nc_cl_mma_emulated(void);
 bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g);
+/* Splits of a long K for a product of `tiles` work-groups (cl_gemm.c): enough for about two
+ * work-groups per compute unit, each with at least 32 K tiles of 16, at most max_splits; *kchunk
+ * (a multiple of 16) is the K of every split but the last, which gets the rest. 1: no split. */
+int64_t nc_cl_k_splits(nc_device *dev, int64_t tiles, int64_t k, int64_t max_splits, int64_t *kchunk);
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile);
 nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
                        nc_tensor *y);
