@@ -67,10 +67,8 @@ nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **ou
     if (d <= VARIANTS[i].hd) a = &VARIANTS[i];
   if (!a || dev->info.max_work_group_size < ATT_LS) return NC_OK;
   const size_t es = first->dtype == NC_FLOAT64 ? 8 : 4;
-  cl_ulong have = 0;
-  nc_cl_device *cd = dev->impl;
-  if (nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have, NULL) != CL_SUCCESS) return NC_OK;
-  if (local_elems(a, c->op) * es > have) return NC_OK;
+  const nc_cl_device *cd = dev->impl;
+  if (local_elems(a, c->op) * es > cd->local_mem) return NC_OK;
   const int tiles[6] = {a->hd, a->fbr, a->fbc, a->qbr, a->qbc, a->kbc * 1000 + a->kbr};
   const nc_cl_handle *hd = nc_cl_handle_peek(dev, slot, first->dtype);
   if (!hd || memcmp(hd->tiles, tiles, sizeof tiles) != 0) {

@@ -169,6 +169,7 @@ typedef struct {
   unsigned since_mark, queue_batch;
   cl_event mark;
   uint64_t programs_built, programs_loaded;
+  cl_ulong local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE, read at discovery (0 if the driver did not say) */
   /* Kernel handles by slot and dtype: NULL until first resolved, then published with a
    * release store (under programs_lock) and read with an acquire load, lock-free. */
   const nc_cl_handle *handles[NC_CL_SLOT_COUNT][NC_DTYPE_COUNT];
@@ -313,6 +314,11 @@ nc_status nc_cl_read_end(nc_device *dev, void *token);
 nc_status nc_cl_reads_complete(nc_device *dev, nc_cl_device *cd);
 
 nc_status nc_cl_fail(cl_int err, const char *what, const nc_device *dev);
+/* The device's compute units, at least 1 (grid sizing). */
+static inline int64_t nc_cl_compute_units(const nc_device *dev) {
+  return dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+}
+
 /* Whether kernels with two access patterns take the GPU one (coalesced, many groups) on dev: GPU
  * drivers do, CPU drivers take blocked runs. NETCL_CL_PATTERN=gpu or cpu overrides it, so the
  * tests run the GPU paths on PoCL's CPU device. */

@@ -16,11 +16,8 @@
 #define KU_MAXS 256
 
 static bool fits(nc_device *dev, size_t need) {
-  cl_ulong have = 0;
-  nc_cl_device *cd = dev->impl;
-  return dev->info.max_work_group_size >= KT_LS &&
-         nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have, NULL) == CL_SUCCESS &&
-         need <= have;
+  const nc_cl_device *cd = dev->impl;
+  return dev->info.max_work_group_size >= KT_LS && need <= cd->local_mem;
 }
 
 static nc_status assign_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups) {

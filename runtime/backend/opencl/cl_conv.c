@@ -67,12 +67,11 @@ static cl_convi geometry_i(const nc_conv2d_desc *p) {
                     (cl_int)p->padding[1], (cl_int)p->dilation[0], (cl_int)p->dilation[1]};
 }
 
-static int64_t compute_units(nc_device *dev) { return dev->info.compute_units > 0 ? dev->info.compute_units : 1; }
 
 /* 128 x 128 tiles when there are more than 64 rows and about two such work-groups per compute
  * unit, else 64 x 64 (as nc_cl_gemm_fast's choice). */
 static bool large_tile(nc_device *dev, int64_t m, int64_t n) {
-  return m > 64 && 10 * ((m + 127) / 128) * ((n + 127) / 128) >= 19 * compute_units(dev);
+  return m > 64 && 10 * ((m + 127) / 128) * ((n + 127) / 128) >= 19 * nc_cl_compute_units(dev);
 }
 
 /* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]). */
@@ -254,7 +253,7 @@ nc_status nc_cl_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor 
   /* Enough work-groups to fill every compute unit a few times over, each with >= 8 K tiles. */
   int64_t tiles = ((m + cfg.mwg - 1) / cfg.mwg) * ((n + cfg.nwg - 1) / cfg.nwg) * geo.groups;
   int64_t want =
-      (4 * (int64_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) + tiles - 1) / tiles;
+      (4 * nc_cl_compute_units(dev) + tiles - 1) / tiles;
   int64_t max_splits = kt / (8 * cfg.kwg);
   cl_long splits = want < max_splits ? want : max_splits;
   if (splits < 1) splits = 1;

@@ -155,7 +155,7 @@ nc_cl_arg nc_cl_scalar_arg(nc_dtype dt, const nc_scalar *s, nc_cl_scalar *v) {
 
 size_t nc_cl_global_size(nc_device *dev, int64_t n) {
   const size_t group = 256;
-  size_t cap = (size_t)(dev->info.compute_units > 0 ? dev->info.compute_units : 1) * 2048;
+  size_t cap = (size_t)nc_cl_compute_units(dev) * 2048;
   if (cap < 65536) cap = 65536;
   size_t want = ((size_t)n + group - 1) / group * group;
   return want < cap ? want : cap / group * group;

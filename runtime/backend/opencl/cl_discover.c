@@ -109,6 +109,8 @@ static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
   nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
   nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
   nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL);
+  if (nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cd->local_mem, &cd->local_mem, NULL) != CL_SUCCESS)
+    cd->local_mem = 0;
   snprintf(info->spec, sizeof info->spec, "opencl:%d:%d", p, d);
   info->kind = NC_DEVICE_OPENCL;
   info->is_gpu = (type & CL_DEVICE_TYPE_GPU) != 0;

@@ -41,9 +41,8 @@ bool nc_gemm_config_fits(nc_device *dev, const nc_gemm_config *c, nc_dtype dt) {
   /* The A and B tiles, plus the conv kernels' index tables (kernels/conv.cl: up to 4 longs
    * per tile column and per K row), since those share the variant. */
   size_t need = (size_t)(c->mwg + c->nwg) * (size_t)c->kwg * es + (size_t)(c->nwg + c->kwg) * 4 * 8;
-  cl_ulong have = 0;
-  nc_cl_device *cd = dev->impl;
-  if (nc_cl.clGetDeviceInfo(cd->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have, NULL) != CL_SUCCESS) have = 32768;
+  const nc_cl_device *cd = dev->impl;
+  const cl_ulong have = cd->local_mem ? cd->local_mem : 32768;
   return local[0] * local[1] <= dev->info.max_work_group_size && need <= have;
 }
 
@@ -181,7 +180,7 @@ bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g) {
  * else 64 x 64 (on the H200, 64 x 64 was faster for M = 64 and for grids of about one 128 x 128
  * group per compute unit; tests/bench/bench_gpu.lua and docs/performance.md). */
 static nc_gemm_fast_tile pick_tile(const nc_gemm_desc *g, nc_device *dev) {
-  const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  const int64_t cus = nc_cl_compute_units(dev);
   const int64_t groups_l = ((g->m + 127) / 128) * ((g->n + 127) / 128) * g->batch;
   return g->m > 64 && 10 * groups_l >= 19 * cus ? NC_GEMM_FAST_L : NC_GEMM_FAST_S;
 }
@@ -213,7 +212,7 @@ static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, nc_ge
 }
 
 int64_t nc_cl_k_splits(nc_device *dev, int64_t tiles, int64_t k, int64_t max_splits, int64_t *kchunk) {
-  const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  const int64_t cus = nc_cl_compute_units(dev);
   int64_t splits = (2 * cus + tiles - 1) / tiles;
   if (splits > k / (32 * 16)) splits = k / (32 * 16);
   if (splits > max_splits) splits = max_splits;
@@ -228,7 +227,7 @@ int64_t nc_cl_k_splits(nc_device *dev, int64_t tiles, int64_t k, int64_t max_spl
  * gf_sum_splits, in order. */
 static int64_t k_splits(const nc_gemm_desc *g, nc_device *dev, nc_gemm_fast_tile tile, int64_t *kchunk) {
   if (g->batch != 1 || g->beta != 0 || g->bias || g->c_sn != 1 || g->c_sm != g->n) return 1;
-  const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  const int64_t cus = nc_cl_compute_units(dev);
   const int64_t tiles = ((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm) *
                         ((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn);
   if (tiles >= cus || g->m * g->n > ((int64_t)1 << 30)) return 1;

@@ -46,7 +46,7 @@ static bool bn_plan_of(nc_device *dev, const nc_tensor *x, bn_plan *p) {
   const int64_t numel = nc_tensor_numel(x), n = x->shape[0], c = x->shape[1];
   if (numel <= 0 || numel >= INT_MAX) return false;
   const int64_t s = numel / (n * c), cnt = n * s, ls = (int64_t)nc_cl_group_size(dev);
-  const int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  const int64_t cus = nc_cl_compute_units(dev);
   const int64_t target = cus * 8 > 64 ? cus * 8 : 64, most = (cnt + 4 * ls - 1) / (4 * ls);
   int64_t chunks = (target + c - 1) / c;
   if (chunks > most) chunks = most;

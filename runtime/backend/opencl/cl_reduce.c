@@ -11,7 +11,7 @@
 
 /* Work-groups that keep the device busy. */
 static int64_t busy_groups(nc_device *dev) {
-  int64_t cus = dev->info.compute_units > 0 ? dev->info.compute_units : 1;
+  int64_t cus = nc_cl_compute_units(dev);
   return cus * 8 > 64 ? cus * 8 : 64;
 }
 
