@@ -103,6 +103,14 @@ static int d_sync(lua_State *L) {
   return 0;
 }
 
+/* dev:peers(other): whether the two copy device to device (OpenCL devices of one platform). */
+static int d_peers(lua_State *L) {
+  nc_device *a = nc_lua_checkdevice(L, 1, "netcl.Device:peers");
+  nc_device *b = nc_lua_checkdevice(L, 2, "netcl.Device:peers");
+  lua_pushboolean(L, nc_device_peers(a, b));
+  return 1;
+}
+
 static int d_tostring(lua_State *L) {
   nc_device *dev = self_device(L, "netcl.Device:__tostring");
   const nc_device_info *i = nc_device_info_of(dev);
@@ -203,7 +211,7 @@ static int l_get_num_threads(lua_State *L) {
 }
 
 void nc_lua_add_device(lua_State *L) {
-  static const luaL_Reg methods[] = {{"sync", d_sync}, {NULL, NULL}};
+  static const luaL_Reg methods[] = {{"sync", d_sync}, {"peers", d_peers}, {NULL, NULL}};
   static const luaL_Reg meta[] = {
       {"__index", d_index}, {"__tostring", d_tostring}, {"__eq", d_eq}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"devices", l_devices},

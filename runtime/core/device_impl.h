@@ -47,6 +47,13 @@ typedef struct nc_device_iface {
   nc_status (*read_start)(nc_device *d, void *handle, size_t off, void *dst, size_t n, void **token);
   bool (*read_ready)(nc_device *d, void *token);
   nc_status (*read_end)(nc_device *d, void *token);
+  /* Device-to-device copies (nc_storage_copy_peer), both NULL when the backend has none. peers
+   * says whether a and b (two devices of this backend) can copy between each other without the
+   * host; peer_copy queues a copy of n bytes from src's buffer to dst's, ordered after the work
+   * queued on both and before the work queued on either later, and returns without waiting. */
+  bool (*peers)(nc_device *a, nc_device *b);
+  nc_status (*peer_copy)(nc_device *dst, void *dst_handle, size_t dst_off, nc_device *src, void *src_handle,
+                         size_t src_off, size_t n);
 } nc_device_iface;
 
 struct nc_device {

@@ -139,6 +139,16 @@ nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nby
   return s->dev->iface->read(s->dev, s->handle, off, dst, nbytes);
 }
 
+nc_status nc_storage_copy_peer(nc_storage *dst, size_t dst_off, const nc_storage *src, size_t src_off, size_t nbytes) {
+  NC_TRY(check_range(src, src_off, nbytes, "device-to-device copy"));
+  NC_TRY(check_range(dst, dst_off, nbytes, "device-to-device copy destination"));
+  if (!nc_device_peers(dst->dev, src->dev))
+    return nc_error(NC_ERR_STATE, "no device-to-device copy from %s to %s: they are not peers", src->dev->info.name,
+                    dst->dev->info.name);
+  if (nbytes == 0) return NC_OK;
+  return dst->dev->iface->peer_copy(dst->dev, dst->handle, dst_off, src->dev, src->handle, src_off, nbytes);
+}
+
 /* Starts a read of src into host memory through the device's read_start: *token is the read in
  * flight, or NULL when none started (host memory, a device without a queue, no pinned memory
  * left: the caller reads at once). A status with a token reports a failure of the queue behind

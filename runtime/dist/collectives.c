@@ -1,17 +1,22 @@
-/* Collectives between the devices of one process, staged through host memory: each tensor is
- * read to the host, combined there in device order, and written back. The reads are queued on
- * every device without waiting (nc_storage_read_start) and waited for together, so the devices'
- * transfers overlap; an all-reduce can also be split (nc_group_reduce_begin/add/finish), its
- * reads queued one device at a time as each tensor becomes ready, while the caller goes on
- * queueing work. The writes to OpenCL devices are queued through the pinned staging pool
- * without waiting, so the copies to different devices overlap each other and the work queued
- * after them. */
+/* Collectives between the devices of one process. Devices that are peers (nc_device_peers:
+ * OpenCL devices of one platform, sharing a context) reduce on a device: every tensor is copied
+ * device to device to the first one's device, combined there in device order by the ordinary
+ * ops, and copied back, all queued without waiting. Other groups stage through host memory:
+ * each tensor is read to the host, combined there in device order, and written back. The reads
+ * are queued on every device without waiting (nc_storage_read_start) and waited for together,
+ * so the devices' transfers overlap; an all-reduce can also be split
+ * (nc_group_reduce_begin/add/finish), its copies or reads queued one device at a time as each
+ * tensor becomes ready, while the caller goes on queueing work. The writes to OpenCL devices
+ * are queued through the pinned staging pool without waiting, so the copies to different
+ * devices overlap each other and the work queued after them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
 #include "netcl/copy.h"
+#include "netcl/device.h"
 #include "netcl/dist.h"
+#include "netcl/elementwise.h"
 #include "dist/support.h"
 
 nc_status nc_reduce_op_parse(const char *name, nc_reduce_op *out) {
@@ -103,10 +108,13 @@ static nc_status check_group(nc_tensor **ts, int n, const char *what) {
 struct nc_group_reduce {
   int n, added;
   nc_reduce_op op;
+  nc_device *root;   /* the first added tensor's device */
+  bool host;         /* combined in host memory: some device is no peer of root */
   nc_tensor **ts;    /* as added (retained), for the write-back */
-  nc_tensor **dense; /* what is read: ts[i] itself, or its contiguous copy */
-  char **bufs;       /* host staging, one per position */
-  nc_read *reads;    /* in flight until finish */
+  nc_tensor **dense; /* on the device: position i's values copied to root; on the host: what is
+                        read (ts[i] itself, or its contiguous copy) */
+  char **bufs;       /* host staging, one per position (host mode) */
+  nc_read *reads;    /* in flight until finish (host mode) */
 };
 
 nc_status nc_group_reduce_begin(int n, nc_reduce_op op, nc_group_reduce **out) {
@@ -127,6 +135,14 @@ nc_status nc_group_reduce_begin(int n, nc_reduce_op op, nc_group_reduce **out) {
   r->op = op;
   *out = r;
   return NC_OK;
+}
+
+/* Host mode for position i: its read to host memory, started (dense[i] set). */
+static nc_status start_read(nc_group_reduce *r, int i) {
+  size_t nbytes = nc_tensor_nbytes(r->dense[i]);
+  if (!(r->bufs[i] = malloc(nbytes ? nbytes : 1)))
+    return nc_error(NC_ERR_OOM, "all_reduce: out of host memory staging %zu bytes", nbytes);
+  return nbytes ? nc_tensor_read_host_start(r->dense[i], r->bufs[i], nbytes, &r->reads[i]) : NC_OK;
 }
 
 nc_status nc_group_reduce_add(nc_group_reduce *r, int i, nc_tensor *t) {
@@ -150,31 +166,61 @@ nc_status nc_group_reduce_add(nc_group_reduce *r, int i, nc_tensor *t) {
       return nc_error(NC_ERR_ARG, "%s: tensors %d and %d are on the same device (one tensor per device)", what,
                       j < i ? j + 1 : i + 1, j < i ? i + 1 : j + 1);
   }
-  size_t nbytes = nc_tensor_nbytes(t);
-  char *buf = malloc(nbytes ? nbytes : 1);
-  if (!buf) return nc_error(NC_ERR_OOM, "%s: out of host memory staging %zu bytes", what, nbytes);
+  nc_device *dev = nc_tensor_device(t);
+  if (!r->root) r->root = dev;
+  if (!r->host && dev != r->root && !nc_device_peers(r->root, dev)) {
+    /* a device the others cannot copy to: all go through the host, those added so far too */
+    r->host = true;
+    for (int j = 0; j < r->n; j++)
+      if (r->ts[j]) NC_TRY(start_read(r, j));
+  }
   nc_tensor *dense = NULL;
-  nc_status s = nc_contiguous(t, &dense); /* queued like any op */
-  if (s == NC_OK && nbytes) s = nc_tensor_read_host_start(dense, buf, nbytes, &r->reads[i]);
-  if (s != NC_OK) {
+  nc_status s = r->host || dev == r->root ? nc_contiguous(t, &dense) /* queued like any op */
+                                          : nc_to(t, r->root, t->dtype, &dense); /* device to device */
+  if (s != NC_OK) return s;
+  r->dense[i] = dense;
+  if (r->host && (s = start_read(r, i)) != NC_OK) {
     nc_tensor_release(dense);
-    free(buf);
+    r->dense[i] = NULL;
+    free(r->bufs[i]);
+    r->bufs[i] = NULL;
     return s;
   }
   r->ts[i] = nc_tensor_retain(t);
-  r->dense[i] = dense;
-  r->bufs[i] = buf;
   r->added++;
   return NC_OK;
 }
 
 int nc_group_reduce_added(const nc_group_reduce *r) { return r->added; }
 
+/* Device mode: the combination on root, in position order, then copied into every tensor. */
+static nc_status finish_on_device(nc_group_reduce *r) {
+  nc_op op = r->op == NC_REDUCE_MAX ? NC_OP_MAXIMUM : NC_OP_ADD;
+  nc_tensor *acc = nc_tensor_retain(r->dense[0]);
+  nc_status s = NC_OK;
+  for (int i = 1; s == NC_OK && i < r->n; i++) {
+    nc_tensor *next = NULL;
+    s = nc_binary(op, nc_operand_tensor(acc), nc_operand_tensor(r->dense[i]), &next);
+    nc_tensor_release(acc);
+    acc = next;
+  }
+  if (s == NC_OK && r->op == NC_REDUCE_MEAN && r->n > 1)
+    s = nc_binary_into(NC_OP_DIV, acc, nc_operand_tensor(acc), nc_operand_scalar(nc_scalar_float(r->n)));
+  for (int i = 0; s == NC_OK && i < r->n; i++) s = nc_copy(r->ts[i], acc);
+  nc_tensor_release(acc);
+  return s;
+}
+
 nc_status nc_group_reduce_finish(nc_group_reduce *r) {
   const char *what = "all_reduce";
   nc_status s = NC_OK;
   for (int i = 0; s == NC_OK && i < r->n; i++)
     if (!r->ts[i]) s = nc_error(NC_ERR_STATE, "%s: device %d of %d gave no tensor", what, i + 1, r->n);
+  if (s == NC_OK && !r->host) {
+    s = finish_on_device(r);
+    nc_group_reduce_free(r);
+    return s;
+  }
   /* every read is waited for, even after an error: their buffers are freed below */
   for (int i = 0; i < r->n; i++) {
     nc_status w = nc_read_wait(&r->reads[i]);
@@ -230,6 +276,15 @@ nc_status nc_group_broadcast(nc_tensor **ts, int n, int root) {
   if (root < 0 || root >= n) return nc_error(NC_ERR_INDEX, "%s: root %d is not in the group of %d", what, root + 1, n);
   size_t nbytes = nc_tensor_nbytes(ts[0]);
   if (nbytes == 0) return NC_OK;
+  bool peers = true;
+  for (int i = 0; peers && i < n; i++)
+    peers = i == root || nc_device_peers(nc_tensor_device(ts[root]), nc_tensor_device(ts[i]));
+  if (peers) { /* device to device, queued without waiting */
+    nc_status s = NC_OK;
+    for (int i = 0; s == NC_OK && i < n; i++)
+      if (i != root) s = nc_copy(ts[i], ts[root]);
+    return s;
+  }
   char *buf = malloc(nbytes);
   if (!buf) return nc_error(NC_ERR_OOM, "%s: out of host memory staging %zu bytes", what, nbytes);
   nc_status s = nc_read_values(ts[root], buf, nbytes);

@@ -41,6 +41,27 @@ static bool same_layout(const nc_tensor *a, const nc_tensor *b) {
   return true;
 }
 
+/* Between peer devices (nc_device_peers): contiguous values in dst's dtype move device to
+ * device, queued without waiting; a cast or a layout change runs on the source's device before
+ * and on the destination's after. */
+static nc_status copy_peer(nc_tensor *dst, nc_tensor *s) {
+  nc_device *dd = nc_tensor_device(dst), *sd = nc_tensor_device(s);
+  nc_tensor *dense = NULL, *target = NULL;
+  nc_status st = NC_OK;
+  if (nc_tensor_is_contiguous(s) && s->dtype == dst->dtype) dense = nc_tensor_retain(s);
+  else st = nc_to(s, sd, dst->dtype, &dense);
+  if (st == NC_OK && nc_tensor_is_contiguous(dst)) target = nc_tensor_retain(dst);
+  else if (st == NC_OK) st = nc_tensor_empty(dd, dst->dtype, dst->ndim, dst->shape, 0, &target);
+  size_t es = nc_dtype_size(dst->dtype);
+  if (st == NC_OK)
+    st = nc_storage_copy_peer(target->storage, (size_t)target->offset * es, dense->storage, (size_t)dense->offset * es,
+                              nc_tensor_nbytes(target));
+  if (st == NC_OK && target != dst) st = nc_bk_copy(dst, target);
+  nc_tensor_release(target);
+  nc_tensor_release(dense);
+  return st;
+}
+
 nc_status nc_copy(nc_tensor *dst, nc_tensor *src) {
   nc_tensor *s;
   NC_TRY(broadcast_to(src, dst, &s));
@@ -59,6 +80,10 @@ nc_status nc_copy(nc_tensor *dst, nc_tensor *src) {
       goto done;
     }
     st = nc_bk_copy(dst, s);
+    goto done;
+  }
+  if (nc_device_peers(dd, sd)) {
+    st = copy_peer(dst, s);
     goto done;
   }
   /* Between devices: values go through the host, already in dst's dtype. The write stages

@@ -179,6 +179,70 @@ function TestCollectives:test_split_all_reduce()
   collectgarbage()
 end
 
+-- Two OpenCL devices of one platform share a context and copy device to device: the collectives
+-- and cross-device copies then never read to the host. A third device that is no peer (the CPU
+-- backend) sends a reduction through the host, also when it joins one that started on the device.
+function TestCollectives:test_peer_path()
+  local cpu = nc.device("cpu")
+  lu.assertFalse(devices[1]:peers(devices[1]))
+  lu.assertFalse(cpu:peers(devices[2]))
+  if devices[1].kind ~= "opencl" or not devices[1]:peers(devices[2]) then
+    io.stderr:write("test_peer_path: the group's devices are not peers; only the host path is checked here\n")
+    return
+  end
+  lu.assertTrue(devices[2]:peers(devices[1]))
+  local function host_reads() return nc.memory_stats(devices[1]).host_reads + nc.memory_stats(devices[2]).host_reads end
+  local n = 4099
+  local a, b = values(n, 11), values(n, 12)
+  for _, op in ipairs({"sum", "mean", "max"}) do
+    local ts = {nc.tensor(a, {device = devices[1]}), nc.tensor(b, {device = devices[2]})}
+    local before = host_reads()
+    g:all_reduce(ts, op)
+    g:broadcast({ts[1], nc.zeros({n}, {device = devices[2]})}, 1)
+    lu.assertEquals(host_reads(), before, op .. ": the all_reduce and broadcast read to the host")
+    local want = {}
+    for i = 1, n do want[i] = op == "sum" and a[i] + b[i] or op == "mean" and (a[i] + b[i]) / 2 or math.max(a[i], b[i]) end
+    H.assert_close(ts[1], want, 1e-6, op)
+    H.assert_close(ts[2], want, 1e-6, op)
+  end
+  -- copies between the devices: contiguous, a transposed source, a cast, a strided destination
+  local m = nc.tensor({{1, 2, 3}, {4, 5, 6}}, {device = devices[1]})
+  local before = host_reads()
+  local t1 = m:to(devices[2])
+  local t2 = m:transpose(1, 2):to(devices[2])
+  local t3 = m:to({device = devices[2], dtype = "float64"})
+  local dst = nc.zeros({3, 2}, {device = devices[2]})
+  dst:transpose(1, 2):copy_(m)
+  lu.assertEquals(host_reads(), before, "a copy between peers read to the host")
+  lu.assertEquals(t1.device, devices[2])
+  H.assert_close(t1, {{1, 2, 3}, {4, 5, 6}})
+  H.assert_close(t2, {{1, 4}, {2, 5}, {3, 6}})
+  lu.assertEquals(t3.dtype, "float64")
+  H.assert_close(t3, {{1, 2, 3}, {4, 5, 6}})
+  H.assert_close(dst, {{1, 4}, {2, 5}, {3, 6}})
+  -- the source overwritten right after the copy: the copy saw the values queued before it
+  local src = nc.full({1 << 16}, 7, {device = devices[1]})
+  local out = src:to(devices[2])
+  src:fill_(-1)
+  lu.assertEquals(out:min():item(), 7)
+  lu.assertEquals(out:max():item(), 7)
+  -- a group with a device that is no peer: through the host, whichever device comes first
+  local g3 = dist.DeviceGroup({devices[1], devices[2], cpu})
+  local c = values(n, 13)
+  for _, order in ipairs({{1, 2, 3}, {3, 1, 2}}) do
+    local ts = {nc.tensor(a, {device = devices[1]}), nc.tensor(b, {device = devices[2]}), nc.tensor(c, {device = cpu})}
+    local h = nc._dist.group_reduce_begin(3, "sum")
+    for _, i in ipairs(order) do nc._dist.group_reduce_add(h, i, ts[i]) end
+    nc._dist.group_reduce_finish(h)
+    local want = {}
+    for i = 1, n do want[i] = a[i] + b[i] + c[i] end
+    for k = 1, 3 do H.assert_close(ts[k], want, 1e-6, string.format("order %s device %d", table.concat(order, ","), k)) end
+  end
+  local ts = {nc.tensor(a, {device = devices[1]}), nc.tensor(b, {device = devices[2]}), nc.tensor(c, {device = cpu})}
+  g3:all_reduce(ts, "max")
+  for k = 1, 3 do H.assert_close(ts[k], ts[3]:tolist()) end
+end
+
 -- ---- data-parallel training ----------------------------------------------------------------------
 local function mlp()
   return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3))

@@ -16,7 +16,8 @@
   X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg)                        \
   X(clEnqueueNDRangeKernel) X(clFinish) X(clFlush) X(clGetEventInfo) X(clReleaseEvent)              \
   X(clWaitForEvents) X(clGetKernelWorkGroupInfo) X(clEnqueueFillBuffer)                             \
-  X(clEnqueueMarkerWithWaitList) X(clRetainEvent)
+  X(clEnqueueMarkerWithWaitList) X(clRetainEvent) X(clRetainContext)                              \
+  X(clEnqueueBarrierWithWaitList)
 
 typedef struct {
 #define X(f) __typeof__(f) *f;

@@ -150,8 +150,23 @@ typedef struct nc_cl_handle {
   struct nc_cl_handle *next; /* the device's list of handles, which owns them */
 } nc_cl_handle;
 
+/* The devices of one platform, which share one context (nc_cl_ready): buffers of any of them
+ * are then valid on all, and copy between them on the devices (nc_cl_peer_copy). The context
+ * is made at the first use of any of the devices, for all of them; a device whose platform
+ * cannot make such a context (a driver refusing some device) gets one of its own. */
+typedef struct {
+  cl_platform_id id;
+  cl_uint ndev;
+  cl_device_id *ids;
+  pthread_mutex_t lock;
+  bool tried;      /* the shared context was attempted (ctx NULL: it failed) */
+  cl_context ctx;  /* NULL once every device that used it has shut down */
+  int users;       /* devices holding a reference to ctx */
+} nc_cl_platform;
+
 typedef struct {
   cl_platform_id platform;
+  nc_cl_platform *plat;
   cl_device_id id;
   char platform_name[256];
   pthread_mutex_t init_lock;
@@ -159,6 +174,7 @@ typedef struct {
   nc_status init_status;
   char init_error[768];
   cl_context ctx;
+  bool shared; /* ctx is plat's shared context */
   cl_command_queue queue;
   pthread_mutex_t programs_lock;
   nc_cl_program *programs;
@@ -180,8 +196,17 @@ typedef struct {
  * loader or no platform. */
 void nc_opencl_discover(nc_status (*add)(nc_device *dev));
 
-/* The device's context and queue, created on first use. */
+/* The device's context and queue, created on first use: the platform's shared context when it
+ * could be made, else one of the device's own. */
 nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out);
+/* Drops the device's reference to its context (shutdown; the queue released first). */
+void nc_cl_context_release(nc_cl_device *cd);
+
+/* Device-to-device copies between devices of one context: whether a and b have one (both made
+ * ready), and a copy of n bytes that waits for the work queued on src before it and that later
+ * work on src waits for (events both ways), queued on dst's queue without blocking. */
+bool nc_cl_peers(nc_device *a, nc_device *b);
+nc_status nc_cl_peer_copy(nc_device *dst, void *dh, size_t doff, nc_device *src, void *sh, size_t soff, size_t n);
 
 /* The bounded queue: called after each command enqueued, with dev->lock held. Every
  * NC_CL_QUEUE_BATCH commands (NETCL_QUEUE_BATCH overrides it) it enqueues a marker and waits for the previous one, so at most two

@@ -18,6 +18,45 @@ bool nc_cl_gpu_pattern(const nc_device *dev) {
   return dev->info.is_gpu;
 }
 
+/* The platform's shared context (made for all its devices on the first call, retained for
+ * each caller), or, when the driver refuses it, a context of the device's own. */
+static cl_context context_of(nc_cl_device *cd, cl_int *err) {
+  nc_cl_platform *pl = cd->plat;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform, 0};
+  cl_context ctx = NULL;
+  pthread_mutex_lock(&pl->lock);
+  if (!pl->tried) {
+    pl->tried = true;
+    cl_int e;
+    pl->ctx = pl->ndev > 1 ? nc_cl.clCreateContext(props, pl->ndev, pl->ids, NULL, NULL, &e) : NULL;
+    if (pl->ctx && e != CL_SUCCESS) pl->ctx = NULL;
+    if (pl->ctx) pl->users = 1, ctx = pl->ctx; /* the creation's reference is this caller's */
+  } else if (pl->ctx && nc_cl.clRetainContext(pl->ctx) == CL_SUCCESS) {
+    pl->users++;
+    ctx = pl->ctx;
+  }
+  pthread_mutex_unlock(&pl->lock);
+  if (ctx) {
+    cd->shared = true;
+    *err = CL_SUCCESS;
+    return ctx;
+  }
+  cd->shared = false;
+  return nc_cl.clCreateContext(props, 1, &cd->id, NULL, NULL, err);
+}
+
+void nc_cl_context_release(nc_cl_device *cd) {
+  if (!cd->ctx) return;
+  if (cd->shared) {
+    nc_cl_platform *pl = cd->plat;
+    pthread_mutex_lock(&pl->lock);
+    if (--pl->users == 0) pl->ctx = NULL; /* the last reference goes below */
+    pthread_mutex_unlock(&pl->lock);
+  }
+  nc_cl.clReleaseContext(cd->ctx);
+  cd->ctx = NULL;
+}
+
 nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
   nc_cl_device *cd = dev->impl;
   *out = cd;
@@ -25,11 +64,10 @@ nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
   pthread_mutex_lock(&cd->init_lock);
   if (!cd->ready && cd->init_status == NC_OK) {
     cl_int err;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)cd->platform, 0};
-    cd->ctx = nc_cl.clCreateContext(props, 1, &cd->id, NULL, NULL, &err);
+    cd->ctx = context_of(cd, &err);
     if (err == CL_SUCCESS) {
       cd->queue = nc_cl.clCreateCommandQueue(cd->ctx, cd->id, 0, &err);
-      if (err != CL_SUCCESS) nc_cl.clReleaseContext(cd->ctx);
+      if (err != CL_SUCCESS) nc_cl_context_release(cd);
     }
     if (err == CL_SUCCESS) {
       const char *env = getenv("NETCL_QUEUE_BATCH");

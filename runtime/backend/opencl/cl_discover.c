@@ -22,6 +22,8 @@ static const nc_device_iface cl_iface = {
     .stats = nc_cl_stats,
     .warmup = nc_cl_build_all,
     .shutdown = nc_cl_shutdown,
+    .peers = nc_cl_peers,
+    .peer_copy = nc_cl_peer_copy,
 };
 
 static nc_dispatch cl_dispatch = {.name = "opencl"};
@@ -157,6 +159,17 @@ void nc_opencl_discover(nc_status (*add)(nc_device *dev)) {
       free(ids);
       continue;
     }
+    /* Shared by the platform's devices, and never freed: they are never freed either. */
+    nc_cl_platform *pl = calloc(1, sizeof *pl);
+    if (!pl) {
+      free(ids);
+      continue;
+    }
+    pl->id = plats[p];
+    pl->ndev = nd;
+    pl->ids = ids;
+    pthread_mutex_init(&pl->lock, NULL);
+    int added = 0;
     for (cl_uint d = 0; d < nd; d++) {
       nc_device *dev = calloc(1, sizeof *dev);
       nc_cl_device *cd = calloc(1, sizeof *cd);
@@ -166,6 +179,7 @@ void nc_opencl_discover(nc_status (*add)(nc_device *dev)) {
         break;
       }
       cd->platform = plats[p];
+      cd->plat = pl;
       cd->id = ids[d];
       nc_cl.clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof cd->platform_name, cd->platform_name, NULL);
       cd->platform_name[sizeof cd->platform_name - 1] = 0;
@@ -178,9 +192,15 @@ void nc_opencl_discover(nc_status (*add)(nc_device *dev)) {
       if (add(dev) != NC_OK) {
         free(cd);
         free(dev);
+      } else {
+        added++;
       }
     }
-    free(ids);
+    if (!added) {
+      pthread_mutex_destroy(&pl->lock);
+      free(ids);
+      free(pl);
+    }
   }
   free(plats);
 }

@@ -123,6 +123,28 @@ static void cache_write(uint64_t key, const unsigned char *bin, size_t len) {
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
 }
 
+/* Writes the program's binary for cd's device to the cache. A program made in a context of
+ * several devices (the platform's shared one) lists a binary per device of the context, empty
+ * for those it was not built for: the device's own is picked by position. */
+static void cache_binary(nc_cl_device *cd, cl_program prog, uint64_t key) {
+  cl_uint nd = 0;
+  if (nc_cl.clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL) != CL_SUCCESS || nd == 0) return;
+  cl_device_id *ids = calloc(nd, sizeof *ids);
+  size_t *sizes = calloc(nd, sizeof *sizes);
+  unsigned char **bins = calloc(nd, sizeof *bins);
+  cl_uint at = nd;
+  if (ids && sizes && bins &&
+      nc_cl.clGetProgramInfo(prog, CL_PROGRAM_DEVICES, nd * sizeof *ids, ids, NULL) == CL_SUCCESS &&
+      nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, nd * sizeof *sizes, sizes, NULL) == CL_SUCCESS)
+    for (cl_uint i = 0; i < nd; i++)
+      if (ids[i] == cd->id) at = i;
+  if (at < nd && sizes[at] > 0 && (bins[at] = malloc(sizes[at])) &&
+      nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, nd * sizeof *bins, bins, NULL) == CL_SUCCESS)
+    cache_write(key, bins[at], sizes[at]);
+  if (bins && at < nd) free(bins[at]);
+  free(ids), free(sizes), free(bins);
+}
+
 static nc_status build_log(nc_device *dev, nc_cl_device *cd, cl_program prog, const char *file,
                            const char *options, cl_int err) {
   size_t n = 0;
@@ -211,14 +233,7 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
       return s;
     }
     cd->programs_built++;
-    size_t size = 0;
-    if (nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) == CL_SUCCESS && size > 0) {
-      unsigned char *b = malloc(size);
-      unsigned char *bins[1] = {b};
-      if (b && nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
-        cache_write(key, b, size);
-      free(b);
-    }
+    cache_binary(cd, prog, key);
   }
   nc_cl_program *entry = calloc(1, sizeof *entry);
   if (!entry) {

@@ -36,9 +36,8 @@ void nc_cl_shutdown(nc_device *dev) {
     }
     pthread_mutex_unlock(&cd->programs_lock);
     nc_cl.clReleaseCommandQueue(cd->queue);
-    nc_cl.clReleaseContext(cd->ctx); /* buffers still held by live tensors keep it until released */
+    nc_cl_context_release(cd); /* buffers still held by live tensors keep it until released */
     cd->queue = NULL;
-    cd->ctx = NULL;
     __atomic_store_n(&cd->ready, false, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&dev->lock);
   }

@@ -50,6 +50,10 @@ const nc_device_info *nc_device_info_of(const nc_device *dev);
  * the time it took (may be NULL). */
 nc_status nc_device_warmup(nc_device *dev, double *seconds);
 
+/* Whether a and b (distinct devices) copy to each other device to device, with no host memory
+ * in between: OpenCL devices of one platform, which share a context. Starts both devices. */
+bool nc_device_peers(nc_device *a, nc_device *b);
+
 /* Waits for all work queued on the device. */
 nc_status nc_device_sync(nc_device *dev);
 

@@ -49,6 +49,12 @@ nc_status nc_storage_write(nc_storage *s, size_t off, const void *src, size_t nb
 /* Copies nbytes at byte offset off to host memory; waits for queued work. */
 nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nbytes);
 
+/* Copies nbytes at byte offset src_off of src into dst at byte offset dst_off, device to device,
+ * when their devices are peers (nc_device_peers). Queued without waiting, after the work queued
+ * on either device before it; the work queued on either afterwards sees the copy. Errors:
+ * NC_ERR_INDEX (a range outside a storage), NC_ERR_STATE (the devices are not peers). */
+nc_status nc_storage_copy_peer(nc_storage *dst, size_t dst_off, const nc_storage *src, size_t src_off, size_t nbytes);
+
 /* ---- reads that do not wait --------------------------------------------------------------------
  * nc_storage_read_async copies nbytes at byte offset off of src into the host storage dst (a
  * CPU-backend storage) at byte offset dst_off, and returns as soon as the copy is enqueued: on
