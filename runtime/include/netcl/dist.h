@@ -1,4 +1,5 @@
-/* Collectives over tensors: between devices of one process (staged through host memory), and
+/* Collectives over tensors: between devices of one process (device to device between peers,
+ * nc_device_peers; else staged through host memory), and
  * between processes through MPI (built when CMake finds MPI; otherwise every nc_mpi_* call but
  * nc_mpi_available fails with NC_ERR_UNSUPPORTED). docs/distributed.md describes both. */
 #ifndef NETCL_DIST_H
@@ -18,16 +19,21 @@ nc_status nc_reduce_op_parse(const char *name, nc_reduce_op *out);
 
 /* ---- one process, several devices ------------------------------------------------------------- */
 /* In place: every ts[i] becomes op over all of them. The tensors must have one shape and dtype
- * (float32, float64, int32 or int64; mean: float only) and lie on n distinct devices. Values are
- * read to host memory, combined there in rank order (the same bits on every device) and written
- * back; the writes are queued without waiting, so they overlap each other and later work. */
+ * (float32, float64, int32 or int64; mean: float only) and lie on n distinct devices. When every
+ * device is a peer of ts[0]'s, the tensors are copied device to device to ts[0]'s device,
+ * combined there in rank order by the device's ops and copied back, all queued without waiting.
+ * Otherwise values are read to host memory, combined there in rank order (the same bits on every
+ * device) and written back; the writes are queued without waiting, so they overlap each other
+ * and later work. */
 nc_status nc_group_all_reduce(nc_tensor **ts, int n, nc_reduce_op op);
 
 /* The same all-reduce split so that it can start before every tensor is ready (gradient
- * buckets while backward still runs): begin for a group of n positions; add queues the read of
- * position i's tensor (0-based; same shape and dtype as the others, a distinct device) and
- * returns without waiting, t being retained until finish; finish waits for the reads, combines
- * in position order (the same bits as nc_group_all_reduce) and queues the write-backs. Every
+ * buckets while backward still runs): begin for a group of n positions; add queues the copy of
+ * position i's tensor (0-based; same shape and dtype as the others, a distinct device) to the
+ * first added tensor's device when the two are peers, else its read to the host (and the reads
+ * of those added before), and returns without waiting, t being retained until finish; finish
+ * combines in position order (the same bits as nc_group_all_reduce; on the host after waiting
+ * for the reads) and queues the copies or write-backs. Every
  * position must have been added. finish frees r, also when it fails; free abandons a reduction
  * (waiting for its reads in flight, writing nothing back). */
 typedef struct nc_group_reduce nc_group_reduce;
@@ -36,7 +42,8 @@ nc_status nc_group_reduce_add(nc_group_reduce *r, int i, nc_tensor *t);
 int nc_group_reduce_added(const nc_group_reduce *r); /* positions added so far */
 nc_status nc_group_reduce_finish(nc_group_reduce *r);
 void nc_group_reduce_free(nc_group_reduce *r);
-/* In place: every ts[i] becomes a copy of ts[root] (0-based). */
+/* In place: every ts[i] becomes a copy of ts[root] (0-based): device to device when every device
+ * is a peer of root's, else read once to the host and written to each. */
 nc_status nc_group_broadcast(nc_tensor **ts, int n, int root);
 
 /* ---- several processes: MPI --------------------------------------------------------------------- */
