@@ -41,6 +41,13 @@ inline long nc_offset(const nc_layout *l, long i) {
   for (T i##_base_ = (first), i = i##_base_ + (lid); i##_base_ < (n); i##_base_ += (step), i = i##_base_ + (lid)) \
     if (i < (n))
 
+/* Softmax's terms (kernels/reduce.cl, kernels/softmax_warp.cl): SM_TERM(v, m) is exp(v - m) with
+ * -inf contributing 0 even when m is -inf too, so rows that start with -inf (masked positions)
+ * stay exact; nan and +inf reach the sum as in the two-pass form, so such rows give nan. SM_MAX
+ * is the max with nan winning. */
+#define SM_TERM(v, m) ((v) == -INFINITY ? 0 : exp((v) - (m)))
+#define SM_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
+
 #define NC_CONV_PLAIN(T, x) ((T)(x))
 #define NC_CONV_BOOL(T, x) ((T)((x) != 0))
 

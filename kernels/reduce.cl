@@ -392,12 +392,8 @@ inline long rs_final_int64(int op, rs_int64 s, long count, long p, long corr) { 
 
 /* ---- softmax: one pass for the max and the sum of exp(x - max) (online: the running sum is
  * rescaled when the max grows, Milakov & Gimelshein 2018), then one pass that writes ----------------
- * A running pair (m, s) means s = sum of exp(v - m) over the values seen. SM_TERM(v, m) is
- * exp(v - m) with -inf contributing 0 even when m is -inf too, so rows that start with -inf (masked
- * positions) stay exact; nan and +inf reach the sum as in the two-pass form, so such rows give nan
- * as before. */
-#define SM_TERM(v, m) ((v) == -INFINITY ? 0 : exp((v) - (m)))
-#define SM_MAX(a, b) (((b) > (a) || isnan(b)) ? (b) : (a))
+ * A running pair (m, s) means s = sum of exp(v - m) over the values seen (SM_TERM and SM_MAX:
+ * kernels/common.cl). */
 #define SM_OUT(i) out[lo.contiguous ? lo.offset + (i) : nc_offset(&lo, (i))]
 #define SOFTMAX_WRITE(i, v, m, sum) SM_OUT(i) = op == NC_OP_LOG_SOFTMAX ? ((v) - (m)) - log(sum) : exp((v) - (m)) / (sum)
 

@@ -31,8 +31,8 @@ typedef struct nc_cl_staging nc_cl_staging;
  *   BYTES  "<name>_<size of T>"          (kernels that only move elements)
  *   COPY   "copy_<T>_<name>"             (name: the source dtype; one slot per source dtype)
  *   REAL   "<name>", built with -DREAL=double for float64 (the layer kernels)
- *   TILED  "<name>", built with a tile variant's options (GEMM: cl_linalg.h; flash attention:
- *          cl_attention.c) */
+ *   TILED  "<name>", built with a variant's options (GEMM tiles: cl_linalg.h; flash attention:
+ *          cl_attention.c; the warp softmax's PTX or emulated shuffles: cl_reduce.c) */
 #define NC_CL_KERNELS(X)                                                     \
   X(UNARY, "elementwise", "unary", TYPED)                                    \
   X(BINARY, "elementwise", "binary", TYPED)                                  \
@@ -131,7 +131,13 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(FLASH_ATTENTION_BWD_Q, "attention", "flash_attention_bwd_q_tiled", TILED) \
   X(FLASH_ATTENTION_BWD_KV, "attention", "flash_attention_bwd_kv_tiled", TILED) \
   X(KMEANS_ASSIGN_TILED, "cluster", "kmeans_assign_tiled", REAL)              \
-  X(KMEANS_UPDATE_SLICED, "cluster", "kmeans_update_sliced", REAL)
+  X(KMEANS_UPDATE_SLICED, "cluster", "kmeans_update_sliced", REAL)            \
+  X(SOFTMAX_WARP_1, "softmax_warp", "softmax_warp_1", TILED)                 \
+  X(SOFTMAX_WARP_2, "softmax_warp", "softmax_warp_2", TILED)                 \
+  X(SOFTMAX_WARP_4, "softmax_warp", "softmax_warp_4", TILED)                 \
+  X(SOFTMAX_WARP_8, "softmax_warp", "softmax_warp_8", TILED)                 \
+  X(SOFTMAX_WARP_16, "softmax_warp", "softmax_warp_16", TILED)               \
+  X(SOFTMAX_WARP_32, "softmax_warp", "softmax_warp_32", TILED)
 
 /* Slots: 0 .. NC_OP_COUNT-1 are the ops' fast kernels, then NC_CL_K_<ID>. */
 typedef enum {
@@ -186,6 +192,10 @@ typedef struct {
   cl_event mark;
   uint64_t programs_built, programs_loaded;
   cl_ulong local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE, read at discovery (0 if the driver did not say) */
+  /* Softmax takes the warp-shuffle kernels (kernels/softmax_warp.cl): NVIDIA GPUs, whose compiler
+   * takes inline PTX, and any device under the test hook NETCL_SHFL_EMULATE=1 (nc_cl_shfl_emulated).
+   * Cleared when their program fails to build (nc_cl_handle_optional). */
+  bool warp_shuffle;
   /* Kernel handles by slot and dtype: NULL until first resolved, then published with a
    * release store (under programs_lock) and read with an acquire load, lock-free. */
   const nc_cl_handle *handles[NC_CL_SLOT_COUNT][NC_DTYPE_COUNT];
@@ -315,6 +325,13 @@ static inline nc_status nc_cl_handle_get(nc_device *dev, int slot, nc_dtype dt, 
   return nc_cl_resolve(dev, slot, dt, NULL, NULL, out);
 }
 
+/* The handle of a TILED slot of one variant whose build the device's compiler may refuse
+ * (inline PTX), while *capable holds: the one held, else a build with options and tiles. A build
+ * that fails clears *capable for good and returns false with its error dropped: the caller runs
+ * its portable kernel instead, and the op still succeeds. */
+bool nc_cl_handle_optional(nc_device *dev, int slot, nc_dtype dt, const char *options, const int tiles[6],
+                           bool *capable, const nc_cl_handle **out);
+
 /* The cl_mem under a tensor. */
 static inline cl_mem nc_cl_mem(const nc_tensor *t) { return (cl_mem)nc_storage_handle(t->storage); }
 
@@ -348,6 +365,11 @@ static inline int64_t nc_cl_compute_units(const nc_device *dev) {
  * drivers do, CPU drivers take blocked runs. NETCL_CL_PATTERN=gpu or cpu overrides it, so the
  * tests run the GPU paths on PoCL's CPU device. */
 bool nc_cl_gpu_pattern(const nc_device *dev);
+
+/* The test hook NETCL_SHFL_EMULATE=1: every OpenCL device takes softmax's warp-shuffle kernels,
+ * built with the shuffles exchanged through local memory (kernels/softmax_warp.cl), so that
+ * devices without PTX run their indexing against the CPU backend. */
+bool nc_cl_shfl_emulated(void);
 
 /* The device interface (cl_backend.c): buffers, transfers, counters. */
 nc_status nc_cl_alloc(nc_device *dev, size_t n, void **h);

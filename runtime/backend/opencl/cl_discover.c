@@ -77,22 +77,21 @@ static void info_str(cl_device_id d, cl_device_info what, char *buf, size_t n) {
   buf[n - 1] = 0;
 }
 
-/* tf32 tensor cores: an NVIDIA device (cl_nv_device_attribute_query) of compute capability 8.0
- * or later, whose OpenCL compiler takes inline PTX mma.sync. Whether the tensor-core program
- * builds is learnt at its first use (nc_cl_fast_kernel), which clears the flag if it does not. */
+/* The major compute capability of an NVIDIA device (cl_nv_device_attribute_query), whose OpenCL
+ * compiler takes inline PTX; 0 for other devices. */
 #define NC_CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
-static bool has_tf32_mma(cl_device_id d) {
+static cl_uint nv_compute_major(cl_device_id d) {
   size_t n = 0;
-  if (nc_cl.clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0) return false;
+  if (nc_cl.clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0) return 0;
   char *ext = malloc(n + 1);
-  if (!ext) return false;
+  if (!ext) return 0;
   bool nv = nc_cl.clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, n, ext, NULL) == CL_SUCCESS &&
             (ext[n] = 0, strstr(ext, "cl_nv_device_attribute_query") != NULL);
   free(ext);
   cl_uint major = 0;
-  return nv &&
-         nc_cl.clGetDeviceInfo(d, NC_CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) == CL_SUCCESS &&
-         major >= 8;
+  if (!nv) return 0;
+  cl_int err = nc_cl.clGetDeviceInfo(d, NC_CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL);
+  return err == CL_SUCCESS ? major : 0;
 }
 
 static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
@@ -121,8 +120,13 @@ static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
   info->compute_units = (int)cus;
   info->max_work_group_size = wg;
   info->fp64 = fp64 != 0;
-  info->tf32 = (info->is_gpu && has_tf32_mma(cd->id)) || nc_cl_mma_emulated();
-  info->bf16_mma = info->tf32; /* both come with compute capability 8.0 */
+  /* Inline PTX on NVIDIA GPUs: tf32 and bfloat16 mma.sync from compute capability 8.0, shfl.sync
+   * on all of them. Whether a PTX program builds is learnt at its first use
+   * (nc_cl_handle_optional), which clears the flag if it does not. */
+  const cl_uint nv = info->is_gpu ? nv_compute_major(cd->id) : 0;
+  info->tf32 = nv >= 8 || nc_cl_mma_emulated();
+  info->bf16_mma = info->tf32;
+  cd->warp_shuffle = nv > 0 || nc_cl_shfl_emulated();
 }
 
 /* The ICD loader reads OCL_ICD_FILENAMES ("a.so:b.so") when it first lists platforms, and some

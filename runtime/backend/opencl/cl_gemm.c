@@ -119,15 +119,10 @@ bool nc_cl_mma_emulated(void) {
  * while *capable holds; a build the driver refuses clears *capable. Whether *out was set. */
 static bool tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode, int mark, bool *capable,
                                const nc_cl_handle **out) {
-  if (!__atomic_load_n(capable, __ATOMIC_ACQUIRE)) return false;
-  const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, NC_FLOAT32);
-  if (h) return *out = h, true;
   char opts[96];
   snprintf(opts, sizeof opts, "%s%s", mode, nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "");
   const int tiles[6] = {mark};
-  if (nc_cl_resolve(dev, slot, NC_FLOAT32, opts, tiles, &h) == NC_OK) return *out = h, true;
-  __atomic_store_n(capable, false, __ATOMIC_RELEASE);
-  return false;
+  return nc_cl_handle_optional(dev, slot, NC_FLOAT32, opts, tiles, capable, out);
 }
 
 nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precision, const nc_cl_handle **out) {

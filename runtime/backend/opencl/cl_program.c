@@ -362,7 +362,7 @@ nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *optio
         opts = real_options(dt);
         break;
       default:
-        if (!options) return nc_error(NC_ERR_ARG, "kernel %s needs a GEMM variant", slots[row].name);
+        if (!options) return nc_error(NC_ERR_ARG, "kernel %s needs a variant's build options", slots[row].name);
         snprintf(name, sizeof name, "%s", slots[row].name);
         opts = options;
         break;
@@ -374,6 +374,16 @@ nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *optio
   nc_status s = publish_locked(dev, cd, slot, dt, program, opts, name, tiles, out);
   pthread_mutex_unlock(&cd->programs_lock);
   return s;
+}
+
+bool nc_cl_handle_optional(nc_device *dev, int slot, nc_dtype dt, const char *options, const int tiles[6],
+                           bool *capable, const nc_cl_handle **out) {
+  if (!__atomic_load_n(capable, __ATOMIC_ACQUIRE)) return false;
+  const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, dt);
+  if (h) return *out = h, true;
+  if (nc_cl_resolve(dev, slot, dt, options, tiles, out) == NC_OK) return true;
+  __atomic_store_n(capable, false, __ATOMIC_RELEASE);
+  return false;
 }
 
 nc_status nc_cl_build_all(nc_device *dev) {

@@ -1,7 +1,8 @@
 /* OpenCL reductions, cumsum and softmax on kernels/reduce.cl. Rows shorter than ROWS_MAX go one
  * per work-item; longer rows get work-groups, and rows too few to fill the device are cut into
  * chunks whose partial states a second kernel merges. The plan depends only on the shape and
- * the device, so results are deterministic. */
+ * the device, so results are deterministic. Softmax on devices with warp shuffles takes
+ * kernels/softmax_warp.cl where it fits. */
 #include <stdlib.h>
 #include <string.h>
 #include "core/check.h"
@@ -160,6 +161,56 @@ static nc_status along_rows(nc_cl_slot rows_slot, nc_cl_slot groups_slot, nc_op 
 nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x) {
   return along_rows(NC_CL_K_CUMSUM_ROWS, NC_CL_K_CUMSUM_GROUPS, op, out, x);
 }
+
+bool nc_cl_shfl_emulated(void) {
+  const char *e = getenv("NETCL_SHFL_EMULATE");
+  return e && strcmp(e, "1") == 0;
+}
+
+/* The longest row of the warp kernels: 32 elements per work-item, as PyTorch's persistent
+ * softmax. Longer rows take reduce.cl's, which splits a row over several warps. */
+#define WARP_ROW_MAX 1024
+
+_Static_assert(NC_CL_K_SOFTMAX_WARP_32 - NC_CL_K_SOFTMAX_WARP_1 == 5, "softmax_warp_<n>: n = 1, 2, 4 ... 32");
+
+/* Softmax with one warp per row (kernels/softmax_warp.cl) when the device has warp shuffles and x
+ * and out are contiguous float32 rows of at most WARP_ROW_MAX; *done false leaves the op to
+ * reduce.cl's kernels (other layouts, dtypes and lengths, or a PTX build the driver refused). */
+static nc_status softmax_warp(nc_op op, nc_tensor *out, const nc_tensor *x, bool *done) {
+  *done = false;
+  nc_device *dev = nc_tensor_device(out);
+  nc_cl_device *cd = dev->impl;
+  const int64_t len = x->ndim ? x->shape[x->ndim - 1] : 1;
+  if (x->dtype != NC_FLOAT32 || len > WARP_ROW_MAX) return NC_OK;
+  nc_cl_layout lo, lx;
+  own_layout(out, &lo);
+  own_layout(x, &lx);
+  if (!lo.contiguous || !lx.contiguous) return NC_OK;
+  /* n elements per work-item, the power of two with 32 n >= len; `width` work-items per row, 32
+   * but for rows shorter than that, which take the power of two at or above their length */
+  const cl_int inner = (cl_int)len;
+  int slot = NC_CL_K_SOFTMAX_WARP_1;
+  for (int n = 1; n * 32 < inner; n *= 2) slot++;
+  cl_int width = 1;
+  while (width < inner && width < 32) width *= 2;
+  const char *opts = nc_cl_shfl_emulated() ? "" : "-DNC_SHFL_PTX=1";
+  const nc_cl_handle *k;
+  if (!nc_cl_handle_optional(dev, slot, NC_FLOAT32, opts, NULL, &cd->warp_shuffle, &k) || k->local < 32)
+    return NC_OK;
+  const cl_long outer = nc_tensor_numel(x) / inner;
+  const int64_t per_group = (int64_t)k->local / width, row_groups = (outer + per_group - 1) / per_group,
+                most = busy_groups(dev) * 8;
+  const size_t groups = (size_t)(row_groups < most ? row_groups : most);
+  cl_mem mo = nc_cl_mem(out), mx = nc_cl_mem(x);
+  cl_int cop = (cl_int)op;
+  nc_cl_arg a[] = {NC_CL_ARG(cop),       NC_CL_ARG(mo),    NC_CL_ARG(lo.offset), NC_CL_ARG(mx),
+                   NC_CL_ARG(lx.offset), NC_CL_ARG(outer), NC_CL_ARG(inner),     NC_CL_ARG(width)};
+  *done = true;
+  return nc_cl_launch(dev, k->kernel, (int)(sizeof a / sizeof a[0]), a, groups * k->local, k->local);
+}
+
 nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x) {
-  return along_rows(NC_CL_K_SOFTMAX_ROWS, NC_CL_K_SOFTMAX_GROUPS, op, out, x);
+  bool done;
+  NC_TRY(softmax_warp(op, out, x, &done));
+  return done ? NC_OK : along_rows(NC_CL_K_SOFTMAX_ROWS, NC_CL_K_SOFTMAX_GROUPS, op, out, x);
 }
