@@ -26,10 +26,6 @@ nc_status nc_device_register(nc_device *dev) {
 
 const nc_device_info *nc_device_info_of(const nc_device *dev) { return &dev->info; }
 
-bool nc_device_peers(nc_device *a, nc_device *b) {
-  return a && b && a != b && a->iface == b->iface && a->iface->peers && a->iface->peers(a, b);
-}
-
 nc_status nc_device_sync(nc_device *dev) {
   atomic_fetch_add(&dev->syncs, 1);
   NC_TRY(dev->iface->sync(dev));

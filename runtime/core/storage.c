@@ -139,6 +139,11 @@ nc_status nc_storage_read(const nc_storage *s, size_t off, void *dst, size_t nby
   return s->dev->iface->read(s->dev, s->handle, off, dst, nbytes);
 }
 
+/* Here rather than in device.c, which calls into this file: the copy below needs it. */
+bool nc_device_peers(nc_device *a, nc_device *b) {
+  return a && b && a != b && a->iface == b->iface && a->iface->peers && a->iface->peers(a, b);
+}
+
 nc_status nc_storage_copy_peer(nc_storage *dst, size_t dst_off, const nc_storage *src, size_t src_off, size_t nbytes) {
   NC_TRY(check_range(src, src_off, nbytes, "device-to-device copy"));
   NC_TRY(check_range(dst, dst_off, nbytes, "device-to-device copy destination"));

@@ -7,23 +7,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "check.h"
+#include "fill.h"
 #include "netcl/netcl.h"
 
 static nc_device *cpu;
-
-static void pattern(uint8_t *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 131u + seed * 17u + (i >> 8));
-}
-
-static nc_storage *filled(nc_device *dev, size_t n, unsigned seed) {
-  uint8_t *p = malloc(n);
-  pattern(p, n, seed);
-  nc_storage *s = NULL;
-  CHECK_OK(nc_storage_new(dev, n, 0, &s));
-  CHECK_OK(nc_storage_write(s, 0, p, n));
-  free(p);
-  return s;
-}
 
 /* Whether dst's bytes [dst_off, dst_off + n) are pattern(seed)'s bytes [off, off + n). */
 static bool holds(nc_storage *dst, size_t dst_off, size_t off, size_t n, unsigned seed) {

@@ -2,26 +2,15 @@
  * are peers (CI's POCL_DEVICES="pthread pthread": two devices of one platform): the bytes equal
  * what was written, at odd sizes and offsets; the copy sees the source as the work queued before
  * it left it, whatever is written to the source or recycled from its pool after; work queued on
- * the destination after the copy sees its bytes; ranges outside a storage and devices that are
+ * the destination after the copy sees its bytes; copies both ways from two threads at once
+ * complete; ranges outside a storage and devices that are
  * not peers are errors. Skipped (77) without two peer devices. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "check.h"
+#include "fill.h"
 #include "netcl/netcl.h"
-
-static void pattern(uint8_t *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 151u + seed * 29u + (i >> 9));
-}
-
-static nc_storage *filled(nc_device *dev, size_t n, unsigned seed) {
-  uint8_t *p = malloc(n);
-  pattern(p, n, seed);
-  nc_storage *s = NULL;
-  CHECK_OK(nc_storage_new(dev, n, 0, &s));
-  CHECK_OK(nc_storage_write(s, 0, p, n));
-  free(p);
-  return s;
-}
 
 /* Whether s's bytes [at, at + n) are pattern(seed)'s bytes [off, off + n). */
 static bool holds(nc_storage *s, size_t at, size_t off, size_t n, unsigned seed) {
@@ -32,6 +21,36 @@ static bool holds(nc_storage *s, size_t at, size_t off, size_t n, unsigned seed)
   free(want);
   free(got);
   return same;
+}
+
+/* Copies both ways at once from two threads: each device's queue then holds copies waiting for
+ * the other's markers and barriers waiting for the other's copies; none may wait forever. */
+typedef struct {
+  nc_storage *dst, *src;
+  nc_status status;
+} copier;
+
+static void *copy_loop(void *arg) {
+  copier *c = arg;
+  for (int i = 0; i < 200 && c->status == NC_OK; i++)
+    c->status = nc_storage_copy_peer(c->dst, 0, c->src, 0, nc_storage_nbytes(c->src));
+  return NULL;
+}
+
+static void test_both_ways(nc_device *a, nc_device *b) {
+  const size_t n = 1 << 16;
+  copier c[2] = {{NULL, filled(a, n, 50), NC_OK}, {NULL, filled(b, n, 51), NC_OK}};
+  CHECK_OK(nc_storage_new(b, n, 0, &c[0].dst));
+  CHECK_OK(nc_storage_new(a, n, 0, &c[1].dst));
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, copy_loop, &c[i]) == 0);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < 2; i++) {
+    CHECK(c[i].status == NC_OK);
+    CHECK(holds(c[i].dst, 0, 0, n, 50u + (unsigned)i));
+    nc_storage_release(c[i].dst);
+    nc_storage_release(c[i].src);
+  }
 }
 
 int main(void) {
@@ -80,6 +99,8 @@ int main(void) {
   CHECK(holds(dst2, 0, 0, n, 41));
   CHECK(holds(reuse, 0, 0, n, 42));
   free(p);
+
+  test_both_ways(a, b);
 
   /* errors */
   nc_storage *small = filled(a, 16, 1), *host = NULL;
