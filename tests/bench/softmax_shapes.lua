@@ -1,6 +1,6 @@
 -- softmax / log_softmax bandwidth on netcl's default device (NETCL_DEVICE picks another), with an
 -- optional PyTorch reference on the same GPU (skipped when python3 has no torch or no CUDA).
---   NETCL_DEVICE=opencl:1:0 build/bin/netcl-lua devscripts/softmax_bench.lua [RxC ...]
+--   NETCL_DEVICE=opencl:1:0 netcl-lua tests/bench/softmax_shapes.lua [RxC ...]
 -- Per shape (float32, along dim 2): GB/s counted as 8 bytes per element (one read, one write),
 -- best of 10 timed calls after a warm-up, each call ended by a device sync; then the max abs
 -- difference against the CPU backend on the first rows. Default shapes: the four of the task
@@ -10,7 +10,7 @@
 -- beyond reduce.cl (kernels/softmax_warp.cl), "reduce.cl" otherwise (a non-NVIDIA device, or a
 -- PTX build the driver refused).
 local nc = require "netcl"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../tests/lua/helpers.lua")
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
 
 local dev = nc.default_device()
 local cpu = nc.device("cpu")
