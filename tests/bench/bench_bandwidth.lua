@@ -98,20 +98,11 @@ for ch, side in %s:
     print("bn_bwd_" + tag, best(bwd))
 print("device", dev)
 ]]):format(dev.is_gpu and "True" or "False", dev.compute_units, N, ROWS, COLS, REPS, bn_list, BATCH)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(script)
-  f:close()
-  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
   local out = {}
-  if p then
-    for line in p:lines() do
-      local k, v = line:match("^(%S+) (%S+)$")
-      if k then out[k] = k == "device" and v or tonumber(v) end
-    end
-    p:close()
+  for line in H.python_output(PY, script):gmatch("[^\n]+") do
+    local k, v = line:match("^(%S+) (%S+)$")
+    if k then out[k] = k == "device" and v or tonumber(v) end
   end
-  os.remove(path)
   return out.device and out or nil
 end
 

@@ -61,18 +61,11 @@ for R, C in [%s]:
     print(R, C, best(lambda: torch.softmax(x, 1)), best(lambda: torch.log_softmax(x, 1)))
     del x
 ]]):format(REPS, table.concat(items, ", "))
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(script)
-  f:close()
-  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
   local out = {}
-  for line in p:lines() do
+  for line in H.python_output(PY, script):gmatch("[^\n]+") do
     local r, c, s, l = line:match("^(%d+) (%d+) (%S+) (%S+)$")
     if r then out[r .. "x" .. c] = {tonumber(s), tonumber(l)} end
   end
-  p:close()
-  os.remove(path)
   return next(out) and out or nil
 end
 
