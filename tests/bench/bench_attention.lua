@@ -82,9 +82,7 @@ end
 
 -- PyTorch: SDPA on CUDA (fp32, TF32 off) and the GPT-tiny training step; "none" without torch.
 local function torch_run(mode, args)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(([==[
+  return H.python_output(PY, ([==[
 import sys, time, math
 import torch
 import torch.nn.functional as F
@@ -176,13 +174,7 @@ else:
         F.cross_entropy(logits.reshape(-1, V), ids[:, 1:].reshape(-1)).backward()
         opt.step()
     print(dev, best(step, 5))
-]==]):format(dev.is_gpu and "True" or "False", dev.compute_units))
-  f:close()
-  local p = io.popen(PY .. " '" .. path .. "' " .. mode .. " " .. table.concat(args, " ") .. " 2>/dev/null")
-  local out = p and p:read("a") or ""
-  if p then p:close() end
-  os.remove(path)
-  return out
+]==]):format(dev.is_gpu and "True" or "False", dev.compute_units), mode .. " " .. table.concat(args, " "))
 end
 
 local have_torch = os.execute(PY .. " -c 'import torch' >/dev/null 2>&1")

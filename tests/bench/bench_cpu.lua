@@ -33,7 +33,8 @@ local optim = require "netcl.optim"
 local models = require "netcl.models"
 -- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
 local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
-local PY = dofile(HERE .. "/../lua/helpers.lua").python("torch") or "python3"
+local H = dofile(HERE .. "/../lua/helpers.lua")
+local PY = H.python("torch") or "python3"
 local EXE = arg and arg[-1] or "netcl-lua"
 
 local ROUNDS = tonumber(os.getenv("NETCL_BENCH_ROUNDS") or "") or 5
@@ -267,15 +268,7 @@ local have_torch = os.execute(PY .. " -c 'import torch' >/dev/null 2>&1")
 if not have_torch then io.stderr:write("bench_cpu: python3-torch not found; the PyTorch side is skipped\n") end
 
 local function torch_time(body)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(PRELUDE, body, "\n")
-  f:close()
-  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
-  local line = p and p:read("l")
-  if p then p:close() end
-  os.remove(path)
-  return line and tonumber(line)
+  return tonumber(H.python_output(PY, PRELUDE .. body .. "\n"):match("^[^\n]*"))
 end
 
 local function median(t)

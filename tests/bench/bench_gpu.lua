@@ -269,14 +269,7 @@ print(json.dumps(res))
 ]]):format(QUICK and "True" or "False", "[" .. table.concat(S.gemm, ", ") .. "]", S.batch, S.elems, S.steps, S.reps,
              TF32 and "True" or "False", BF16 and "True" or "False")
 
-local path = os.tmpname()
-local f = assert(io.open(path, "w"))
-f:write(script)
-f:close()
-local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
-local out = p and p:read("a") or ""
-if p then p:close() end
-os.remove(path)
+local out = H.python_output(PY, script)
 local ref = {}
 if out:match("nocuda") then
   io.stderr:write("bench_gpu: PyTorch has no CUDA device here; the reference is skipped\n")

@@ -77,17 +77,7 @@ local function tmp_npy(t)
   return path
 end
 
-local function python(script)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(script)
-  f:close()
-  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
-  local out = p and p:read("a") or ""
-  if p then p:close() end
-  os.remove(path)
-  return out
-end
+local function python(script) return H.python_output(PY, script) end
 
 if dev.kind == "cpu" then
   -- full fit, Hamerly, from C0

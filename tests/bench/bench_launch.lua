@@ -7,7 +7,8 @@
 -- the reference is skipped with a message.
 local nc = require "netcl"
 -- The Python that has the reference (tests/lua/helpers.lua: NETCL_PYTHON, python3, /usr/bin/python3).
-local PY = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua").python("torch") or "python3"
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
+local PY = H.python("torch") or "python3"
 
 local N, LAUNCHES, ROUNDS = 64, 10000, 5
 
@@ -44,16 +45,7 @@ def best(fn):
 torch.set_num_threads(1)
 print(dev, best(lambda: torch.add(a, b, out=c)), best(lambda: torch.add(a, b)))
 ]]):format(cuda and "True" or "False", N, N, N, ROUNDS, LAUNCHES, LAUNCHES)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write(script)
-  f:close()
-  local p = io.popen(PY .. " '" .. path .. "' 2>/dev/null")
-  local line = p and p:read("l")
-  if p then p:close() end
-  os.remove(path)
-  if not line then return nil end
-  local dev, into, new = line:match("^(%S+) (%S+) (%S+)$")
+  local dev, into, new = H.python_output(PY, script):match("^(%S+) (%S+) (%S+)\n")
   if not dev then return nil end
   return {device = dev, into = tonumber(into), new = tonumber(new)}
 end

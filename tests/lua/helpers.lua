@@ -115,14 +115,15 @@ function M.python(...)
 end
 
 -- Runs a shell command; returns its output (stdout and stderr) and its exit code.
--- The standard output of a Python script (its text) run by the interpreter py, its standard error
--- dropped; "" when it could not be started. Benchmarks run their PyTorch references this way.
-function M.python_output(py, script)
+-- The standard output of a Python script (its text) run by the interpreter py with the command-line
+-- arguments args (a string, may be nil), its standard error dropped; "" when it could not be
+-- started. Benchmarks run their PyTorch references this way.
+function M.python_output(py, script, args)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write(script)
   f:close()
-  local p = io.popen(py .. " '" .. path .. "' 2>/dev/null")
+  local p = io.popen(py .. " '" .. path .. "' " .. (args or "") .. " 2>/dev/null")
   local out = p and p:read("a") or ""
   if p then p:close() end
   os.remove(path)
