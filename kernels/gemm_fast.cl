@@ -12,8 +12,9 @@
  * element with zero fill. Register arrays are indexed only by constants (every loop over them
  * is unrolled), so they stay in registers.
  *
- * Three tile shapes are built (gemm_fast_l 128x128, gemm_fast_m 128x64, gemm_fast_s 64x64,
- * each with BK 16); the host picks one per product so that the grid fills the device. */
+ * Three tile shapes are built (gemm_fast_l_* 128x128, one kernel per operand layout,
+ * gemm_fast_m 128x64, gemm_fast_s 64x64, each with BK 16); the host picks one per product so
+ * that the grid fills the device. */
 
 #ifndef REAL
 #define REAL float
@@ -111,15 +112,19 @@
     }                                                                                            \
   }
 
-/* One K tile of products from buffer BUF: WM x WN blocks of 4 x 4 per work-item. */
+/* One K tile of products from buffer BUF: WM x WN blocks of 4 x 4 per work-item. The staged
+ * reads go through 4-vector pointers: every offset is a multiple of 4 elements from the
+ * 16-byte aligned buffers (rows of BM + GF_PAD and BN + GF_PAD, both multiples of 4). */
 #define GF_COMPUTE_SIMT(BM, BN, BK, WM, WN, BUF)                                                       \
   {                                                                                              \
     __local const REAL *sa_ = As + (BUF) * (BK) * ((BM) + GF_PAD) + ty * 4;                           \
     __local const REAL *sb_ = Bs + (BUF) * (BK) * ((BN) + GF_PAD) + tx * 4;                           \
     _Pragma("unroll") for (int k_ = 0; k_ < (BK); k_++) {                                        \
       REAL4 a_[WM], b_[WN];                                                                      \
-      _Pragma("unroll") for (int r_ = 0; r_ < (WM); r_++) a_[r_] = vload4(0, sa_ + k_ * ((BM) + GF_PAD) + r_ * 64); \
-      _Pragma("unroll") for (int c_ = 0; c_ < (WN); c_++) b_[c_] = vload4(0, sb_ + k_ * ((BN) + GF_PAD) + c_ * 64); \
+      _Pragma("unroll") for (int r_ = 0; r_ < (WM); r_++)                                        \
+        a_[r_] = *(__local const REAL4 *)(sa_ + k_ * ((BM) + GF_PAD) + r_ * 64);                  \
+      _Pragma("unroll") for (int c_ = 0; c_ < (WN); c_++)                                        \
+        b_[c_] = *(__local const REAL4 *)(sb_ + k_ * ((BN) + GF_PAD) + c_ * 64);                  \
       _Pragma("unroll") for (int r_ = 0; r_ < (WM); r_++)                                        \
         _Pragma("unroll") for (int i_ = 0; i_ < 4; i_++)                                         \
           _Pragma("unroll") for (int c_ = 0; c_ < (WN); c_++)                                    \
@@ -349,14 +354,19 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
     barrier(CLK_LOCAL_MEM_FENCE);                                                               \
   }
 
-/* The plain GEMM kernel's body for one tile shape. */
-#define GF_BODY(BM, BN, BK) GF_BODY_(BM, BN, BK, (BM) / 64, (BN) / 64, (BM) * (BK) / 1024, (BN) * (BK) / 1024)
-#define GF_BODY_(BM, BN, BK, WM, WN, NVA, NVB)                                                    \
+/* The plain GEMM kernel's body for one tile shape: A_KMAJOR and B_NMAJOR are whether A's rows
+ * (a_sk == 1) and B's rows (b_sn == 1) are contiguous, as run-time tests or as constants in the
+ * kernels built for one layout (the host launches those only on that layout): with constants the
+ * compiler drops the other layout's loaders, and NVIDIA's took 128 registers a work-item for
+ * gemm_fast_l instead of 187, so that two work-groups fit a multiprocessor (docs/performance.md). */
+#define GF_BODY(BM, BN, BK, A_KMAJOR, B_NMAJOR)                                                   \
+  GF_BODY_(BM, BN, BK, (BM) / 64, (BN) / 64, (BM) * (BK) / 1024, (BN) * (BK) / 1024, A_KMAJOR, B_NMAJOR)
+#define GF_BODY_(BM, BN, BK, WM, WN, NVA, NVB, A_KMAJOR, B_NMAJOR)                                \
   const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;                                \
   const long bi = get_group_id(2);                                                              \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                              \
   const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
-  const bool a_kmajor = a_sk == 1, b_nmajor = b_sn == 1;                                        \
+  const bool a_kmajor = (A_KMAJOR), b_nmajor = (B_NMAJOR);                                      \
   const int lda = (int)(a_kmajor ? a_sm : a_sk), ldb = (int)(b_nmajor ? b_sk : b_sn);          \
   __global const REAL *Ab = A + a_off + bi * a_sb + (a_kmajor ? (long)m0 * lda : (long)m0);     \
   __global const REAL *Bb = B + b_off + bi * b_sb + (b_nmajor ? (long)n0 : (long)n0 * ldb);     \
@@ -402,10 +412,16 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
       const long c_sm, const long c_sn, __global const REAL *bias, const long bias_off,              \
       const long bias_sm, const long bias_sn, const int has_bias, const REAL alpha, const REAL beta
 
-/* Grid: (ceil(N/BN) * 256, ceil(M/BM), batch); local (256, 1, 1). */
-__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void gemm_fast_l(GF_ARGS) { GF_BODY(128, 128, 16) }
-__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void gemm_fast_m(GF_ARGS) { GF_BODY(128, 64, 16) }
-__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void gemm_fast_s(GF_ARGS) { GF_BODY(64, 64, 16) }
+/* Grid: (ceil(N/BN) * 256, ceil(M/BM), batch); local (256, 1, 1). The 128 x 128 tile comes in
+ * one kernel per layout: gemm_fast_l_<a><b>, r for contiguous rows (a_sk == 1, b_sn == 1), c
+ * for contiguous columns. */
+#define GF_ATTR __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+GF_ATTR gemm_fast_l_rr(GF_ARGS) { GF_BODY(128, 128, 16, true, true) }
+GF_ATTR gemm_fast_l_rc(GF_ARGS) { GF_BODY(128, 128, 16, true, false) }
+GF_ATTR gemm_fast_l_cr(GF_ARGS) { GF_BODY(128, 128, 16, false, true) }
+GF_ATTR gemm_fast_l_cc(GF_ARGS) { GF_BODY(128, 128, 16, false, false) }
+GF_ATTR gemm_fast_m(GF_ARGS) { GF_BODY(128, 64, 16, a_sk == 1, b_sn == 1) }
+GF_ATTR gemm_fast_s(GF_ARGS) { GF_BODY(64, 64, 16, a_sk == 1, b_sn == 1) }
 
 /* ---- 2-D convolution on the same main loop (groups of 1, float32) --------------------------- */
 

@@ -74,7 +74,7 @@ function TestGpuPatterns:test_softmax()
 end
 
 -- Every kernel of softmax_warp.cl (1, 2, 4 ... 32 elements per work-item; rows of at most 32 share
--- a warp), full and partial rows, more rows than the grid (each group takes several turns), and
+-- a warp; the 16-byte kernels for lengths 65 to 1024 that are multiples of 4), full and partial rows, more rows than the grid (each group takes several turns), and
 -- the lengths around them that reduce.cl keeps (1025, 4096); then extreme values.
 function TestGpuPatterns:test_softmax_rows_of_every_length()
   nc.manual_seed(13)
@@ -109,22 +109,24 @@ function TestGpuPatterns:test_softmax_rows_of_every_length()
     lu.assertTrue(max_err(x:log_softmax(2), ref:log_softmax(2)) < 1e-5, "log_softmax " .. what)
   end
   -- the max subtracted before exp: values near float32's largest, +inf (NaN rows, as on the CPU),
-  -- -inf (masked positions, a row of -inf only), and NaN; rows of 40 (two elements per item)
+  -- -inf (masked positions, a row of -inf only), and NaN; rows of 40 (two elements per item) and
+  -- of 160 (the 16-byte kernels)
+  for _, len in ipairs({40, 160}) do
   local rows = {}
   for i = 1, 6 do
     rows[i] = {}
-    for j = 1, 40 do rows[i][j] = ((i + j) % 7) * 1e37 end
+    for j = 1, len do rows[i][j] = ((i + j) % 7) * 1e37 end
   end
   rows[2][5] = math.huge
-  for j = 1, 40, 3 do rows[3][j] = -math.huge end
-  for j = 1, 40 do rows[4][j] = -math.huge end
-  rows[5][40] = 0 / 0
+  for j = 1, len, 3 do rows[3][j] = -math.huge end
+  for j = 1, len do rows[4][j] = -math.huge end
+  rows[5][len] = 0 / 0
   rows[6][1], rows[6][2] = -3e38, 3e38
   local m = nc.tensor(rows, {device = dev})
   for _, op in ipairs({"softmax", "log_softmax"}) do
     local got, want = m[op](m, 2):to(cpu):tolist(), m:to(cpu)[op](m:to(cpu), 2):tolist()
     for i = 1, 6 do
-      for j = 1, 40 do
+      for j = 1, len do
         local g, w = got[i][j], want[i][j]
         if w ~= w then lu.assertTrue(g ~= g, string.format("%s [%d][%d] should be NaN", op, i, j))
         elseif w == -math.huge then lu.assertEquals(g, w, string.format("%s [%d][%d]", op, i, j))
@@ -132,6 +134,7 @@ function TestGpuPatterns:test_softmax_rows_of_every_length()
                            string.format("%s [%d][%d]: %g vs %g", op, i, j, g, w)) end
       end
     end
+  end
   end
 end
 

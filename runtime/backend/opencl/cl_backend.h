@@ -99,27 +99,39 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(EMBEDDING_BWD_INT64, "embedding", "embedding_bwd_int64", REAL)           \
   X(EMBEDDING_BWD_INT32, "embedding", "embedding_bwd_int32", REAL)           \
   X(GEMM, "gemm", "gemm", TILED)                                             \
-  X(GEMM_FAST_L, "gemm_fast", "gemm_fast_l", REAL)                           \
+  X(GEMM_FAST_L_RR, "gemm_fast", "gemm_fast_l_rr", REAL)                     \
+  X(GEMM_FAST_L_RC, "gemm_fast", "gemm_fast_l_rc", REAL)                     \
+  X(GEMM_FAST_L_CR, "gemm_fast", "gemm_fast_l_cr", REAL)                     \
+  X(GEMM_FAST_L_CC, "gemm_fast", "gemm_fast_l_cc", REAL)                     \
   X(GEMM_FAST_M, "gemm_fast", "gemm_fast_m", REAL)                           \
   X(GEMM_FAST_S, "gemm_fast", "gemm_fast_s", REAL)                           \
   X(CONV_FAST_L, "gemm_fast", "conv_fast_l", REAL)                           \
   X(CONV_FAST_S, "gemm_fast", "conv_fast_s", REAL)                           \
   X(CONV_WGRAD_FAST_L, "gemm_fast", "conv_wgrad_fast_l", REAL)               \
   X(CONV_WGRAD_FAST_S, "gemm_fast", "conv_wgrad_fast_s", REAL)               \
-  X(GEMM_TC_L, "gemm_fast", "gemm_fast_l", TILED)                            \
+  X(GEMM_TC_L_RR, "gemm_fast", "gemm_fast_l_rr", TILED)                      \
+  X(GEMM_TC_L_RC, "gemm_fast", "gemm_fast_l_rc", TILED)                      \
+  X(GEMM_TC_L_CR, "gemm_fast", "gemm_fast_l_cr", TILED)                      \
+  X(GEMM_TC_L_CC, "gemm_fast", "gemm_fast_l_cc", TILED)                      \
   X(GEMM_TC_M, "gemm_fast", "gemm_fast_m", TILED)                            \
   X(GEMM_TC_S, "gemm_fast", "gemm_fast_s", TILED)                            \
   X(CONV_TC_L, "gemm_fast", "conv_fast_l", TILED)                            \
   X(CONV_TC_S, "gemm_fast", "conv_fast_s", TILED)                            \
   X(CONV_WGRAD_TC_L, "gemm_fast", "conv_wgrad_fast_l", TILED)                \
   X(CONV_WGRAD_TC_S, "gemm_fast", "conv_wgrad_fast_s", TILED)                \
-  X(GEMM_BF_L, "gemm_fast", "gemm_fast_l", TILED)                            \
+  X(GEMM_BF_L_RR, "gemm_fast", "gemm_fast_l_rr", TILED)                      \
+  X(GEMM_BF_L_RC, "gemm_fast", "gemm_fast_l_rc", TILED)                      \
+  X(GEMM_BF_L_CR, "gemm_fast", "gemm_fast_l_cr", TILED)                      \
+  X(GEMM_BF_L_CC, "gemm_fast", "gemm_fast_l_cc", TILED)                      \
   X(GEMM_BF_M, "gemm_fast", "gemm_fast_m", TILED)                            \
   X(GEMM_BF_S, "gemm_fast", "gemm_fast_s", TILED)                            \
   X(CONV_BF_L, "gemm_fast", "conv_fast_l", TILED)                            \
   X(CONV_BF_S, "gemm_fast", "conv_fast_s", TILED)                            \
   X(CONV_WGRAD_BF_L, "gemm_fast", "conv_wgrad_fast_l", TILED)                \
   X(CONV_WGRAD_BF_S, "gemm_fast", "conv_wgrad_fast_s", TILED)                \
+  X(CONV_FAST_W, "gemm_fast", "conv_fast_w", REAL)                           \
+  X(CONV_TC_W, "gemm_fast", "conv_fast_w", TILED)                            \
+  X(CONV_BF_W, "gemm_fast", "conv_fast_w", TILED)                            \
   X(GF_SUM_SPLITS, "gemm_fast", "gf_sum_splits", REAL)                       \
   X(CONV_FLIP_WEIGHT, "gemm_fast", "conv_flip_weight", REAL)                 \
   X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \
@@ -137,7 +149,11 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(SOFTMAX_WARP_4, "softmax_warp", "softmax_warp_4", TILED)                 \
   X(SOFTMAX_WARP_8, "softmax_warp", "softmax_warp_8", TILED)                 \
   X(SOFTMAX_WARP_16, "softmax_warp", "softmax_warp_16", TILED)               \
-  X(SOFTMAX_WARP_32, "softmax_warp", "softmax_warp_32", TILED)
+  X(SOFTMAX_WARP_32, "softmax_warp", "softmax_warp_32", TILED)               \
+  X(SOFTMAX_WARP4_4, "softmax_warp", "softmax_warp4_4", TILED)               \
+  X(SOFTMAX_WARP4_8, "softmax_warp", "softmax_warp4_8", TILED)               \
+  X(SOFTMAX_WARP4_16, "softmax_warp", "softmax_warp4_16", TILED)             \
+  X(SOFTMAX_WARP4_32, "softmax_warp", "softmax_warp4_32", TILED)
 
 /* Slots: 0 .. NC_OP_COUNT-1 are the ops' fast kernels, then NC_CL_K_<ID>. */
 typedef enum {
@@ -201,6 +217,16 @@ typedef struct {
   const nc_cl_handle *handles[NC_CL_SLOT_COUNT][NC_DTYPE_COUNT];
   nc_cl_handle *handle_list;
 } nc_cl_device;
+
+/* PTX directives for NVIDIA builds (cl_ptx.c): the program to keep for prog, built from source
+ * for cd with options (prog itself, or a rebuild from its patched PTX that replaces it), and the
+ * rules' text fed to the binary cache's key. */
+cl_program nc_cl_ptx_directives(nc_cl_device *cd, cl_program prog, const char *options);
+/* ptx[0..len) with the directives of the rules that apply under options inserted (malloc'd,
+ * *out_len set), or NULL when none applies or the text is not PTX. */
+char *nc_cl_ptx_patch(const char *ptx, size_t len, const char *options, size_t *out_len);
+struct XXH64_state_s;
+void nc_cl_ptx_rules_hash(struct XXH64_state_s *h);
 
 /* Finds every OpenCL device and hands each to add (the registry). Silent when there is no
  * loader or no platform. */

@@ -125,10 +125,19 @@ static bool tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode
   return nc_cl_handle_optional(dev, slot, NC_FLOAT32, opts, tiles, capable, out);
 }
 
+_Static_assert(NC_CL_K_GEMM_FAST_L_CC - NC_CL_K_GEMM_FAST_L_RR == 3 && NC_CL_K_GEMM_TC_L_CC - NC_CL_K_GEMM_TC_L_RR == 3 &&
+                   NC_CL_K_GEMM_BF_L_CC - NC_CL_K_GEMM_BF_L_RR == 3,
+               "gemm_fast_l_<layout>: rr, rc, cr, cc");
+
 nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precision, const nc_cl_handle **out) {
   nc_cl_slot tc, bf;
   switch (slot) {
-    case NC_CL_K_GEMM_FAST_L: tc = NC_CL_K_GEMM_TC_L, bf = NC_CL_K_GEMM_BF_L; break;
+    case NC_CL_K_GEMM_FAST_L_RR:
+    case NC_CL_K_GEMM_FAST_L_RC:
+    case NC_CL_K_GEMM_FAST_L_CR:
+    case NC_CL_K_GEMM_FAST_L_CC:
+      tc = NC_CL_K_GEMM_TC_L_RR + (slot - NC_CL_K_GEMM_FAST_L_RR), bf = NC_CL_K_GEMM_BF_L_RR + (slot - NC_CL_K_GEMM_FAST_L_RR);
+      break;
     case NC_CL_K_GEMM_FAST_M: tc = NC_CL_K_GEMM_TC_M, bf = NC_CL_K_GEMM_BF_M; break;
     case NC_CL_K_GEMM_FAST_S: tc = NC_CL_K_GEMM_TC_S, bf = NC_CL_K_GEMM_BF_S; break;
     case NC_CL_K_CONV_FAST_L: tc = NC_CL_K_CONV_TC_L, bf = NC_CL_K_CONV_BF_L; break;
@@ -149,7 +158,7 @@ static const struct {
   nc_cl_slot slot;
   int bm, bn;
 } fast_tiles[] = {
-    [NC_GEMM_FAST_L] = {NC_CL_K_GEMM_FAST_L, 128, 128},
+    [NC_GEMM_FAST_L] = {NC_CL_K_GEMM_FAST_L_RR, 128, 128}, /* + the layout (layout_of) */
     [NC_GEMM_FAST_M] = {NC_CL_K_GEMM_FAST_M, 128, 64},
     [NC_GEMM_FAST_S] = {NC_CL_K_GEMM_FAST_S, 64, 64},
 };
@@ -229,13 +238,21 @@ static int64_t k_splits(const nc_gemm_desc *g, nc_device *dev, nc_gemm_fast_tile
   return nc_cl_k_splits(dev, tiles, g->k, 64, kchunk);
 }
 
+/* The kernel of a tile built for g's layout, from its rr slot: gemm_fast_l_<a><b>, where a is r
+ * when A's rows are contiguous (a_sk == 1; the kernels test that first, as here), else c, and b
+ * likewise for B (b_sn == 1). */
+static nc_cl_slot layout_slot(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
+  if (tile != NC_GEMM_FAST_L) return fast_tiles[tile].slot;
+  return (nc_cl_slot)(fast_tiles[tile].slot + (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1));
+}
+
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   nc_device *dev = nc_tensor_device(g->c);
   if (!nc_cl_gemm_fast_fits(g)) return nc_error(NC_ERR_ARG, "this product does not suit the large-tile GEMM kernel");
   const bool chosen = tile == NC_GEMM_FAST_AUTO;
   if (chosen) tile = pick_tile(g, dev);
   const nc_cl_handle *k;
-  NC_TRY(nc_cl_fast_kernel(dev, fast_tiles[tile].slot, g->precision, &k));
+  NC_TRY(nc_cl_fast_kernel(dev, layout_slot(g, tile), g->precision, &k));
   int64_t kchunk = 0, splits = chosen ? k_splits(g, dev, tile, &kchunk) : 1;
   if (splits == 1)
     return launch_fast(g, k, tile, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,

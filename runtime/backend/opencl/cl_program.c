@@ -195,6 +195,7 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
   XXH64_update(h, dev->info.driver_version, strlen(dev->info.driver_version) + 1);
   XXH64_update(h, cd->platform_name, strlen(cd->platform_name) + 1);
   XXH64_update(h, NC_VERSION_STRING, sizeof NC_VERSION_STRING);
+  nc_cl_ptx_rules_hash(h);
   uint64_t key = XXH64_digest(h);
   XXH64_freeState(h);
   for (nc_cl_program *p = cd->programs; p; p = p->next)
@@ -233,6 +234,7 @@ static nc_status build_program(nc_device *dev, nc_cl_device *cd, const char *pro
       return s;
     }
     cd->programs_built++;
+    prog = nc_cl_ptx_directives(cd, prog, opts);
     cache_binary(cd, prog, key);
   }
   nc_cl_program *entry = calloc(1, sizeof *entry);

@@ -172,6 +172,7 @@ bool nc_cl_shfl_emulated(void) {
 #define WARP_ROW_MAX 1024
 
 _Static_assert(NC_CL_K_SOFTMAX_WARP_32 - NC_CL_K_SOFTMAX_WARP_1 == 5, "softmax_warp_<n>: n = 1, 2, 4 ... 32");
+_Static_assert(NC_CL_K_SOFTMAX_WARP4_32 - NC_CL_K_SOFTMAX_WARP4_4 == 3, "softmax_warp4_<n>: n = 4, 8, 16, 32");
 
 /* Softmax with one warp per row (kernels/softmax_warp.cl) when the device has warp shuffles and x
  * and out are contiguous float32 rows of at most WARP_ROW_MAX; *done false leaves the op to
@@ -187,10 +188,13 @@ static nc_status softmax_warp(nc_op op, nc_tensor *out, const nc_tensor *x, bool
   own_layout(x, &lx);
   if (!lo.contiguous || !lx.contiguous) return NC_OK;
   /* n elements per work-item, the power of two with 32 n >= len; `width` work-items per row, 32
-   * but for rows shorter than that, which take the power of two at or above their length */
+   * but for rows shorter than that, which take the power of two at or above their length. Rows
+   * longer than 64 whose length and starts are multiples of 4 take the 16-byte kernels
+   * (softmax_warp4_<n>, n >= 4). */
   const cl_int inner = (cl_int)len;
-  int slot = NC_CL_K_SOFTMAX_WARP_1;
-  for (int n = 1; n * 32 < inner; n *= 2) slot++;
+  const bool vec = inner > 64 && inner % 4 == 0 && lo.offset % 4 == 0 && lx.offset % 4 == 0;
+  int slot = vec ? NC_CL_K_SOFTMAX_WARP4_4 : NC_CL_K_SOFTMAX_WARP_1;
+  for (int n = vec ? 4 : 1; n * 32 < inner; n *= 2) slot++;
   cl_int width = 1;
   while (width < inner && width < 32) width *= 2;
   const char *opts = nc_cl_shfl_emulated() ? "" : "-DNC_SHFL_PTX=1";
