@@ -92,18 +92,21 @@ inline float sw_xor(__local float *x, const float v, const int lid, const int ma
   const float ls = log(sum);                                                                      \
   _Pragma("unroll") for (int r = 0; r < N; r++) if (r * 32 < rest) ol[r * 32] = (v[r] - m) - ls;
 
-#define SOFTMAX_WARP_K(N)                                                                         \
-  __kernel void softmax_warp_##N(int op, __global float *out, long out_off, __global const float *x, long x_off, \
-                                 long outer, int inner, int width) {                              \
+/* A kernel of this file: NAME with ROWS(N, ...) and its two WRITES, rows of W work-items. */
+#define SW_KERNEL(NAME, N, W, ROWS, SOFTMAX_WRITES, LOG_SOFTMAX_WRITES)                           \
+  __kernel void NAME(int op, __global float *out, long out_off, __global const float *x, long x_off, \
+                     long outer, int inner, int width) {                                           \
     SW_SCRATCH                                                                                    \
     const int lid = get_local_id(0);                                                              \
-    const int w = N == 1 ? width : 32, lane = lid % w, per_group = get_local_size(0) / w;         \
+    const int w = (W), lane = lid % w, per_group = get_local_size(0) / w;                         \
     if (op == NC_OP_LOG_SOFTMAX) {                                                                \
-      SW_ROWS(N, false, SW_LOG_SOFTMAX_WRITES)                                                           \
+      ROWS(N, false, LOG_SOFTMAX_WRITES)                                                          \
     } else {                                                                                      \
-      SW_ROWS(N, true, SW_SOFTMAX_WRITES)                                                                \
+      ROWS(N, true, SOFTMAX_WRITES)                                                               \
     }                                                                                             \
   }
+#define SOFTMAX_WARP_K(N) \
+  SW_KERNEL(softmax_warp_##N, N, N == 1 ? width : 32, SW_ROWS, SW_SOFTMAX_WRITES, SW_LOG_SOFTMAX_WRITES)
 
 SOFTMAX_WARP_K(1)
 SOFTMAX_WARP_K(2)
@@ -149,18 +152,8 @@ SOFTMAX_WARP_K(32)
   _Pragma("unroll") for (int r = 0; r < N / 4; r++) if (r * 128 < rest) ol[r * 32] = (v[r] - m) - ls;
 
 /* Rows of 32 work-items only (width is 32 for these lengths). */
-#define SOFTMAX_WARP4_K(N)                                                                        \
-  __kernel void softmax_warp4_##N(int op, __global float *out, long out_off, __global const float *x, long x_off, \
-                                  long outer, int inner, int width) {                             \
-    SW_SCRATCH                                                                                    \
-    const int lid = get_local_id(0);                                                              \
-    const int w = 32, lane = lid % 32, per_group = get_local_size(0) / 32;                        \
-    if (op == NC_OP_LOG_SOFTMAX) {                                                                \
-      SW4_ROWS(N, false, SW4_LOG_SOFTMAX_WRITES)                                                  \
-    } else {                                                                                      \
-      SW4_ROWS(N, true, SW4_SOFTMAX_WRITES)                                                       \
-    }                                                                                             \
-  }
+#define SOFTMAX_WARP4_K(N) \
+  SW_KERNEL(softmax_warp4_##N, N, 32, SW4_ROWS, SW4_SOFTMAX_WRITES, SW4_LOG_SOFTMAX_WRITES)
 
 SOFTMAX_WARP4_K(4)
 SOFTMAX_WARP4_K(8)

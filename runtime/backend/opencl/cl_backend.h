@@ -218,6 +218,11 @@ typedef struct {
   nc_cl_handle *handle_list;
 } nc_cl_device;
 
+/* The binary of prog for cd's device (malloc'd, *len set), or NULL: a program made in a context
+ * of several devices (the platform's shared one) lists one per device, empty for those it was
+ * not built for. */
+unsigned char *nc_cl_program_binary(nc_cl_device *cd, cl_program prog, size_t *len);
+
 /* PTX directives for NVIDIA builds (cl_ptx.c): the program to keep for prog, built from source
  * for cd with options (prog itself, or a rebuild from its patched PTX that replaces it), and the
  * rules' text fed to the binary cache's key. */

@@ -123,15 +123,13 @@ static void cache_write(uint64_t key, const unsigned char *bin, size_t len) {
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
 }
 
-/* Writes the program's binary for cd's device to the cache. A program made in a context of
- * several devices (the platform's shared one) lists a binary per device of the context, empty
- * for those it was not built for: the device's own is picked by position. */
-static void cache_binary(nc_cl_device *cd, cl_program prog, uint64_t key) {
+unsigned char *nc_cl_program_binary(nc_cl_device *cd, cl_program prog, size_t *len) {
   cl_uint nd = 0;
-  if (nc_cl.clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL) != CL_SUCCESS || nd == 0) return;
+  if (nc_cl.clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL) != CL_SUCCESS || nd == 0) return NULL;
   cl_device_id *ids = calloc(nd, sizeof *ids);
   size_t *sizes = calloc(nd, sizeof *sizes);
   unsigned char **bins = calloc(nd, sizeof *bins);
+  unsigned char *out = NULL;
   cl_uint at = nd;
   if (ids && sizes && bins &&
       nc_cl.clGetProgramInfo(prog, CL_PROGRAM_DEVICES, nd * sizeof *ids, ids, NULL) == CL_SUCCESS &&
@@ -139,10 +137,22 @@ static void cache_binary(nc_cl_device *cd, cl_program prog, uint64_t key) {
     for (cl_uint i = 0; i < nd; i++)
       if (ids[i] == cd->id) at = i;
   if (at < nd && sizes[at] > 0 && (bins[at] = malloc(sizes[at])) &&
-      nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, nd * sizeof *bins, bins, NULL) == CL_SUCCESS)
-    cache_write(key, bins[at], sizes[at]);
-  if (bins && at < nd) free(bins[at]);
+      nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, nd * sizeof *bins, bins, NULL) == CL_SUCCESS) {
+    out = bins[at];
+    *len = sizes[at];
+  } else if (bins && at < nd) {
+    free(bins[at]);
+  }
   free(ids), free(sizes), free(bins);
+  return out;
+}
+
+/* Writes the program's binary for cd's device to the cache. */
+static void cache_binary(nc_cl_device *cd, cl_program prog, uint64_t key) {
+  size_t len = 0;
+  unsigned char *bin = nc_cl_program_binary(cd, prog, &len);
+  if (bin) cache_write(key, bin, len);
+  free(bin);
 }
 
 static nc_status build_log(nc_device *dev, nc_cl_device *cd, cl_program prog, const char *file,

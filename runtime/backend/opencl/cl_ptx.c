@@ -128,24 +128,11 @@ char *nc_cl_ptx_patch(const char *ptx, size_t len, const char *options, size_t *
 }
 
 cl_program nc_cl_ptx_directives(nc_cl_device *cd, cl_program prog, const char *options) {
-  size_t len = 0;
-  cl_uint nd = 0;
-  /* the binary of cd's device: the program may belong to a context of several devices */
-  if (nc_cl.clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL) != CL_SUCCESS || nd == 0) return prog;
-  cl_device_id *ids = calloc(nd, sizeof *ids);
-  size_t *sizes = calloc(nd, sizeof *sizes);
-  unsigned char **bins = calloc(nd, sizeof *bins);
+  size_t blen = 0, len = 0;
+  unsigned char *bin = nc_cl_program_binary(cd, prog, &blen);
+  char *ptx = bin ? nc_cl_ptx_patch((const char *)bin, blen, options, &len) : NULL;
   cl_program out = prog;
-  cl_uint at = nd;
-  if (ids && sizes && bins &&
-      nc_cl.clGetProgramInfo(prog, CL_PROGRAM_DEVICES, nd * sizeof *ids, ids, NULL) == CL_SUCCESS &&
-      nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, nd * sizeof *sizes, sizes, NULL) == CL_SUCCESS)
-    for (cl_uint i = 0; i < nd; i++)
-      if (ids[i] == cd->id) at = i;
-  char *ptx = NULL;
-  if (at < nd && sizes[at] > 0 && (bins[at] = malloc(sizes[at])) &&
-      nc_cl.clGetProgramInfo(prog, CL_PROGRAM_BINARIES, nd * sizeof *bins, bins, NULL) == CL_SUCCESS &&
-      (ptx = nc_cl_ptx_patch((const char *)bins[at], sizes[at], options, &len))) {
+  if (ptx) {
     cl_int err, status;
     const unsigned char *b = (const unsigned char *)ptx;
     cl_program p2 = nc_cl.clCreateProgramWithBinary(cd->ctx, 1, &cd->id, &len, &b, &status, &err);
@@ -157,7 +144,6 @@ cl_program nc_cl_ptx_directives(nc_cl_device *cd, cl_program prog, const char *o
     }
   }
   free(ptx);
-  if (bins && at < nd) free(bins[at]);
-  free(ids), free(sizes), free(bins);
+  free(bin);
   return out;
 }
