@@ -23,6 +23,12 @@
 #define NC_CAT4__(a, b) a##b
 #define NC_CAT4_(a, b) NC_CAT4__(a, b)
 
+/* n / d for 0 <= n < 2^31 without a division: floor(n m / 2^sh), with the host's m and sh for
+ * d (nc_cl_divisor in runtime/backend/opencl/cl_conv.c). The convolutions decode indices this
+ * way in every K tile: a division by a run-time value takes NVIDIA's GPUs some twenty
+ * instructions. */
+#define NC_DIV(n, m, sh) ((int)(((ulong)(uint)(n) * (m)) >> (sh)))
+
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)
 
@@ -299,7 +305,7 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
   }
 #define CF_MMA_ST(m, n, val, j)                                                                   \
   if ((n) < N) {                                                                                 \
-    const int b_ = (n) / ohw;                                                                    \
+    const int b_ = CV_DIV_OHW(n);                                                                \
     Y[b_ * p.o * ohw + (m) * ohw + (n) - b_ * ohw] = (val) + (has_bias ? bias[m] : (REAL)0);      \
   }
 #define CW_MMA_ST(m, n, val, j) if ((n) < N) Wout[(m) * N + (n)] = (val);
@@ -354,6 +360,21 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
     barrier(CLK_LOCAL_MEM_FENCE);                                                               \
   }
 
+#if defined(GF_SWIZZLE) && GF_SWIZZLE > 1
+/* PROBE: work-groups in launch order walk GF_SWIZZLE rows of tiles down a column of tiles before
+ * the next column, so that those launched together share B's columns and A's rows in L2. */
+#define GF_SWIZZLE_TILES(gm, gn)                                                                  \
+  {                                                                                              \
+    const int tn_ = get_num_groups(0), tm_ = get_num_groups(1), lin_ = gm * tn_ + gn;            \
+    const int first_ = lin_ / (GF_SWIZZLE * tn_) * GF_SWIZZLE, rows_ = min(tm_ - first_, GF_SWIZZLE); \
+    const int r_ = lin_ % (GF_SWIZZLE * tn_);                                                   \
+    gm = first_ + r_ % rows_;                                                                    \
+    gn = r_ / rows_;                                                                             \
+  }
+#else
+#define GF_SWIZZLE_TILES(gm, gn)
+#endif
+
 /* The plain GEMM kernel's body for one tile shape: A_KMAJOR and B_NMAJOR are whether A's rows
  * (a_sk == 1) and B's rows (b_sn == 1) are contiguous, as run-time tests or as constants in the
  * kernels built for one layout (the host launches those only on that layout): with constants the
@@ -365,7 +386,9 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
   const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;                                \
   const long bi = get_group_id(2);                                                              \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                              \
-  const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
+  int gm_ = get_group_id(1), gn_ = get_group_id(0);                                             \
+  GF_SWIZZLE_TILES(gm_, gn_)                                                                    \
+  const int m0 = gm_ * (BM), n0 = gn_ * (BN);                                                   \
   const bool a_kmajor = (A_KMAJOR), b_nmajor = (B_NMAJOR);                                      \
   const int lda = (int)(a_kmajor ? a_sm : a_sk), ldb = (int)(b_nmajor ? b_sk : b_sn);          \
   __global const REAL *Ab = A + a_off + bi * a_sb + (a_kmajor ? (long)m0 * lda : (long)m0);     \
@@ -426,10 +449,17 @@ GF_ATTR gemm_fast_s(GF_ARGS) { GF_BODY(64, 64, 16, a_sk == 1, b_sn == 1) }
 /* ---- 2-D convolution on the same main loop (groups of 1, float32) --------------------------- */
 
 /* Mirrors cl_conv.c's fast-path geometry: input [n, c, h, w], weight [o, c, kh, kw], output
- * [n, o, oh, ow]; every product of extents fits in 32 bits (checked by the host). */
+ * [n, o, oh, ow]; every product of extents fits in 32 bits (checked by the host). The NC_DIV
+ * constants of kw, kh * kw, ow and oh * ow follow (m, then sh, for each). */
 typedef struct {
   int n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+  uint kw_m, khw_m, ow_m, ohw_m;
+  int kw_s, khw_s, ow_s, ohw_s;
 } nc_convi;
+#define CV_DIV_KW(n) NC_DIV(n, p.kw_m, p.kw_s)
+#define CV_DIV_KHW(n) NC_DIV(n, p.khw_m, p.khw_s)
+#define CV_DIV_OW(n) NC_DIV(n, p.ow_m, p.ow_s)
+#define CV_DIV_OHW(n) NC_DIV(n, p.ohw_m, p.ohw_s)
 
 /* The forward's B operand: column n = (b, oy, ox) of the implicit im2col matrix, row
  * k = (c, i, j). Each work-item reads the same four columns in every K tile (their decoding
@@ -441,7 +471,7 @@ typedef struct {
 #define CF_FETCH_B(BN, BK, NVB)                                                                   \
   _Pragma("unroll") for (int t_ = 0; t_ < (NVB); t_++) {                                        \
     const int k_ = k0 + (lid + t_ * 256) / ((BN) / 4);                                           \
-    const int c_ = k_ / khw, r_ = k_ - c_ * khw, i_ = r_ / p.kw;                                 \
+    const int c_ = CV_DIV_KHW(k_), r_ = k_ - c_ * khw, i_ = CV_DIV_KW(r_);                       \
     const int dy_ = i_ * p.dh, dx_ = (r_ - i_ * p.kw) * p.dw, coff_ = c_ * hw;                   \
     const bool k_ok = k_ < K;                                                                    \
     rb[t_] = (REAL4)(CF_X(0), CF_X(1), CF_X(2), CF_X(3));                                        \
@@ -450,7 +480,7 @@ typedef struct {
 /* Y[b, m, q] for result (m, n = (b, q)), bias added. */
 #define CF_STORE1(j)                                                                              \
   if (n + (j) < N) {                                                                             \
-    const int b_ = (n + (j)) / ohw;                                                              \
+    const int b_ = CV_DIV_OHW(n + (j));                                                          \
     Y[b_ * p.o * ohw + m * ohw + (n + (j)) - b_ * ohw] = NC_V4(v, j);                            \
   }
 
@@ -467,7 +497,7 @@ typedef struct {
   int cb[4], cy[4], cx[4];                                                                      \
   _Pragma("unroll") for (int e = 0; e < 4; e++) {                                               \
     const int n = n0 + (lid % ((BN) / 4)) * 4 + e;                                              \
-    const int b = n / ohw, q = n - b * ohw, oy = q / p.ow;                                      \
+    const int b = CV_DIV_OHW(n), q = n - b * ohw, oy = CV_DIV_OW(q);                            \
     cb[e] = b * p.c * hw;                                                                       \
     cy[e] = n < N ? oy * p.sh - p.ph : -(1 << 29);                                              \
     cx[e] = (q - oy * p.ow) * p.sw - p.pw;                                                      \
@@ -483,7 +513,7 @@ typedef struct {
       _Pragma("unroll") for (int c = 0; c < WN; c++) {                                          \
         const int n = n0 + c * 64 + tx * 4;                                                     \
         const REAL4 v = acc[r * 4 + i][c] + bm;                                                 \
-        const int b0 = n / ohw, q0 = n - b0 * ohw;                                              \
+        const int b0 = CV_DIV_OHW(n), q0 = n - b0 * ohw;                                        \
         if (m < M && n + 3 < N && q0 + 3 < ohw) vstore4(v, 0, Y + b0 * p.o * ohw + m * ohw + q0); \
         else if (m < M) {                                                                       \
           CF_STORE1(0) CF_STORE1(1) CF_STORE1(2) CF_STORE1(3)                                    \
@@ -503,13 +533,13 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_AR
 
 /* A = dY: row m, four consecutive k = (b, q); one vector read when they share b. */
 #define CW_DY(e)                                                                                  \
-  ((m_ok && k_ + (e) < K) ? DY[((k_ + (e)) / ohw) * p.o * ohw + m_ * ohw + (k_ + (e)) % ohw] : (REAL)0)
+  ((m_ok && k_ + (e) < K) ? DY[CV_DIV_OHW(k_ + (e)) * (p.o - 1) * ohw + m_ * ohw + (k_ + (e))] : (REAL)0)
 #define CW_FETCH_A(BM, BK, NVA)                                                                   \
   _Pragma("unroll") for (int t_ = 0; t_ < (NVA); t_++) {                                        \
     const int v_ = lid + t_ * 256;                                                               \
     const int m_ = m0 + v_ / ((BK) / 4), k_ = k0 + (v_ % ((BK) / 4)) * 4;                         \
     const bool m_ok = m_ < M;                                                                    \
-    const int b_ = k_ / ohw, q_ = k_ - b_ * ohw;                                                 \
+    const int b_ = CV_DIV_OHW(k_), q_ = k_ - b_ * ohw;                                           \
     if (m_ok && k_ + 3 < K && q_ + 3 < ohw)                                                     \
       ra[t_] = dy_vec ? *(__global const REAL4 *)(DY + b_ * p.o * ohw + m_ * ohw + q_)           \
                       : vload4(0, DY + b_ * p.o * ohw + m_ * ohw + q_);                          \
@@ -532,9 +562,9 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_AR
     const int v_ = lid + t_ * 256;                                                               \
     const int n_ = n0 + v_ / ((BK) / 4), k_ = k0 + (v_ % ((BK) / 4)) * 4;                        \
     const bool n_ok = n_ < N;                                                                    \
-    const int c_ = n_ / khw, r_ = n_ - c_ * khw, i_ = r_ / p.kw;                                 \
+    const int c_ = CV_DIV_KHW(n_), r_ = n_ - c_ * khw, i_ = CV_DIV_KW(r_);                       \
     const int dy_ = i_ * p.dh, dx_ = (r_ - i_ * p.kw) * p.dw, coff_ = c_ * hw;                   \
-    int b0 = k_ / ohw, ox0 = k_ - b0 * ohw, oy0 = ox0 / p.ow;                                    \
+    int b0 = CV_DIV_OHW(k_), ox0 = k_ - b0 * ohw, oy0 = CV_DIV_OW(ox0);                          \
     ox0 -= oy0 * p.ow;                                                                           \
     const int y0 = oy0 * p.sh - p.ph + dy_, x0 = ox0 * p.sw - p.pw + dx_;                        \
     CW_STEP(1, 0) CW_STEP(2, 1) CW_STEP(3, 2)                                                    \

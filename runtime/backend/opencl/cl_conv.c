@@ -48,10 +48,33 @@ static void grid(const nc_gemm_config *cfg, int64_t m, int64_t n, int64_t z, siz
 
 /* ---- the large-tile path (kernels/gemm_fast.cl): float32, one group, 32-bit extents -------------- */
 
-/* Mirrors nc_convi in kernels/gemm_fast.cl. */
+/* Mirrors nc_convi in kernels/gemm_fast.cl: the geometry, then the kernels' division constants
+ * (nc_cl_divisor) for kw, kh * kw, ow and oh * ow, set by convi. */
 typedef struct {
   cl_int n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+  cl_uint kw_m, khw_m, ow_m, ohw_m;
+  cl_int kw_s, khw_s, ow_s, ohw_s;
 } cl_convi;
+
+void nc_cl_divisor(int32_t d, uint32_t *m, int32_t *sh) {
+  if (d < 1) d = 1; /* an empty extent: no kernel divides by it, but the constants stay defined */
+  int l = 0;
+  while (((int64_t)1 << l) < d) l++;
+  *sh = 31 + l;
+  *m = (uint32_t)((((uint64_t)1 << *sh) + (uint64_t)d - 1) / (uint64_t)d);
+}
+
+/* The geometry, with its division constants. */
+static cl_convi convi(cl_int n, cl_int c, cl_int h, cl_int w, cl_int o, cl_int kh, cl_int kw, cl_int oh, cl_int ow,
+                      cl_int sh, cl_int sw, cl_int ph, cl_int pw, cl_int dh, cl_int dw) {
+  cl_convi g = {.n = n, .c = c, .h = h, .w = w, .o = o, .kh = kh, .kw = kw, .oh = oh, .ow = ow,
+                .sh = sh, .sw = sw, .ph = ph, .pw = pw, .dh = dh, .dw = dw};
+  nc_cl_divisor(kw, &g.kw_m, &g.kw_s);
+  nc_cl_divisor(kh * kw, &g.khw_m, &g.khw_s);
+  nc_cl_divisor(ow, &g.ow_m, &g.ow_s);
+  nc_cl_divisor(oh * ow, &g.ohw_m, &g.ohw_s);
+  return g;
+}
 
 static bool fast_fits(const nc_conv2d_desc *p, nc_dtype dt) {
   const int64_t lim = (int64_t)1 << 31;
@@ -61,10 +84,9 @@ static bool fast_fits(const nc_conv2d_desc *p, nc_dtype dt) {
 }
 
 static cl_convi geometry_i(const nc_conv2d_desc *p) {
-  return (cl_convi){(cl_int)p->n,         (cl_int)p->c_in,        (cl_int)p->h,           (cl_int)p->w,
-                    (cl_int)p->c_out,     (cl_int)p->kh,          (cl_int)p->kw,          (cl_int)p->oh,
-                    (cl_int)p->ow,        (cl_int)p->stride[0],   (cl_int)p->stride[1],   (cl_int)p->padding[0],
-                    (cl_int)p->padding[1], (cl_int)p->dilation[0], (cl_int)p->dilation[1]};
+  return convi((cl_int)p->n, (cl_int)p->c_in, (cl_int)p->h, (cl_int)p->w, (cl_int)p->c_out, (cl_int)p->kh,
+               (cl_int)p->kw, (cl_int)p->oh, (cl_int)p->ow, (cl_int)p->stride[0], (cl_int)p->stride[1],
+               (cl_int)p->padding[0], (cl_int)p->padding[1], (cl_int)p->dilation[0], (cl_int)p->dilation[1]);
 }
 
 
@@ -102,8 +124,8 @@ static nc_status fast_backward_input(const nc_conv2d_desc *p, const nc_tensor *d
   nc_cl_arg fargs[] = {NC_CL_ARG(wm), NC_CL_ARG(g.o), NC_CL_ARG(g.c), NC_CL_ARG(khw), NC_CL_ARG(wfm)};
   if (s == NC_OK) s = nc_cl_launch(dev, flip->kernel, 5, fargs, nc_cl_global_size(dev, wshape[0]), 0);
   /* dX = conv(dY, WF) with stride 1, the same dilation and padding d*(k-1) - p */
-  const cl_convi t = {g.n, g.o, g.oh, g.ow, g.c, g.kh, g.kw, g.h, g.w, 1, 1,
-                      g.dh * (g.kh - 1) - g.ph, g.dw * (g.kw - 1) - g.pw, g.dh, g.dw};
+  const cl_convi t = convi(g.n, g.o, g.oh, g.ow, g.c, g.kh, g.kw, g.h, g.w, 1, 1, g.dh * (g.kh - 1) - g.ph,
+                           g.dw * (g.kw - 1) - g.pw, g.dh, g.dw);
   if (s == NC_OK) s = fast_forward(dev, p->precision, &t, nc_cl_mem(dy), wfm, wfm, 0, nc_cl_mem(dx));
   /* The workspace returns to the pool; the queue is in order, so its reuse waits for us. */
   nc_tensor_release(wf);

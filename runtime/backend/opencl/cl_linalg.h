@@ -102,6 +102,12 @@ size_t nc_cl_group_size(nc_device *dev);
 nc_status nc_cl_flag_new(nc_device *dev, nc_tensor **out);
 void nc_cl_flag_verdict(nc_tensor *flag, nc_index_verdict *bad);
 
+/* The constants of kernels/gemm_fast.cl's NC_DIV for a divisor 1 <= d < 2^31: floor(n m / 2^sh)
+ * is n / d for every 0 <= n < 2^31, with sh = 31 + ceil(log2 d) and m = ceil(2^sh / d), which
+ * fits 32 bits. (m = (2^sh + e) / d with 0 <= e < d <= 2^(sh - 31), so n m / 2^sh exceeds n / d
+ * by n e / (d 2^sh) < 1 / d: never enough to reach the next integer.) */
+void nc_cl_divisor(int32_t d, uint32_t *m, int32_t *sh);
+
 /* The layer kernels take float32, and float64 where the device has cl_khr_fp64. */
 nc_status nc_cl_check_real(nc_device *dev, nc_dtype dt);
 
