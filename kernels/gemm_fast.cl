@@ -360,21 +360,6 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
     barrier(CLK_LOCAL_MEM_FENCE);                                                               \
   }
 
-#if defined(GF_SWIZZLE) && GF_SWIZZLE > 1
-/* PROBE: work-groups in launch order walk GF_SWIZZLE rows of tiles down a column of tiles before
- * the next column, so that those launched together share B's columns and A's rows in L2. */
-#define GF_SWIZZLE_TILES(gm, gn)                                                                  \
-  {                                                                                              \
-    const int tn_ = get_num_groups(0), tm_ = get_num_groups(1), lin_ = gm * tn_ + gn;            \
-    const int first_ = lin_ / (GF_SWIZZLE * tn_) * GF_SWIZZLE, rows_ = min(tm_ - first_, GF_SWIZZLE); \
-    const int r_ = lin_ % (GF_SWIZZLE * tn_);                                                   \
-    gm = first_ + r_ % rows_;                                                                    \
-    gn = r_ / rows_;                                                                             \
-  }
-#else
-#define GF_SWIZZLE_TILES(gm, gn)
-#endif
-
 /* The plain GEMM kernel's body for one tile shape: A_KMAJOR and B_NMAJOR are whether A's rows
  * (a_sk == 1) and B's rows (b_sn == 1) are contiguous, as run-time tests or as constants in the
  * kernels built for one layout (the host launches those only on that layout): with constants the
@@ -386,9 +371,7 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
   const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;                                \
   const long bi = get_group_id(2);                                                              \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                              \
-  int gm_ = get_group_id(1), gn_ = get_group_id(0);                                             \
-  GF_SWIZZLE_TILES(gm_, gn_)                                                                    \
-  const int m0 = gm_ * (BM), n0 = gn_ * (BN);                                                   \
+  const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
   const bool a_kmajor = (A_KMAJOR), b_nmajor = (B_NMAJOR);                                      \
   const int lda = (int)(a_kmajor ? a_sm : a_sk), ldb = (int)(b_nmajor ? b_sk : b_sn);          \
   __global const REAL *Ab = A + a_off + bi * a_sb + (a_kmajor ? (long)m0 * lda : (long)m0);     \
