@@ -29,6 +29,14 @@
  * instructions. */
 #define NC_DIV(n, m, sh) ((int)(((ulong)(uint)(n) * (m)) >> (sh)))
 
+/* The work-item's place in the 16 x 16 grid of 4 x 4 result blocks: tx along N, ty along M.
+ * GF_WARP48: each warp covers 8 x 4 of them (instead of 16 x 2). */
+#ifdef GF_WARP48
+#define GF_TXY const int lid = get_local_id(0), tx = ((lid >> 5) & 1) * 8 + (lid & 7), ty = (lid >> 6) * 4 + ((lid >> 3) & 3);
+#else
+#define GF_TXY const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
+#endif
+
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)
 
@@ -368,7 +376,7 @@ inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, flo
 #define GF_BODY(BM, BN, BK, A_KMAJOR, B_NMAJOR)                                                   \
   GF_BODY_(BM, BN, BK, (BM) / 64, (BN) / 64, (BM) * (BK) / 1024, (BN) * (BK) / 1024, A_KMAJOR, B_NMAJOR)
 #define GF_BODY_(BM, BN, BK, WM, WN, NVA, NVB, A_KMAJOR, B_NMAJOR)                                \
-  const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;                                \
+  GF_TXY                                                                                        \
   const long bi = get_group_id(2);                                                              \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                              \
   const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
@@ -469,7 +477,7 @@ typedef struct {
 
 #define CF_BODY(BM, BN, BK) CF_BODY_(BM, BN, BK, (BM) / 64, (BN) / 64, (BM) * (BK) / 1024, (BN) * (BK) / 1024)
 #define CF_BODY_(BM, BN, BK, WM, WN, NVA, NVB)                                                    \
-  const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;                                \
+  GF_TXY                                                                                        \
   const int khw = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow;                               \
   const int M = p.o, N = p.n * ohw, K = p.c * khw;                                              \
   const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
@@ -509,6 +517,7 @@ typedef struct {
                 const int has_bias, __global REAL *Y
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_l(CF_ARGS) { CF_BODY(128, 128, 16) }
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_ARGS) { CF_BODY(64, 64, 16) }
+__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_w(CF_ARGS) { CF_BODY(64, 128, 16) }
 
 /* ---- weight gradient: dW[m = o, n = (c, i, j)] = sum over k = (b, q) of dY[b, o, q] X_col[n, k].
  * The K range is split (grid dim 2) into chunks of kchunk; each writes WS[split] (or dW itself
@@ -556,7 +565,7 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_AR
 
 #define CW_BODY(BM, BN, BK) CW_BODY_(BM, BN, BK, (BM) / 64, (BN) / 64, (BM) * (BK) / 1024, (BN) * (BK) / 1024)
 #define CW_BODY_(BM, BN, BK, WM, WN, NVA, NVB)                                                    \
-  const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;                                \
+  GF_TXY                                                                                        \
   const int khw = p.kh * p.kw, hw = p.h * p.w, ohw = p.oh * p.ow;                               \
   const int M = p.o, N = p.c * khw, split = get_group_id(2);                                    \
   const int K = min(p.n * ohw, (split + 1) * kchunk);                                           \
@@ -586,6 +595,7 @@ __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_fast_s(CF_AR
 #define CW_ARGS const nc_convi p, const int kchunk, __global const REAL *DY, __global const REAL *X, __global REAL *WS
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_wgrad_fast_l(CW_ARGS) { CW_BODY(128, 128, 16) }
 __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_wgrad_fast_s(CW_ARGS) { CW_BODY(64, 64, 16) }
+__kernel __attribute__((reqd_work_group_size(256, 1, 1))) void conv_wgrad_fast_w(CW_ARGS) { CW_BODY(64, 128, 16) }
 
 /* OUT[off + i] = sum over s < splits of WS[s * total + i], in that order. */
 __kernel void gf_sum_splits(__global const REAL *WS, const int splits, const int total, __global REAL *OUT,

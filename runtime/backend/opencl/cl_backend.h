@@ -132,6 +132,9 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV_FAST_W, "gemm_fast", "conv_fast_w", REAL)                           \
   X(CONV_TC_W, "gemm_fast", "conv_fast_w", TILED)                            \
   X(CONV_BF_W, "gemm_fast", "conv_fast_w", TILED)                            \
+  X(CONV_WGRAD_FAST_W, "gemm_fast", "conv_wgrad_fast_w", REAL)               \
+  X(CONV_WGRAD_TC_W, "gemm_fast", "conv_wgrad_fast_w", TILED)                \
+  X(CONV_WGRAD_BF_W, "gemm_fast", "conv_wgrad_fast_w", TILED)                \
   X(GF_SUM_SPLITS, "gemm_fast", "gf_sum_splits", REAL)                       \
   X(CONV_FLIP_WEIGHT, "gemm_fast", "conv_flip_weight", REAL)                 \
   X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \

@@ -90,20 +90,34 @@ static cl_convi geometry_i(const nc_conv2d_desc *p) {
 }
 
 
-/* 128 x 128 tiles when there are more than 64 rows and about two such work-groups per compute
- * unit, else 64 x 64 (as nc_cl_gemm_fast's choice). */
-static bool large_tile(nc_device *dev, int64_t m, int64_t n) {
-  return m > 64 && 10 * ((m + 127) / 128) * ((n + 127) / 128) >= 19 * nc_cl_compute_units(dev);
+/* The tile of a convolution's product (m rows, n columns): 128 x 128 when there are more than 64
+ * rows and about two such work-groups per compute unit (as nc_cl_gemm_fast's choice); for at most
+ * 64 rows (64 channels), 64 x 128 when those fill the device as well; else 64 x 64. split_k: the
+ * weight gradient, whose K splits fill the device whatever the tile count. */
+typedef enum { CONV_TILE_S, CONV_TILE_W, CONV_TILE_L } conv_tile;
+static const struct {
+  int bm, bn;
+} CONV_TILES[] = {{64, 64}, {64, 128}, {128, 128}};
+
+static conv_tile pick_tile(nc_device *dev, int64_t m, int64_t n, bool split_k) {
+  const int64_t cus = nc_cl_compute_units(dev);
+  if (m > 64 && 10 * ((m + 127) / 128) * ((n + 127) / 128) >= 19 * cus) return CONV_TILE_L;
+  if (m <= 64 && n >= 128 && (split_k || 10 * ((n + 127) / 128) >= 19 * cus)) return CONV_TILE_W;
+  return CONV_TILE_S;
+}
+
+static nc_cl_slot tile_slot(conv_tile t, nc_cl_slot s, nc_cl_slot w, nc_cl_slot l) {
+  return t == CONV_TILE_L ? l : t == CONV_TILE_W ? w : s;
 }
 
 /* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]). */
 static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm,
                               cl_int has_bias, cl_mem ym) {
   const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow;
-  const bool large = large_tile(dev, m, n);
+  const conv_tile tile = pick_tile(dev, m, n, false);
   const nc_cl_handle *k;
-  NC_TRY(nc_cl_fast_kernel(dev, large ? NC_CL_K_CONV_FAST_L : NC_CL_K_CONV_FAST_S, prec, &k));
-  const int64_t bm_ = large ? 128 : 64, bn_ = large ? 128 : 64;
+  NC_TRY(nc_cl_fast_kernel(dev, tile_slot(tile, NC_CL_K_CONV_FAST_S, NC_CL_K_CONV_FAST_W, NC_CL_K_CONV_FAST_L), prec, &k));
+  const int64_t bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn;
   nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(xm), NC_CL_ARG(wm), NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
   size_t local[3] = {256, 1, 1};
   size_t global[3] = {(size_t)((n + bn_ - 1) / bn_) * 256, (size_t)((m + bm_ - 1) / bm_), 1};
@@ -137,8 +151,8 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   nc_device *dev = nc_tensor_device(dw);
   const cl_convi g = geometry_i(p);
   const int64_t m = g.o, n = (int64_t)g.c * g.kh * g.kw, kt = (int64_t)g.n * g.oh * g.ow;
-  const bool large = large_tile(dev, m, n);
-  const int64_t bm_ = large ? 128 : 64, bn_ = large ? 128 : 64;
+  const conv_tile tile = pick_tile(dev, m, n, true);
+  const int64_t bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn;
   /* Split K so that the grid gives every compute unit about two work-groups. */
   const int64_t tiles = ((m + bm_ - 1) / bm_) * ((n + bn_ - 1) / bn_);
   int64_t kc = 0;
@@ -150,7 +164,9 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
     NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   }
   const nc_cl_handle *k;
-  nc_status s = nc_cl_fast_kernel(dev, large ? NC_CL_K_CONV_WGRAD_FAST_L : NC_CL_K_CONV_WGRAD_FAST_S, p->precision, &k);
+  nc_status s = nc_cl_fast_kernel(
+      dev, tile_slot(tile, NC_CL_K_CONV_WGRAD_FAST_S, NC_CL_K_CONV_WGRAD_FAST_W, NC_CL_K_CONV_WGRAD_FAST_L), p->precision,
+      &k);
   cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), dwm = nc_cl_mem(dw), wsm = ws ? nc_cl_mem(ws) : dwm;
   nc_cl_arg args[] = {NC_CL_ARG(g), NC_CL_ARG(kchunk), NC_CL_ARG(dym), NC_CL_ARG(xm), NC_CL_ARG(wsm)};
   size_t local[3] = {256, 1, 1};

@@ -144,6 +144,8 @@ nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precis
     case NC_CL_K_CONV_FAST_S: tc = NC_CL_K_CONV_TC_S, bf = NC_CL_K_CONV_BF_S; break;
     case NC_CL_K_CONV_WGRAD_FAST_L: tc = NC_CL_K_CONV_WGRAD_TC_L, bf = NC_CL_K_CONV_WGRAD_BF_L; break;
     case NC_CL_K_CONV_WGRAD_FAST_S: tc = NC_CL_K_CONV_WGRAD_TC_S, bf = NC_CL_K_CONV_WGRAD_BF_S; break;
+    case NC_CL_K_CONV_FAST_W: tc = NC_CL_K_CONV_TC_W, bf = NC_CL_K_CONV_BF_W; break;
+    case NC_CL_K_CONV_WGRAD_FAST_W: tc = NC_CL_K_CONV_WGRAD_TC_W, bf = NC_CL_K_CONV_WGRAD_BF_W; break;
     default: return nc_error(NC_ERR_ARG, "OpenCL slot %d has no tensor-core variant", (int)slot);
   }
   /* "medium": bfloat16 mma.sync; a driver that refuses it leaves "high"'s tf32 */
