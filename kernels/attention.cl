@@ -224,13 +224,6 @@ __kernel void flash_attention_bwd_kv(__global const REAL *dout, const long go, _
 #define REAL4 float4
 #define ATT_ALIGN __attribute__((aligned(16)))
 #endif
-/* The item's (ty, tx). ATT_WARP48: each warp holds 4 values of ty and 8 of tx (instead of 2 and
- * 16), so that a warp's 16-byte reads of local rows ty + 16 i and tx + 16 j touch 4 and 8 rows. */
-#ifdef ATT_WARP48
-#define ATT_TXY const int lid = get_local_id(0), ty = (lid >> 6) * 4 + ((lid >> 3) & 3), tx = ((lid >> 5) & 1) * 8 + (lid & 7);
-#else
-#define ATT_TXY const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
-#endif
 /* four elements from a local array, at an index that is a multiple of 4 */
 #define ATT_V4(arr, idx) (*(__local const REAL4 *)((arr) + (idx)))
 #define ATT_UNPACK(dst, v) \
@@ -257,18 +250,9 @@ __kernel void flash_attention_bwd_kv(__global const REAL *dout, const long go, _
 #endif
 
 /* dst[r][e] (row stride ATT_LD) = src[(row0 + r) * d + e] for r < rows, e < HD, zero past the
- * n rows and d columns of src; rows * HD is a multiple of 4 * ATT_LS. Rows of exactly HD elements
- * from a 16-byte aligned start go as 16-byte vectors. */
+ * n rows and d columns of src; rows * HD is a multiple of ATT_LS. */
 inline void att_stage(__local REAL *dst, __global const REAL *src, const long row0, const long n, const long d,
                       const int rows, const int lid) {
-  if (d == HD && ((size_t)src & (sizeof(REAL4) - 1)) == 0) { /* whole 16-byte vectors of full rows */
-    for (int t = 0; t < rows * HD / 4 / ATT_LS; t++) {
-      const int idx = t * ATT_LS + lid, r = idx / (HD / 4), e = (idx % (HD / 4)) * 4;
-      const long gr = row0 + r;
-      *(__local REAL4 *)(dst + r * ATT_LD + e) = gr < n ? *(__global const REAL4 *)(src + gr * HD + e) : (REAL4)0;
-    }
-    return;
-  }
   for (int t = 0; t < rows * HD / ATT_LS; t++) {
     const int idx = t * ATT_LS + lid, r = idx / HD, e = idx % HD;
     const long gr = row0 + r;
@@ -307,7 +291,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       red[FBR * ATT_T] ATT_ALIGN;
   const long nqb = (tq + FBR - 1) / FBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
   const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * FBR;
-  ATT_TXY
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
   const long nk = causal ? min(tk, q0 + FBR + tk - tq) : tk; /* keys any row of the block sees */
   att_stage(qs, q + qo + bh * tq * d, q0, tq, d, FBR, lid);
   REAL o[RM][DN], m[RM], l[RM];
@@ -418,7 +402,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       vs[QBC * ATT_LD] ATT_ALIGN, dss[QBR * ATT_PLD(QBC)] ATT_ALIGN;
   const long nqb = (tq + QBR - 1) / QBR, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
   const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * QBR;
-  ATT_TXY
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
   const long nk = causal ? min(tk, q0 + QBR + tk - tq) : tk;
   att_stage(qs, q + qo + bh * tq * d, q0, tq, d, QBR, lid);
   att_stage(gs, dout + go + bh * tq * d, q0, tq, d, QBR, lid);
@@ -500,7 +484,7 @@ __kernel __attribute__((reqd_work_group_size(ATT_LS, 1, 1))) void flash_attentio
       ds_[KBR];
   const long nkb = (tk + KBC - 1) / KBC, grp = get_group_id(0), kb = grp % nkb, bk = grp / nkb;
   const long kh = bk % hkv, b = bk / hkv, group = h / hkv, k0 = kb * KBC, kvb = bk * tk * d;
-  ATT_TXY
+  const int lid = get_local_id(0), ty = lid / ATT_T, tx = lid % ATT_T;
   /* causal: query i sees key j when i >= j - (tk - tq); the first block holding such a query */
   const long qstart = causal ? (max(0L, k0 - (tk - tq)) / KBR) * KBR : 0;
   att_stage(ks, k + ko + kvb, k0, tk, d, KBC, lid);

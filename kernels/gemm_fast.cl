@@ -30,12 +30,9 @@
 #define NC_DIV(n, m, sh) ((int)(((ulong)(uint)(n) * (m)) >> (sh)))
 
 /* The work-item's place in the 16 x 16 grid of 4 x 4 result blocks: tx along N, ty along M.
- * GF_WARP48: each warp covers 8 x 4 of them (instead of 16 x 2). */
-#ifdef GF_WARP48
-#define GF_TXY const int lid = get_local_id(0), tx = ((lid >> 5) & 1) * 8 + (lid & 7), ty = (lid >> 6) * 4 + ((lid >> 3) & 3);
-#else
+ * (Mapping each warp to 8 x 4 blocks instead of 16 x 2, so that a warp's reads of the B tile
+ * touch fewer rows, was timed on an H100 and changed nothing: docs/performance.md.) */
 #define GF_TXY const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
-#endif
 
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)

@@ -23,7 +23,7 @@ typedef struct {
 
 static const att_variant VARIANTS[] = {
     {32, 64, 64, 64, 32, 32, 64},
-    {64, 64, 32, 32, 32, 16, 32},
+    {64, 64, 32, 32, 32, 32, 32},
     {128, 32, 32, 16, 16, 16, 16},
     {256, 16, 16, 16, 16, 16, 16},
 };
@@ -68,6 +68,10 @@ nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **ou
   if (!a || dev->info.max_work_group_size < ATT_LS) return NC_OK;
   const size_t es = first->dtype == NC_FLOAT64 ? 8 : 4;
   const nc_cl_device *cd = dev->impl;
+  /* dk/dv: query blocks of 32 need 44 KB at head dim 64; smaller local memories take 16 */
+  att_variant v = *a;
+  while (c->op == NC_OP_FLASH_ATTENTION_BWD_KV && v.kbr > 16 && local_elems(&v, c->op) * es > cd->local_mem) v.kbr /= 2;
+  a = &v;
   if (local_elems(a, c->op) * es > cd->local_mem) return NC_OK;
   const int tiles[6] = {a->hd, a->fbr, a->fbc, a->qbr, a->qbc, a->kbc * 1000 + a->kbr};
   const nc_cl_handle *hd = nc_cl_handle_peek(dev, slot, first->dtype);

@@ -93,7 +93,9 @@ static cl_convi geometry_i(const nc_conv2d_desc *p) {
 /* The tile of a convolution's product (m rows, n columns): 128 x 128 when there are more than 64
  * rows and about two such work-groups per compute unit (as nc_cl_gemm_fast's choice); for at most
  * 64 rows (64 channels), 64 x 128 when those fill the device as well; else 64 x 64. split_k: the
- * weight gradient, whose K splits fill the device whatever the tile count. */
+ * weight gradient, whose K splits fill the device whatever the tile count. On an H100, 64 x 128
+ * made the forward and input gradient of 3x3 64->64 convolutions 5% faster, and the float32
+ * weight gradient 5% slower (docs/performance.md), so that one keeps 64 x 64 in float32. */
 typedef enum { CONV_TILE_S, CONV_TILE_W, CONV_TILE_L } conv_tile;
 static const struct {
   int bm, bn;
@@ -151,7 +153,8 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   nc_device *dev = nc_tensor_device(dw);
   const cl_convi g = geometry_i(p);
   const int64_t m = g.o, n = (int64_t)g.c * g.kh * g.kw, kt = (int64_t)g.n * g.oh * g.ow;
-  const conv_tile tile = pick_tile(dev, m, n, true);
+  conv_tile tile = pick_tile(dev, m, n, true);
+  if (tile == CONV_TILE_W && p->precision == NC_PRECISION_HIGHEST) tile = CONV_TILE_S;
   const int64_t bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn;
   /* Split K so that the grid gives every compute unit about two work-groups. */
   const int64_t tiles = ((m + bm_ - 1) / bm_) * ((n + bn_ - 1) / bn_);
