@@ -25,9 +25,9 @@ typedef struct {
 
 /* Measured on the H200 (docs/performance.md, "GPU: GEMM and convolution"). */
 static const ptx_rule tuned[] = {
-    {"gemm_fast_l_*", "NC_MMA_", ".maxnreg 128"},
-    {"conv_fast_l", "NC_MMA_", ".maxnreg 128"},
-    {"conv_wgrad_fast_l", "NC_MMA_", ".maxnreg 128"},
+    {"gemm_fast_l_*", NULL, ".maxnreg 128"},
+    {"conv_fast_l", NULL, ".maxnreg 128"},
+    {"conv_wgrad_fast_l", NULL, ".maxnreg 128"},
     {"flash_attention_fwd_tiled", NULL, ".maxnreg 128"},
     {"flash_attention_bwd_q_tiled", NULL, ".maxnreg 128"},
     {"flash_attention_bwd_kv_tiled", NULL, ".maxnreg 128"},
