@@ -246,8 +246,9 @@ end
 -- conv2d's three passes against the CPU backend over geometries that reach every path: stride 1
 -- (input gradient as a flipped forward convolution), stride 2 (columns and col2im), dilation,
 -- 1x1, output channels above one tile, and a batch long enough to split the weight gradient's K.
--- On a device of few compute units (PoCL), the last two take the 64 x 128 tile of layers of at
--- most 64 output channels (cl_conv.c's pick_tile), the first of them with edges in M and N.
+-- On a device of few compute units (PoCL), the 64 x 128 tile of products of at most 64 rows
+-- (cl_conv.c's pick_tile) takes the forward of the last two (the 33-channel one with edges in M
+-- and N) and the input gradient (M: input channels) of several.
 function TestGemmFast:test_conv_geometries()
   local function err(a, b) return (a - b):abs():max():item() / math.max(1, b:abs():max():item()) end
   for _, c in ipairs({{2, 3, 9, 7, 5, 3, 3, 1, 1, 1}, {3, 8, 11, 13, 70, 3, 3, 1, 2, 1}, {2, 5, 10, 10, 7, 3, 3, 2, 1, 1},

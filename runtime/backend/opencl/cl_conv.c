@@ -92,19 +92,21 @@ static cl_convi geometry_i(const nc_conv2d_desc *p) {
 
 /* The tile of a convolution's product (m rows, n columns): 128 x 128 when there are more than 64
  * rows and about two such work-groups per compute unit (as nc_cl_gemm_fast's choice); for at most
- * 64 rows (64 channels), 64 x 128 when those fill the device as well; else 64 x 64. split_k: the
- * weight gradient, whose K splits fill the device whatever the tile count. On an H100, 64 x 128
- * made the forward and input gradient of 3x3 64->64 convolutions 5% faster, and the float32
- * weight gradient 5% slower (docs/performance.md), so that one keeps 64 x 64 in float32. */
+ * 64 rows (64 channels), 64 x 128 when those fill the device as well; else 64 x 64. The weight
+ * gradient (wgrad) splits K, which fills the device whatever the tile count; it takes 64 x 128
+ * only under the tensor-core precisions: on an H100, 64 x 128 made the forward and input gradient
+ * of 3x3 64->64 convolutions 5% faster and the float32 weight gradient 5% slower
+ * (docs/performance.md). */
 typedef enum { CONV_TILE_S, CONV_TILE_W, CONV_TILE_L } conv_tile;
 static const struct {
   int bm, bn;
 } CONV_TILES[] = {{64, 64}, {64, 128}, {128, 128}};
 
-static conv_tile pick_tile(nc_device *dev, int64_t m, int64_t n, bool split_k) {
+static conv_tile pick_tile(nc_device *dev, int64_t m, int64_t n, bool wgrad, nc_precision prec) {
   const int64_t cus = nc_cl_compute_units(dev);
   if (m > 64 && 10 * ((m + 127) / 128) * ((n + 127) / 128) >= 19 * cus) return CONV_TILE_L;
-  if (m <= 64 && n >= 128 && (split_k || 10 * ((n + 127) / 128) >= 19 * cus)) return CONV_TILE_W;
+  const bool fills = wgrad ? prec != NC_PRECISION_HIGHEST : 10 * ((n + 127) / 128) >= 19 * cus;
+  if (m <= 64 && n >= 128 && fills) return CONV_TILE_W;
   return CONV_TILE_S;
 }
 
@@ -116,7 +118,7 @@ static nc_cl_slot tile_slot(conv_tile t, nc_cl_slot s, nc_cl_slot w, nc_cl_slot 
 static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm,
                               cl_int has_bias, cl_mem ym) {
   const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow;
-  const conv_tile tile = pick_tile(dev, m, n, false);
+  const conv_tile tile = pick_tile(dev, m, n, false, prec);
   const nc_cl_handle *k;
   NC_TRY(nc_cl_fast_kernel(dev, tile_slot(tile, NC_CL_K_CONV_FAST_S, NC_CL_K_CONV_FAST_W, NC_CL_K_CONV_FAST_L), prec, &k));
   const int64_t bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn;
@@ -153,8 +155,7 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   nc_device *dev = nc_tensor_device(dw);
   const cl_convi g = geometry_i(p);
   const int64_t m = g.o, n = (int64_t)g.c * g.kh * g.kw, kt = (int64_t)g.n * g.oh * g.ow;
-  conv_tile tile = pick_tile(dev, m, n, true);
-  if (tile == CONV_TILE_W && p->precision == NC_PRECISION_HIGHEST) tile = CONV_TILE_S;
+  const conv_tile tile = pick_tile(dev, m, n, true, p->precision);
   const int64_t bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn;
   /* Split K so that the grid gives every compute unit about two work-groups. */
   const int64_t tiles = ((m + bm_ - 1) / bm_) * ((n + bn_ - 1) / bn_);
