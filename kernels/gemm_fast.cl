@@ -34,8 +34,6 @@
  * touch fewer rows, was timed on an H100 and changed nothing: docs/performance.md.) */
 #define GF_TXY const int lid = get_local_id(0), tx = lid % 16, ty = lid / 16;
 
-/* Component i (a constant) of a 4-vector. */
-#define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)
 
 /* Reads the A tile (rows m0.., columns k0..) into registers ra[]. A is K-contiguous
  * (a_sk == 1: row m starts at Ab + m*lda) or M-contiguous (a_sm == 1: column k starts at
@@ -149,41 +147,23 @@
  * "high", -DNC_MMA_TF32=1, and "medium", -DNC_MMA_BF16=1): the staged values are rounded when
  * they are written to local memory (kept as float32 bit patterns there), and the 8 warps of the
  * work-group (2 along M, 4 along N) each multiply a (BM/2) x (BN/4) block with mma.sync, float32
- * accumulation. The accumulators are indexed by constants only (every loop over them is
- * unrolled). g = lane / 4, t = lane % 4; C fragments (both modes): c0 (g, 2t), c1 (g, 2t + 1),
- * c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
- * - "high", m16n8k8 .tf32: inputs rounded to tf32 (10 mantissa bits, to nearest with ties away
- *   from zero, as cvt.rna.tf32.f32). A a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8,
- *   t + 4); B b0 (t, g), b1 (t + 4, g). Local rows are padded by 8 elements so that a warp's
- *   fragment reads (rows t and t + 4, columns g) fall in 32 distinct banks.
- * - "medium", m16n8k16 .bf16: inputs rounded to bfloat16 (7 mantissa bits, to nearest, ties to
- *   even); each register holds two bf16, the lower k in its low half, packed from two local
- *   floats' upper halves. A a0 (g, 2t..2t+1), a1 (g + 8, 2t..2t+1), a2 (g, 2t+8..2t+9), a3
- *   (g + 8, 2t+8..2t+9); B b0 (2t..2t+1, g), b1 (2t+8..2t+9, g). Local rows are padded by 4, so
- *   that the reads of rows 2t (and of rows 2t + 1) at columns g fall in distinct banks. */
+ * accumulation (kernels/mma.cl: the rounding, the instruction and the fragment layouts). The
+ * accumulators are indexed by constants only (every loop over them is unrolled). Local rows are
+ * padded so that a warp's fragment reads fall in distinct banks: by 8 elements for tf32 (rows t
+ * and t + 4, columns g), by 4 for bf16 (rows 2t and 2t + 1 at columns g), whose registers are
+ * packed from two local floats' upper halves. */
 #if defined(NC_MMA_TF32) || defined(NC_MMA_BF16)
 #ifdef NC_MMA_BF16
 #define GF_PAD 4
 #define GF_KSTEP 16
-inline float gf_bf16(const float x) {
-  const uint u = as_uint(x);
-  return (u & 0x7f800000u) == 0x7f800000u ? x : as_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
-}
-inline float4 gf_bf16_4(const float4 v) { return (float4)(gf_bf16(v.x), gf_bf16(v.y), gf_bf16(v.z), gf_bf16(v.w)); }
-#define GF_CVT(x) gf_bf16(x)
-#define GF_CVT4(v) gf_bf16_4(v)
-/* two rounded floats as one register of bf16 pairs: lo in bits 0-15, hi in bits 16-31 */
-#define GF_PK(lo, hi) (((hi) & 0xffff0000u) | ((lo) >> 16))
+#define GF_CVT(x) mma_bf16(x)
+#define GF_CVT4(v) mma_bf16_4(v)
+#define GF_PK(lo, hi) MMA_PK(lo, hi)
 #else
 #define GF_PAD 8
 #define GF_KSTEP 8
-inline float gf_tf32(const float x) {
-  const uint u = as_uint(x);
-  return (u & 0x7f800000u) == 0x7f800000u ? x : as_float((u + 0x1000u) & 0xffffe000u);
-}
-inline float4 gf_tf32_4(const float4 v) { return (float4)(gf_tf32(v.x), gf_tf32(v.y), gf_tf32(v.z), gf_tf32(v.w)); }
-#define GF_CVT(x) gf_tf32(x)
-#define GF_CVT4(v) gf_tf32_4(v)
+#define GF_CVT(x) mma_tf32(x)
+#define GF_CVT4(v) mma_tf32_4(v)
 #endif
 
 #define GF_ACC(BM, BN, WN)                                                                        \
@@ -193,60 +173,9 @@ inline float4 gf_tf32_4(const float4 v) { return (float4)(gf_tf32(v.x), gf_tf32(
       _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                        \
   const int lane_ = lid % 32, warp_ = lid / 32, gq_ = lane_ >> 2, tq_ = lane_ & 3;                  \
   const int wm_ = warp_ / 4, wn_ = warp_ % 4;                                                   \
-  GF_MMA_SCRATCH
+  MMA_SCRATCH(256)
 
-#ifdef NC_MMA_EMULATE
-/* A test hook (NETCL_MMA_EMULATE=1, runtime/backend/opencl/cl_gemm.c): mma.sync computed by the
- * warp's 32 work-items through local memory, from the fragment layouts above, so that devices
- * without tensor cores (PoCL in CI) run the tensor-core kernels' tiling, fragment indexing and
- * epilogues against the CPU backend. Every work-item of the group calls it at the same points. */
-/* The element (r, k) of A and (k, n) of B in the warp's registers, copied to w (6 words a lane:
- * a0..a3, b0, b1), after the fragment layouts above. */
-#ifdef NC_MMA_BF16
-#define GF_EMU_K 16
-inline float gf_bf16_half(const uint u, const int hi) { return as_float(hi ? (u & 0xffff0000u) : (u << 16)); }
-#define GF_EMU_A(w, r, k) \
-  gf_bf16_half((w)[(((r) % 8) * 4 + ((k) % 8) / 2) * 6 + ((k) >= 8 ? 2 : 0) + ((r) >= 8 ? 1 : 0)], (k) & 1)
-#define GF_EMU_B(w, n, k) gf_bf16_half((w)[((n) * 4 + ((k) % 8) / 2) * 6 + 4 + ((k) >= 8 ? 1 : 0)], (k) & 1)
-#else
-#define GF_EMU_K 8
-#define GF_EMU_A(w, r, k) as_float((w)[(((r) % 8) * 4 + (k) % 4) * 6 + ((k) < 4 ? 0 : 2) + ((r) >= 8 ? 1 : 0)])
-#define GF_EMU_B(w, n, k) as_float((w)[((n) * 4 + (k) % 4) * 6 + 4 + ((k) < 4 ? 0 : 1)])
-#endif
-inline void gf_mma_emulated(__local uint *x, const int lane, const int warp, float *c, const uint *a, const uint *b) {
-  __local uint *w = x + warp * 32 * 6;
-  for (int e = 0; e < 4; e++) w[lane * 6 + e] = a[e];
-  w[lane * 6 + 4] = b[0];
-  w[lane * 6 + 5] = b[1];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  const int g = lane >> 2, t = lane & 3;
-  float d[4];
-  for (int e = 0; e < 4; e++) {
-    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
-    float acc = c[e];
-    for (int k = 0; k < GF_EMU_K; k++) acc = fma(GF_EMU_A(w, r, k), GF_EMU_B(w, n, k), acc);
-    d[e] = acc;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int e = 0; e < 4; e++) c[e] = d[e];
-}
-#define GF_MMA_SCRATCH __local uint mma_x_[256 * 6];
-#define GF_MMA(c, a, b) gf_mma_emulated(mma_x_, lane_, warp_, c, a, b)
-#elif defined(NC_MMA_BF16)
-#define GF_MMA_SCRATCH
-#define GF_MMA(c, a, b)                                                                           \
-  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-      "{%0,%1,%2,%3};"                                                                           \
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                           \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
-#else
-#define GF_MMA_SCRATCH
-#define GF_MMA(c, a, b)                                                                           \
-  __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-      "{%0,%1,%2,%3};"                                                                           \
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                           \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
-#endif
+#define GF_MMA(c, a, b) MMA_SYNC(c, a, b)
 
 /* The fragments of one K step (GF_KSTEP) at local row ks_, from sa_ / sb_ (see above). */
 #ifdef NC_MMA_BF16

@@ -7,7 +7,8 @@
  *   ./kernel_probe gemm kernels OUTDIR "" "-DSOME_MACRO=1" "+maxnreg=128" ...
  *   ./kernel_probe softmax kernels OUTDIR ""
  *
- * gemm: gemm_fast_l_rr (NETCL_PROBE_KERNEL another gemm_fast_* kernel) on row-major 4096^3
+ * gemm: gemm_fast_l_rr (NETCL_PROBE_KERNEL another gemm_fast_* or gemm_mma_* kernel; its
+ * file and mma.cl make the program) on row-major 4096^3
  * (NETCL_PROBE_N another size): GFLOP/s (median of 15) and the largest error of 256 sampled
  * results against a float64 dot product, relative to the sum of the products' magnitudes.
  * softmax: softmax_warp_32 (or NETCL_PROBE_KERNEL, e.g. softmax_warp4_32) over 65536 rows of
@@ -115,10 +116,14 @@ static void run_gemm(cl_context ctx, cl_command_queue q, cl_program prog, const 
   ARG(k, i++, C); ARG(k, i++, zero); ARG(k, i++, sb); ARG(k, i++, ld); ARG(k, i++, one);
   ARG(k, i++, C); ARG(k, i++, zero); ARG(k, i++, zero); ARG(k, i++, zero); ARG(k, i++, has_bias);
   ARG(k, i++, alpha); ARG(k, i++, beta);
-  /* the tile by the letter after "gemm_fast_": l 128 x 128, m 128 x 64, s 64 x 64 */
+  /* the tile by the letter after "gemm_fast_": l 128 x 128, m 128 x 64, s 64 x 64; gemm_mma_*
+   * 128 x 128 with groups of 128 (NETCL_PROBE_LOCAL: another size, for a build with another
+   * -DTC_WARPS_N) */
   const char tl = strncmp(name, "gemm_fast_", 10) == 0 ? name[10] : 'l';
   const long bm = tl == 's' ? 64 : 128, bn = tl == 'l' ? 128 : 64;
-  size_t global[3] = {(size_t)((n + bn - 1) / bn) * 256, (size_t)((n + bm - 1) / bm), 1}, local[3] = {256, 1, 1};
+  const char *lenv = getenv("NETCL_PROBE_LOCAL");
+  const size_t items = lenv ? (size_t)atol(lenv) : strncmp(name, "gemm_mma_", 9) == 0 ? 128 : 256;
+  size_t global[3] = {(size_t)((n + bn - 1) / bn) * items, (size_t)((n + bm - 1) / bm), 1}, local[3] = {items, 1, 1};
   double t = time_kernel(q, k, 3, global, local, 15);
   CK(clEnqueueReadBuffer(q, C, CL_TRUE, 0, sizeof(float) * n * n, c, 0, NULL, NULL));
   double worst = 0;
@@ -128,6 +133,8 @@ static void run_gemm(cl_context ctx, cl_command_queue q, cl_program prog, const 
     for (long kk = 0; kk < n; kk++) ref += (double)a[r * n + kk] * b[kk * n + col], mag += fabs((double)a[r * n + kk] * b[kk * n + col]);
     double rel = fabs(c[r * n + col] - ref) / (mag > 0 ? mag : 1);
     if (rel > worst) worst = rel;
+    if (rel > 1e-3 && getenv("NETCL_PROBE_DIAG"))
+      printf("    bad (%ld, %ld) [%%128: %ld, %ld]: %g, want %g\n", r, col, r % 128, col % 128, c[r * n + col], ref);
   }
   printf("  %s n=%ld: %.3f ms, %.0f GFLOP/s, max rel err %.2e\n", name, n, t * 1e3, 2.0 * n * n * n / t * 1e-9, worst);
   clReleaseKernel(k);
@@ -222,8 +229,10 @@ int main(int argc, char **argv) {
   cl_command_queue q = clCreateCommandQueue(ctx, dev, CL_QUEUE_PROFILING_ENABLE, &err);
   CK(err);
   const char *prelude = "enum nc_op { NC_OP_PROBE_, NC_OP_LOG_SOFTMAX };\n";
-  char *srcs[3] = {(char *)prelude, slurp(argv[2], "common.cl"), slurp(argv[2], gemm ? "gemm_fast.cl" : "softmax_warp.cl")};
   const char *kname = getenv("NETCL_PROBE_KERNEL") ? getenv("NETCL_PROBE_KERNEL") : gemm ? "gemm_fast_l_rr" : "softmax_warp_32";
+  const int mma = strncmp(kname, "gemm_mma_", 9) == 0;
+  char *srcs[5] = {(char *)prelude, slurp(argv[2], "common.cl"), slurp(argv[2], gemm ? "mma.cl" : "softmax_warp.cl"),
+                   gemm && !mma ? slurp(argv[2], "gemm_fast.cl") : "", mma ? slurp(argv[2], "gemm_mma.cl") : ""};
   for (int v = 4; v <= argc; v++) {
     const char *extra = v < argc ? argv[v] : NULL;
     if (!extra && argc > 4) break; /* no options given: one build with none */
@@ -240,7 +249,7 @@ int main(int argc, char **argv) {
     }
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 %s%s%s", nv ? "-cl-nv-verbose " : "", gemm || !nv ? "" : "-DNC_SHFL_PTX=1 ",
              clean);
-    cl_program prog = clCreateProgramWithSource(ctx, 3, (const char **)srcs, NULL, &err);
+    cl_program prog = clCreateProgramWithSource(ctx, 5, (const char **)srcs, NULL, &err);
     CK(err);
     err = clBuildProgram(prog, 1, &dev, opts, NULL, NULL);
     size_t loglen = 0;

@@ -128,6 +128,23 @@ function TestMatmulPrecision:test_products_within_bound()
       lu.assertEquals(with_precision(mode, function() return a:matmul(b) end):tolist(), strict:tolist())
     end
   end
+  -- every row 16-byte aligned (the kernel with asynchronous copies, kernels/gemm_mma.cl), with
+  -- edges in M, N and K, in the two mixed layouts, and K = 130 inside rows of 136 (a last K
+  -- chunk of 2 floats)
+  do
+    local m, k, n = 260, 132, 196
+    local a64, b64 = rand({m, k}, 31):double(), rand({k, n}, 32):double()
+    local want, mag = a64:matmul(b64), a64:abs():matmul(b64:abs())
+    local at, b = a64:t():contiguous():float():to(dev), b64:float():to(dev)
+    within(with_precision(mode, function() return at:t():matmul(b) end), want, mag, k, "A^T B", mode)
+    local a, bt = a64:float():to(dev), b64:t():contiguous():float():to(dev)
+    within(with_precision(mode, function() return a:matmul(bt:t()) end), want, mag, k, "A B^T", mode)
+    local wide = rand({m, 136}, 33):double()
+    local an = wide:narrow(2, 1, 130)
+    local bn = b64:narrow(1, 1, 130)
+    local got = with_precision(mode, function() return wide:float():to(dev):narrow(2, 1, 130):matmul(bn:contiguous():float():to(dev)) end)
+    within(got, an:matmul(bn), an:abs():matmul(bn:abs()), 130, "K = 130 in rows of 136", mode)
+  end
   local a64, b64 = rand({3, 70, 90}, 7):double(), rand({3, 90, 150}, 8):double()
   local got = with_precision(mode, function() return a64:float():to(dev):matmul(b64:float():to(dev)) end)
   within(got, a64:matmul(b64), a64:abs():matmul(b64:abs()), 90, "batched", mode)

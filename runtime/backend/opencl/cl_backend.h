@@ -99,44 +99,52 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(EMBEDDING_BWD_INT64, "embedding", "embedding_bwd_int64", REAL)           \
   X(EMBEDDING_BWD_INT32, "embedding", "embedding_bwd_int32", REAL)           \
   X(GEMM, "gemm", "gemm", TILED)                                             \
-  X(GEMM_FAST_L_RR, "gemm_fast", "gemm_fast_l_rr", REAL)                     \
-  X(GEMM_FAST_L_RC, "gemm_fast", "gemm_fast_l_rc", REAL)                     \
-  X(GEMM_FAST_L_CR, "gemm_fast", "gemm_fast_l_cr", REAL)                     \
-  X(GEMM_FAST_L_CC, "gemm_fast", "gemm_fast_l_cc", REAL)                     \
-  X(GEMM_FAST_M, "gemm_fast", "gemm_fast_m", REAL)                           \
-  X(GEMM_FAST_S, "gemm_fast", "gemm_fast_s", REAL)                           \
-  X(CONV_FAST_L, "gemm_fast", "conv_fast_l", REAL)                           \
-  X(CONV_FAST_S, "gemm_fast", "conv_fast_s", REAL)                           \
-  X(CONV_WGRAD_FAST_L, "gemm_fast", "conv_wgrad_fast_l", REAL)               \
-  X(CONV_WGRAD_FAST_S, "gemm_fast", "conv_wgrad_fast_s", REAL)               \
-  X(GEMM_TC_L_RR, "gemm_fast", "gemm_fast_l_rr", TILED)                      \
-  X(GEMM_TC_L_RC, "gemm_fast", "gemm_fast_l_rc", TILED)                      \
-  X(GEMM_TC_L_CR, "gemm_fast", "gemm_fast_l_cr", TILED)                      \
-  X(GEMM_TC_L_CC, "gemm_fast", "gemm_fast_l_cc", TILED)                      \
-  X(GEMM_TC_M, "gemm_fast", "gemm_fast_m", TILED)                            \
-  X(GEMM_TC_S, "gemm_fast", "gemm_fast_s", TILED)                            \
-  X(CONV_TC_L, "gemm_fast", "conv_fast_l", TILED)                            \
-  X(CONV_TC_S, "gemm_fast", "conv_fast_s", TILED)                            \
-  X(CONV_WGRAD_TC_L, "gemm_fast", "conv_wgrad_fast_l", TILED)                \
-  X(CONV_WGRAD_TC_S, "gemm_fast", "conv_wgrad_fast_s", TILED)                \
-  X(GEMM_BF_L_RR, "gemm_fast", "gemm_fast_l_rr", TILED)                      \
-  X(GEMM_BF_L_RC, "gemm_fast", "gemm_fast_l_rc", TILED)                      \
-  X(GEMM_BF_L_CR, "gemm_fast", "gemm_fast_l_cr", TILED)                      \
-  X(GEMM_BF_L_CC, "gemm_fast", "gemm_fast_l_cc", TILED)                      \
-  X(GEMM_BF_M, "gemm_fast", "gemm_fast_m", TILED)                            \
-  X(GEMM_BF_S, "gemm_fast", "gemm_fast_s", TILED)                            \
-  X(CONV_BF_L, "gemm_fast", "conv_fast_l", TILED)                            \
-  X(CONV_BF_S, "gemm_fast", "conv_fast_s", TILED)                            \
-  X(CONV_WGRAD_BF_L, "gemm_fast", "conv_wgrad_fast_l", TILED)                \
-  X(CONV_WGRAD_BF_S, "gemm_fast", "conv_wgrad_fast_s", TILED)                \
-  X(CONV_FAST_W, "gemm_fast", "conv_fast_w", REAL)                           \
-  X(CONV_TC_W, "gemm_fast", "conv_fast_w", TILED)                            \
-  X(CONV_BF_W, "gemm_fast", "conv_fast_w", TILED)                            \
-  X(CONV_WGRAD_FAST_W, "gemm_fast", "conv_wgrad_fast_w", REAL)               \
-  X(CONV_WGRAD_TC_W, "gemm_fast", "conv_wgrad_fast_w", TILED)                \
-  X(CONV_WGRAD_BF_W, "gemm_fast", "conv_wgrad_fast_w", TILED)                \
-  X(GF_SUM_SPLITS, "gemm_fast", "gf_sum_splits", REAL)                       \
-  X(CONV_FLIP_WEIGHT, "gemm_fast", "conv_flip_weight", REAL)                 \
+  X(GEMM_FAST_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", REAL)                     \
+  X(GEMM_FAST_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", REAL)                     \
+  X(GEMM_FAST_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", REAL)                     \
+  X(GEMM_FAST_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", REAL)                     \
+  X(GEMM_FAST_M, "mma+gemm_fast", "gemm_fast_m", REAL)                           \
+  X(GEMM_FAST_S, "mma+gemm_fast", "gemm_fast_s", REAL)                           \
+  X(CONV_FAST_L, "mma+gemm_fast", "conv_fast_l", REAL)                           \
+  X(CONV_FAST_S, "mma+gemm_fast", "conv_fast_s", REAL)                           \
+  X(CONV_WGRAD_FAST_L, "mma+gemm_fast", "conv_wgrad_fast_l", REAL)               \
+  X(CONV_WGRAD_FAST_S, "mma+gemm_fast", "conv_wgrad_fast_s", REAL)               \
+  X(GEMM_TC_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", TILED)                      \
+  X(GEMM_TC_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", TILED)                      \
+  X(GEMM_TC_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", TILED)                      \
+  X(GEMM_TC_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", TILED)                      \
+  X(GEMM_TC_M, "mma+gemm_fast", "gemm_fast_m", TILED)                            \
+  X(GEMM_TC_S, "mma+gemm_fast", "gemm_fast_s", TILED)                            \
+  X(CONV_TC_L, "mma+gemm_fast", "conv_fast_l", TILED)                            \
+  X(CONV_TC_S, "mma+gemm_fast", "conv_fast_s", TILED)                            \
+  X(CONV_WGRAD_TC_L, "mma+gemm_fast", "conv_wgrad_fast_l", TILED)                \
+  X(CONV_WGRAD_TC_S, "mma+gemm_fast", "conv_wgrad_fast_s", TILED)                \
+  X(GEMM_BF_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", TILED)                      \
+  X(GEMM_BF_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", TILED)                      \
+  X(GEMM_BF_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", TILED)                      \
+  X(GEMM_BF_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", TILED)                      \
+  X(GEMM_BF_M, "mma+gemm_fast", "gemm_fast_m", TILED)                            \
+  X(GEMM_BF_S, "mma+gemm_fast", "gemm_fast_s", TILED)                            \
+  X(CONV_BF_L, "mma+gemm_fast", "conv_fast_l", TILED)                            \
+  X(CONV_BF_S, "mma+gemm_fast", "conv_fast_s", TILED)                            \
+  X(CONV_WGRAD_BF_L, "mma+gemm_fast", "conv_wgrad_fast_l", TILED)                \
+  X(CONV_WGRAD_BF_S, "mma+gemm_fast", "conv_wgrad_fast_s", TILED)                \
+  X(GEMM_MMA_TC_RR, "mma+gemm_mma", "gemm_mma_rr", TILED)                   \
+  X(GEMM_MMA_TC_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                   \
+  X(GEMM_MMA_TC_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                   \
+  X(GEMM_MMA_TC_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                   \
+  X(GEMM_MMA_BF_RR, "mma+gemm_mma", "gemm_mma_rr", TILED)                   \
+  X(GEMM_MMA_BF_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                   \
+  X(GEMM_MMA_BF_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                   \
+  X(GEMM_MMA_BF_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                   \
+  X(CONV_FAST_W, "mma+gemm_fast", "conv_fast_w", REAL)                           \
+  X(CONV_TC_W, "mma+gemm_fast", "conv_fast_w", TILED)                            \
+  X(CONV_BF_W, "mma+gemm_fast", "conv_fast_w", TILED)                            \
+  X(CONV_WGRAD_FAST_W, "mma+gemm_fast", "conv_wgrad_fast_w", REAL)               \
+  X(CONV_WGRAD_TC_W, "mma+gemm_fast", "conv_wgrad_fast_w", TILED)                \
+  X(CONV_WGRAD_BF_W, "mma+gemm_fast", "conv_wgrad_fast_w", TILED)                \
+  X(GF_SUM_SPLITS, "mma+gemm_fast", "gf_sum_splits", REAL)                       \
+  X(CONV_FLIP_WEIGHT, "mma+gemm_fast", "conv_flip_weight", REAL)                 \
   X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \
   X(CONV2D_BWD_INPUT, "gemm+conv", "conv2d_bwd_input", TILED)                \
   X(CONV2D_BWD_WEIGHT, "gemm+conv", "conv2d_bwd_weight", TILED)              \
@@ -215,6 +223,10 @@ typedef struct {
    * takes inline PTX, and any device under the test hook NETCL_SHFL_EMULATE=1 (nc_cl_shfl_emulated).
    * Cleared when their program fails to build (nc_cl_handle_optional). */
   bool warp_shuffle;
+  /* The tensor-core GEMM with asynchronous copies (kernels/gemm_mma.cl, cp.async) for the tf32
+   * and bf16 modes: set with info.tf32, cleared when its program fails to build (the precisions
+   * then stay on gemm_fast.cl's tensor-core builds). */
+  bool mma_async;
   /* Kernel handles by slot and dtype: NULL until first resolved, then published with a
    * release store (under programs_lock) and read with an acquire load, lock-free. */
   const nc_cl_handle *handles[NC_CL_SLOT_COUNT][NC_DTYPE_COUNT];

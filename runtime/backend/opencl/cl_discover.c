@@ -126,6 +126,7 @@ static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
   const cl_uint nv = info->is_gpu ? nv_compute_major(cd->id) : 0;
   info->tf32 = nv >= 8 || nc_cl_mma_emulated();
   info->bf16_mma = info->tf32;
+  cd->mma_async = info->tf32;
   cd->warp_shuffle = nv > 0 || nc_cl_shfl_emulated();
 }
 

@@ -126,7 +126,8 @@ static bool tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode
 }
 
 _Static_assert(NC_CL_K_GEMM_FAST_L_CC - NC_CL_K_GEMM_FAST_L_RR == 3 && NC_CL_K_GEMM_TC_L_CC - NC_CL_K_GEMM_TC_L_RR == 3 &&
-                   NC_CL_K_GEMM_BF_L_CC - NC_CL_K_GEMM_BF_L_RR == 3,
+                   NC_CL_K_GEMM_BF_L_CC - NC_CL_K_GEMM_BF_L_RR == 3 &&
+                   NC_CL_K_GEMM_MMA_TC_CC - NC_CL_K_GEMM_MMA_TC_RR == 3 && NC_CL_K_GEMM_MMA_BF_CC - NC_CL_K_GEMM_MMA_BF_RR == 3,
                "gemm_fast_l_<layout>: rr, rc, cr, cc");
 
 nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precision, const nc_cl_handle **out) {
@@ -193,7 +194,7 @@ static nc_gemm_fast_tile pick_tile(const nc_gemm_desc *g, nc_device *dev) {
 
 /* One launch of the large-tile kernel: g's product over batch entries of g (their K, strides and
  * offsets as given), into c (offset, strides), alpha, beta and bias as given. */
-static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, nc_gemm_fast_tile tile, cl_long K,
+static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, nc_gemm_fast_tile tile, size_t items, cl_long K,
                              cl_long a_off, cl_long b_off, cl_long batch, cl_long a_sb, cl_long b_sb, cl_mem c,
                              cl_long c_off, cl_long c_sb, cl_long c_sm, cl_long c_sn, cl_float beta, bool bias_on) {
   nc_device *dev = nc_tensor_device(g->c);
@@ -211,8 +212,8 @@ static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, nc_ge
                       NC_CL_ARG(c_sm),  NC_CL_ARG(c_sn),    NC_CL_ARG(bias),     NC_CL_ARG(bias_off),
                       NC_CL_ARG(bias_sm), NC_CL_ARG(bias_sn), NC_CL_ARG(has_bias), NC_CL_ARG(alpha),
                       NC_CL_ARG(beta)};
-  size_t local[3] = {256, 1, 1};
-  size_t global[3] = {(size_t)((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn) * 256,
+  size_t local[3] = {items, 1, 1};
+  size_t global[3] = {(size_t)((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn) * items,
                       (size_t)((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm), (size_t)batch};
   return nc_cl_launch_nd(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
 }
@@ -248,16 +249,40 @@ static nc_cl_slot layout_slot(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   return (nc_cl_slot)(fast_tiles[tile].slot + (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1));
 }
 
+/* Every row of the operand starts 16-byte aligned: its offset, leading dimension and batch
+ * stride are multiples of 4 floats (buffers themselves are aligned). */
+static bool rows_aligned(int64_t off, int64_t ld, int64_t sb, int64_t batch) {
+  return off % 4 == 0 && ld % 4 == 0 && (batch == 1 || sb % 4 == 0);
+}
+
+/* The 128 x 128 tensor-core kernel with asynchronous copies (kernels/gemm_mma.cl) for g's
+ * layout, under g's precision, where the device runs it and g's rows are aligned for its 16-byte
+ * copies (a split of K keeps that: its chunks are multiples of 16). Whether *out was set. */
+static bool mma_async_kernel(const nc_gemm_desc *g, nc_device *dev, const nc_cl_handle **out) {
+  nc_cl_device *cd = dev->impl;
+  if (g->precision == NC_PRECISION_HIGHEST || !dev->info.tf32 || !__atomic_load_n(&cd->mma_async, __ATOMIC_ACQUIRE))
+    return false;
+  const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
+  if (!rows_aligned(g->a_off, lda, g->a_sb, g->batch) || !rows_aligned(g->b_off, ldb, g->b_sb, g->batch)) return false;
+  const int layout = (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1);
+  if (g->precision == NC_PRECISION_MEDIUM && dev->info.bf16_mma &&
+      tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_BF_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->mma_async, out))
+    return true;
+  return tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_TC_RR + layout, "-DNC_MMA_TF32=1", 1, &cd->mma_async, out);
+}
+
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   nc_device *dev = nc_tensor_device(g->c);
   if (!nc_cl_gemm_fast_fits(g)) return nc_error(NC_ERR_ARG, "this product does not suit the large-tile GEMM kernel");
   const bool chosen = tile == NC_GEMM_FAST_AUTO;
   if (chosen) tile = pick_tile(g, dev);
   const nc_cl_handle *k;
-  NC_TRY(nc_cl_fast_kernel(dev, layout_slot(g, tile), g->precision, &k));
+  size_t items = 256;
+  if (tile == NC_GEMM_FAST_L && mma_async_kernel(g, dev, &k)) items = 128;
+  else NC_TRY(nc_cl_fast_kernel(dev, layout_slot(g, tile), g->precision, &k));
   int64_t kchunk = 0, splits = chosen ? k_splits(g, dev, tile, &kchunk) : 1;
   if (splits == 1)
-    return launch_fast(g, k, tile, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,
+    return launch_fast(g, k, tile, items, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,
                        g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
   /* splits - 1 chunks of kchunk as one batched launch, the last (shorter) chunk as a second */
   const int64_t mn = g->m * g->n, last = g->k - (splits - 1) * kchunk;
@@ -265,10 +290,10 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   nc_tensor *ws = NULL;
   NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   cl_mem wsm = nc_cl_mem(ws);
-  nc_status s = launch_fast(g, k, tile, kchunk, g->a_off, g->b_off, splits - 1, kchunk * g->a_sk, kchunk * g->b_sk, wsm,
+  nc_status s = launch_fast(g, k, tile, items, kchunk, g->a_off, g->b_off, splits - 1, kchunk * g->a_sk, kchunk * g->b_sk, wsm,
                             0, mn, g->n, 1, 0, false);
   if (s == NC_OK)
-    s = launch_fast(g, k, tile, last, g->a_off + (splits - 1) * kchunk * g->a_sk,
+    s = launch_fast(g, k, tile, items, last, g->a_off + (splits - 1) * kchunk * g->a_sk,
                     g->b_off + (splits - 1) * kchunk * g->b_sk, 1, 0, 0, wsm, (splits - 1) * mn, mn, g->n, 1, 0, false);
   const nc_cl_handle *sum = NULL;
   if (s == NC_OK) s = nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum);

@@ -1,0 +1,277 @@
+/* The tensor-core GEMM with asynchronous copies: C = alpha A B + beta C (+ bias), float32 operands
+ * and results, products on mma.sync (kernels/mma.cl) under the matmul precisions "high" (tf32)
+ * and "medium" (bf16), for NVIDIA devices of compute capability 8.0 or later
+ * (runtime/backend/opencl/cl_gemm.c picks it; gemm_fast.cl's tensor-core builds serve the
+ * convolutions and the operands this kernel does not take).
+ *
+ * A work-group computes a 128 x 128 tile of C with TC_WARPS_N x 2 warps, each a 64 x (128 /
+ * TC_WARPS_N) block. K advances 16 at a time through TC_STAGES local buffers: the tile three
+ * steps ahead is copied from global to local memory by cp.async (16 bytes a work-item, no
+ * registers, zero fill past the edges) while the work-group multiplies the current one; one
+ * barrier per K tile. Local memory keeps each operand as it lies in global memory:
+ * - an operand whose K is contiguous ("K-major") as rows of 16 floats (64 bytes);
+ * - one whose M (or N) is contiguous as 16 rows of 128 floats, with the 16-byte chunks of row k
+ *   permuted (chunk c at c ^ ((k >> 1) & 6)), so that the reads below fall in distinct banks.
+ * Every fragment read is one 16-byte vector: the sum over k is the same in any order, so a
+ * work-item whose fragment slot is t (of 0..3) takes the 4 consecutive k = 4t..4t+3 of one row
+ * (K-major), or 4 consecutive rows or columns of one k row, assigned to 4 fragments (M- or
+ * N-major; the results' rows or columns are permuted alike, and the epilogue writes them back
+ * in place). tf32: slots t and t + 4 of k step s are k = 4t + 2s and 4t + 2s + 1; bf16: slots
+ * 2t, 2t + 1, 2t + 8, 2t + 9 of the one k step are k = 4t .. 4t + 3.
+ *
+ * The host launches it only where every operand row starts 16-byte aligned (offsets and leading
+ * dimensions multiples of 4 floats), and element indices fit in 32 bits. Diagnostic builds
+ * (tests/bench/kernel_probe.c; docs/performance.md gives their timings): -DTC_STAGES=2,
+ * -DTC_WARPS_N=4 (256 work-items), -DTC_SYNC_COPY=1 (plain loads and stores), and, with wrong
+ * results, -DTC_NOWAIT=1, -DTC_NOLOAD=1 and -DTC_NOROUND=1. */
+
+#define TC_BM 128
+#define TC_BN 128
+#define TC_BK 16
+#ifndef TC_STAGES
+#define TC_STAGES 3
+#endif
+#ifndef TC_WARPS_N
+#define TC_WARPS_N 2
+#endif
+#define TC_ITEMS (64 * TC_WARPS_N)
+#define TC_WN (TC_BN / TC_WARPS_N) /* a warp's columns: 64 or 32 */
+#define TC_FJ (TC_WN / 8)          /* its B fragments */
+#define TC_STAGE_FLOATS ((TC_BM + TC_BN) * TC_BK)
+/* the chunk position of chunk c in row k of an M- or N-major tile */
+#define TC_SWZ(c, k) ((c) ^ (((k) >> 1) & 6))
+
+#if defined(NC_MMA_TF32) || defined(NC_MMA_BF16)
+
+/* 16 bytes from src (bytes of them, 0..16, the rest zero) to dst, both 16-byte aligned. */
+#if !defined(NC_MMA_EMULATE) && !defined(TC_SYNC_COPY)
+inline void tc_copy16(__local float *dst, __global const float *src, const int bytes) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint)(ulong)dst), "l"((ulong)src),
+                   "r"(bytes)
+                   : "memory");
+}
+#define TC_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
+#if TC_STAGES == 2
+#define TC_WAIT_ALL_BUT_ONE() __asm__ volatile("cp.async.wait_group 0;" ::: "memory")
+#elif TC_STAGES == 4
+#define TC_WAIT_ALL_BUT_ONE() __asm__ volatile("cp.async.wait_group 2;" ::: "memory")
+#else
+#define TC_WAIT_ALL_BUT_ONE() __asm__ volatile("cp.async.wait_group 1;" ::: "memory")
+#endif
+#else
+/* Plain copies: the emulation (PoCL in CI), and -DTC_SYNC_COPY=1 (a diagnostic build). */
+inline void tc_copy16(__local float *dst, __global const float *src, const int bytes) {
+  float4 v = (float4)0;
+  if (bytes >= 16) v = vload4(0, src);
+  else {
+    if (bytes >= 4) v.x = src[0];
+    if (bytes >= 8) v.y = src[1];
+    if (bytes >= 12) v.z = src[2];
+  }
+  vstore4(v, 0, dst);
+}
+#define TC_COMMIT()
+#define TC_WAIT_ALL_BUT_ONE()
+#endif
+#ifndef NC_MMA_EMULATE
+#ifdef NC_MMA_TF32
+inline float tc_round_(const float x) {
+  uint r;
+  __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return as_float(r);
+}
+#define tc_round(x) tc_round_(x)
+#endif
+#ifdef NC_MMA_BF16
+/* lo and hi rounded to bfloat16 (to nearest, ties to even) as one register: lo in bits 0-15 */
+inline uint tc_pack_(const float lo, const float hi) {
+  uint r;
+  __asm__("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+#define tc_pack(lo, hi) tc_pack_(lo, hi)
+#endif
+#else
+/* The emulation: the rounding of kernels/mma.cl. */
+#define tc_round(x) mma_tf32(x)
+#define tc_pack(lo, hi) MMA_PK(as_uint(mma_bf16(lo)), as_uint(mma_bf16(hi)))
+#endif
+
+/* Copies K tile kt (k0 = kt * 16) of both operands into stage st. Ab is A at row m0 (K-major)
+ * or column m0 (M-major), Bb is B at column n0 (N-major) or row n0 (K-major). */
+#ifdef TC_NOLOAD /* diagnostic builds that leave one stage out (wrong results, for timing) */
+#define TC_LOAD(st, kt, A_K, B_K)
+#else
+#define TC_LOAD(st, kt, A_K, B_K)                                                                  \
+  {                                                                                              \
+    const int k0_ = (kt) * TC_BK;                                                                 \
+    __local float *sa_ = smem + (st) * TC_STAGE_FLOATS, *sb_ = sa_ + TC_BM * TC_BK;              \
+    _Pragma("unroll") for (int i_ = 0; i_ < 512 / TC_ITEMS; i_++) {                               \
+      const int c_ = lid + i_ * TC_ITEMS;                                                        \
+      if (A_K) {                                                                                 \
+        const int r_ = c_ >> 2, k_ = k0_ + (c_ & 3) * 4;                                          \
+        const int by_ = m0 + r_ < M ? clamp((K - k_) * 4, 0, 16) : 0;                            \
+        tc_copy16(sa_ + c_ * 4, by_ ? Ab + r_ * lda + k_ : Ab, by_);                              \
+      } else {                                                                                   \
+        const int r_ = c_ >> 5, q_ = c_ & 31, k_ = k0_ + r_;                                     \
+        const int by_ = k_ < K ? clamp((M - m0 - q_ * 4) * 4, 0, 16) : 0;                        \
+        tc_copy16(sa_ + r_ * TC_BM + TC_SWZ(q_, r_) * 4, by_ ? Ab + k_ * lda + q_ * 4 : Ab, by_);  \
+      }                                                                                          \
+      if (B_K) {                                                                                 \
+        const int r_ = c_ >> 2, k_ = k0_ + (c_ & 3) * 4;                                          \
+        const int by_ = n0 + r_ < N ? clamp((K - k_) * 4, 0, 16) : 0;                            \
+        tc_copy16(sb_ + c_ * 4, by_ ? Bb + r_ * ldb + k_ : Bb, by_);                              \
+      } else {                                                                                   \
+        const int r_ = c_ >> 5, q_ = c_ & 31, k_ = k0_ + r_;                                     \
+        const int by_ = k_ < K ? clamp((N - n0 - q_ * 4) * 4, 0, 16) : 0;                        \
+        tc_copy16(sb_ + r_ * TC_BN + TC_SWZ(q_, r_) * 4, by_ ? Bb + k_ * ldb + q_ * 4 : Bb, by_);  \
+      }                                                                                          \
+    }                                                                                            \
+  }
+#endif
+#ifdef TC_NOWAIT
+#undef TC_WAIT_ALL_BUT_ONE
+#define TC_WAIT_ALL_BUT_ONE()
+#endif
+#ifdef TC_NOROUND
+#undef tc_round
+#undef tc_pack
+#define tc_round(x) (x)
+#define tc_pack(lo, hi) MMA_PK(as_uint(lo), as_uint(hi))
+#endif
+
+/* The work-item's values of stage st: fa[8] for A, fb[2 * TC_FJ / 2] for B, then
+ * TC_A(i, h, kk): A at fragment i (of 4), row half h (rows g, g + 8), k slot kk (k = 4t + kk);
+ * TC_B(j, kk): B at fragment j (of TC_FJ), column g, k slot kk. */
+#define TC_READ(st, A_K, B_K)                                                                      \
+  {                                                                                              \
+    __local const float *sa_ = smem + (st) * TC_STAGE_FLOATS, *sb_ = sa_ + TC_BM * TC_BK;        \
+    _Pragma("unroll") for (int u_ = 0; u_ < 8; u_++) {                                           \
+      if (A_K) /* u_ = 2i + h: row wm*64 + 16i + 8h + g, chunk t */                              \
+        fa[u_] = *(__local const float4 *)(sa_ + (wm * 64 + (u_ >> 1) * 16 + (u_ & 1) * 8 + g) * 16 + t * 4); \
+      else { /* u_ = 2kk + h: row 4t + kk, chunk wm*16 + 8h + g */                               \
+        const int r_ = t * 4 + (u_ >> 1);                                                        \
+        fa[u_] = *(__local const float4 *)(sa_ + r_ * TC_BM + TC_SWZ(wm * 16 + (u_ & 1) * 8 + g, r_) * 4); \
+      }                                                                                          \
+    }                                                                                            \
+    _Pragma("unroll") for (int u_ = 0; u_ < TC_FJ; u_++) {                                       \
+      if (B_K) /* u_ = j: row wn*WN + 8j + g, chunk t */                                          \
+        fb[u_] = *(__local const float4 *)(sb_ + (wn * TC_WN + u_ * 8 + g) * 16 + t * 4);          \
+      else { /* u_ = kk * (FJ/4) + hh: row 4t + kk, chunk wn*WN/4 + 8hh + g */                   \
+        const int r_ = t * 4 + u_ / (TC_FJ / 4);                                                 \
+        fb[u_] = *(__local const float4 *)(sb_ + r_ * TC_BN + TC_SWZ(wn * (TC_WN / 4) + (u_ % (TC_FJ / 4)) * 8 + g, r_) * 4); \
+      }                                                                                          \
+    }                                                                                            \
+  }
+#define TC_A(A_K, i, h, kk) ((A_K) ? NC_V4(fa[2 * (i) + (h)], kk) : NC_V4(fa[2 * (kk) + (h)], i))
+#define TC_B(B_K, j, kk) ((B_K) ? NC_V4(fb[j], kk) : NC_V4(fb[(kk) * (TC_FJ / 4) + (j) / 4], (j) % 4))
+
+/* The products of one stage's values. Unrolled (the accumulators and fragments stay in
+ * registers), except under the emulation, whose barriers in each product make an unrolled
+ * kernel take PoCL many minutes to compile. */
+#ifdef NC_MMA_EMULATE
+#define TC_UNROLL _Pragma("unroll 1")
+#else
+#define TC_UNROLL _Pragma("unroll")
+#endif
+#ifdef NC_MMA_BF16
+#define TC_PRODUCTS(A_K, B_K)                                                                      \
+  TC_UNROLL for (int i = 0; i < 4; i++) {                                                \
+    const uint a_[4] = {tc_pack(TC_A(A_K, i, 0, 0), TC_A(A_K, i, 0, 1)), tc_pack(TC_A(A_K, i, 1, 0), TC_A(A_K, i, 1, 1)), \
+                        tc_pack(TC_A(A_K, i, 0, 2), TC_A(A_K, i, 0, 3)), tc_pack(TC_A(A_K, i, 1, 2), TC_A(A_K, i, 1, 3))}; \
+    TC_UNROLL for (int j = 0; j < TC_FJ; j++) {                                          \
+      const uint b_[2] = {tc_pack(TC_B(B_K, j, 0), TC_B(B_K, j, 1)), tc_pack(TC_B(B_K, j, 2), TC_B(B_K, j, 3))}; \
+      MMA_SYNC(acc[i][j], a_, b_);                                                               \
+    }                                                                                            \
+  }
+#else
+#define TC_PRODUCTS(A_K, B_K)                                                                      \
+  _Pragma("unroll") for (int u = 0; u < 8; u++) fa[u] = (float4)(tc_round(fa[u].x), tc_round(fa[u].y), tc_round(fa[u].z), tc_round(fa[u].w)); \
+  _Pragma("unroll") for (int u = 0; u < TC_FJ; u++) fb[u] = (float4)(tc_round(fb[u].x), tc_round(fb[u].y), tc_round(fb[u].z), tc_round(fb[u].w)); \
+  TC_UNROLL for (int s = 0; s < 2; s++)                                                  \
+    TC_UNROLL for (int i = 0; i < 4; i++) {                                              \
+      const uint a_[4] = {as_uint(TC_A(A_K, i, 0, 2 * s)), as_uint(TC_A(A_K, i, 1, 2 * s)),     \
+                          as_uint(TC_A(A_K, i, 0, 2 * s + 1)), as_uint(TC_A(A_K, i, 1, 2 * s + 1))}; \
+      TC_UNROLL for (int j = 0; j < TC_FJ; j++) {                                        \
+        const uint b_[2] = {as_uint(TC_B(B_K, j, 2 * s)), as_uint(TC_B(B_K, j, 2 * s + 1))};     \
+        MMA_SYNC(acc[i][j], a_, b_);                                                             \
+      }                                                                                          \
+    }
+#endif
+
+/* The row (in the tile) of accumulator row half h of fragment i, and the column of element e of
+ * fragment j: in place for K-major operands, permuted back for the others. */
+#define TC_ROW(A_K, i, h) (wm * 64 + ((A_K) ? (i) * 16 + (h) * 8 + g : (h) * 32 + g * 4 + (i)))
+#define TC_COL(B_K, j, e) (wn * TC_WN + ((B_K) ? (j) * 8 + t * 2 + (e) : ((j) / 4) * 32 + (t * 2 + (e)) * 4 + (j) % 4))
+
+#define TC_BODY(A_K, B_K)                                                                          \
+  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
+  const int wm = warp / TC_WARPS_N, wn = warp % TC_WARPS_N;                                      \
+  const long bi = get_group_id(2);                                                               \
+  const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
+  const int m0 = get_group_id(1) * TC_BM, n0 = get_group_id(0) * TC_BN;                          \
+  const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
+  __global const float *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);         \
+  __global const float *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);         \
+  __local float4 smem4_[TC_STAGES * TC_STAGE_FLOATS / 4];                                        \
+  __local float *smem = (__local float *)smem4_;                                                 \
+  MMA_SCRATCH(TC_ITEMS)                                                                          \
+  float acc[4][TC_FJ][4];                                                                        \
+  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
+    _Pragma("unroll") for (int j = 0; j < TC_FJ; j++)                                            \
+      _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
+  float4 fa[8], fb[TC_FJ];                                                                       \
+  const int ntiles = (K + TC_BK - 1) / TC_BK;                                                    \
+  _Pragma("unroll") for (int s = 0; s < TC_STAGES - 1; s++) {                                    \
+    if (s < ntiles) TC_LOAD(s, s, A_K, B_K)                                                      \
+    TC_COMMIT();                                                                                 \
+  }                                                                                              \
+  int st = 0;                                                                                    \
+  for (int kt = 0; kt < ntiles; kt++) {                                                          \
+    TC_WAIT_ALL_BUT_ONE();                                                                       \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    /* the stage read at kt - 1 is free: every work-item passed the barrier after reading it */  \
+    if (kt + TC_STAGES - 1 < ntiles) {                                                           \
+      const int ls_ = st == 0 ? TC_STAGES - 1 : st - 1;                                          \
+      TC_LOAD(ls_, kt + TC_STAGES - 1, A_K, B_K)                                                 \
+    }                                                                                            \
+    TC_COMMIT();                                                                                 \
+    TC_READ(st, A_K, B_K)                                                                        \
+    TC_PRODUCTS(A_K, B_K)                                                                        \
+    st = st == TC_STAGES - 1 ? 0 : st + 1;                                                       \
+  }                                                                                              \
+  __global float *Cb = C + c_off + bi * c_sb;                                                    \
+  __global const float *biasb = bias + bias_off;                                                 \
+  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
+    _Pragma("unroll") for (int h = 0; h < 2; h++) {                                              \
+      const int m = m0 + TC_ROW(A_K, i, h);                                                      \
+      if (m < M)                                                                                 \
+        _Pragma("unroll") for (int j = 0; j < TC_FJ; j++)                                        \
+          _Pragma("unroll") for (int e = 0; e < 2; e++) {                                        \
+            const int n = n0 + TC_COL(B_K, j, e);                                                \
+            if (n < N) {                                                                         \
+              __global float *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                         \
+              float o_ = acc[i][j][2 * h + e] * alpha;                                           \
+              if (beta != 0.0f) o_ += beta * *p_;                                                \
+              if (has_bias) o_ += biasb[(long)m * bias_sm + (long)n * bias_sn];                  \
+              *p_ = o_;                                                                          \
+            }                                                                                    \
+          }                                                                                      \
+    }
+
+#define TC_ARGS                                                                                    \
+  const long M_, const long N_, const long K_, __global const float *A, const long a_off, const long a_sb, \
+      const long a_sm, const long a_sk, __global const float *B, const long b_off, const long b_sb,  \
+      const long b_sk, const long b_sn, __global float *C, const long c_off, const long c_sb,        \
+      const long c_sm, const long c_sn, __global const float *bias, const long bias_off,             \
+      const long bias_sm, const long bias_sn, const int has_bias, const float alpha, const float beta
+
+/* Grid: (ceil(N/128) * TC_ITEMS, ceil(M/128), batch); local (TC_ITEMS, 1, 1). gemm_mma_<a><b>: a
+ * is r when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */
+#define TC_ATTR __kernel __attribute__((reqd_work_group_size(TC_ITEMS, 1, 1))) void
+TC_ATTR gemm_mma_rr(TC_ARGS) { TC_BODY(1, 0) }
+TC_ATTR gemm_mma_rc(TC_ARGS) { TC_BODY(1, 1) }
+TC_ATTR gemm_mma_cr(TC_ARGS) { TC_BODY(0, 0) }
+TC_ATTR gemm_mma_cc(TC_ARGS) { TC_BODY(0, 1) }
+
+#endif

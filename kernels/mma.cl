@@ -1,0 +1,89 @@
+/* What the tensor-core kernels share (gemm_fast.cl's tensor-core builds and gemm_mma.cl):
+ * float32 inputs rounded to tf32 or bfloat16, and one warp-wide mma.sync with float32
+ * accumulation. Built with -DNC_MMA_TF32=1 ("high", m16n8k8 .tf32) or -DNC_MMA_BF16=1
+ * ("medium", m16n8k16 .bf16) on NVIDIA devices of compute capability 8.0 or later
+ * (runtime/backend/opencl/cl_gemm.c). g = lane / 4, t = lane % 4. Fragments, in mma slots
+ * (rows of A, columns of B, and k):
+ * - tf32: A a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4); B b0 (t, g),
+ *   b1 (t + 4, g).
+ * - bf16: each register holds two bf16, the lower k in its low half. A a0 (g, 2t..2t+1),
+ *   a1 (g + 8, 2t..2t+1), a2 (g, 2t+8..2t+9), a3 (g + 8, 2t+8..2t+9); B b0 (2t..2t+1, g),
+ *   b1 (2t+8..2t+9, g).
+ * - C (both): c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1). */
+
+/* Component i (a constant) of a 4-vector. */
+#define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)
+
+#if defined(NC_MMA_TF32) || defined(NC_MMA_BF16)
+
+/* bfloat16: 7 mantissa bits, to nearest, ties to even (infinities and NaN kept). */
+inline float mma_bf16(const float x) {
+  const uint u = as_uint(x);
+  return (u & 0x7f800000u) == 0x7f800000u ? x : as_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
+}
+inline float4 mma_bf16_4(const float4 v) { return (float4)(mma_bf16(v.x), mma_bf16(v.y), mma_bf16(v.z), mma_bf16(v.w)); }
+/* two rounded floats' bit patterns as one register of bf16 pairs: lo in bits 0-15, hi in 16-31 */
+#define MMA_PK(lo, hi) (((hi) & 0xffff0000u) | ((lo) >> 16))
+
+/* tf32: 10 mantissa bits, to nearest with ties away from zero, as cvt.rna.tf32.f32. */
+inline float mma_tf32(const float x) {
+  const uint u = as_uint(x);
+  return (u & 0x7f800000u) == 0x7f800000u ? x : as_float((u + 0x1000u) & 0xffffe000u);
+}
+inline float4 mma_tf32_4(const float4 v) { return (float4)(mma_tf32(v.x), mma_tf32(v.y), mma_tf32(v.z), mma_tf32(v.w)); }
+
+#ifdef NC_MMA_EMULATE
+/* A test hook (NETCL_MMA_EMULATE=1, runtime/backend/opencl/cl_gemm.c): mma.sync computed by the
+ * warp's 32 work-items through local memory, from the fragment layouts above, so that devices
+ * without tensor cores (PoCL in CI) run the tensor-core kernels' tiling, fragment indexing and
+ * epilogues against the CPU backend. Every work-item of the group calls it at the same points;
+ * MMA_SCRATCH(items) declares its local memory for a group of that many work-items. */
+/* The element (r, k) of A and (k, n) of B in the warp's registers, copied to w (6 words a lane:
+ * a0..a3, b0, b1), after the fragment layouts above. */
+#ifdef NC_MMA_BF16
+#define MMA_EMU_K 16
+inline float mma_bf16_half(const uint u, const int hi) { return as_float(hi ? (u & 0xffff0000u) : (u << 16)); }
+#define MMA_EMU_A(w, r, k) \
+  mma_bf16_half((w)[(((r) % 8) * 4 + ((k) % 8) / 2) * 6 + ((k) >= 8 ? 2 : 0) + ((r) >= 8 ? 1 : 0)], (k) & 1)
+#define MMA_EMU_B(w, n, k) mma_bf16_half((w)[((n) * 4 + ((k) % 8) / 2) * 6 + 4 + ((k) >= 8 ? 1 : 0)], (k) & 1)
+#else
+#define MMA_EMU_K 8
+#define MMA_EMU_A(w, r, k) as_float((w)[(((r) % 8) * 4 + (k) % 4) * 6 + ((k) < 4 ? 0 : 2) + ((r) >= 8 ? 1 : 0)])
+#define MMA_EMU_B(w, n, k) as_float((w)[((n) * 4 + (k) % 4) * 6 + 4 + ((k) < 4 ? 0 : 1)])
+#endif
+inline void mma_emulated(__local uint *x, const int lane, const int warp, float *c, const uint *a, const uint *b) {
+  __local uint *w = x + warp * 32 * 6;
+  for (int e = 0; e < 4; e++) w[lane * 6 + e] = a[e];
+  w[lane * 6 + 4] = b[0];
+  w[lane * 6 + 5] = b[1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int g = lane >> 2, t = lane & 3;
+  float d[4];
+  for (int e = 0; e < 4; e++) {
+    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+    float acc = c[e];
+    for (int k = 0; k < MMA_EMU_K; k++) acc = fma(MMA_EMU_A(w, r, k), MMA_EMU_B(w, n, k), acc);
+    d[e] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int e = 0; e < 4; e++) c[e] = d[e];
+}
+#define MMA_SCRATCH(items) __local uint mma_x_[(items) * 6];
+#define MMA_SYNC(c, a, b) mma_emulated(mma_x_, lid % 32, lid / 32, c, a, b)
+#elif defined(NC_MMA_BF16)
+#define MMA_SCRATCH(items)
+#define MMA_SYNC(c, a, b)                                                                         \
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+      "{%0,%1,%2,%3};"                                                                           \
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                           \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+#else
+#define MMA_SCRATCH(items)
+#define MMA_SYNC(c, a, b)                                                                         \
+  __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+      "{%0,%1,%2,%3};"                                                                           \
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                           \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+#endif
+
+#endif
