@@ -374,17 +374,38 @@ bool nc_cl_handle_optional(nc_device *dev, int slot, nc_dtype dt, const char *op
   return false;
 }
 
+/* The program of an op-table row's kernel ("<program>.cl:<kernel>") into buf, or NULL. */
+static const char *op_program(nc_op op, char *buf, size_t n) {
+  if (nc_op_entry(op) != NC_ENTRY_KERNEL) return NULL;
+  const char *k = nc_op_get(op)->kernel, *dot = strstr(k, ".cl:");
+  if (!dot || (size_t)(dot - k) >= n) return NULL;
+  memcpy(buf, k, (size_t)(dot - k));
+  buf[dot - k] = 0;
+  return buf;
+}
+
+/* Builds (or loads from the cache) every program the kernel slots and the op table name, with
+ * no options: what `netcl-lua --warmup` does. A program made of several files ("mma+gemm_fast")
+ * is built as the runtime builds it, since some files need the one before them. */
 nc_status nc_cl_build_all(nc_device *dev) {
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
-  for (const nc_embedded_file *f = nc_embedded_kernels; f->name; f++) {
-    size_t len = strlen(f->name);
-    if (strcmp(f->name, "common.cl") == 0 || len < 4) continue;
-    char program[128];
-    snprintf(program, sizeof program, "%.*s", (int)(len - 3), f->name);
+  enum { MAX_PROGRAMS = NC_CL_SLOT_COUNT + 1 };
+  char op_names[NC_OP_COUNT][32];
+  const char *programs[MAX_PROGRAMS];
+  int n = 0;
+  programs[n++] = "elementwise"; /* the ops defined by name, not by a kernel row */
+  for (int i = 0; i < NC_CL_SLOT_COUNT; i++) {
+    const char *p = i < NC_OP_COUNT ? op_program((nc_op)i, op_names[i], sizeof op_names[i]) : slots[i - NC_OP_COUNT].program;
+    if (!p) continue;
+    int seen = 0;
+    for (int j = 0; j < n && !seen; j++) seen = strcmp(programs[j], p) == 0;
+    if (!seen && n < MAX_PROGRAMS) programs[n++] = p;
+  }
+  for (int i = 0; i < n; i++) {
     pthread_mutex_lock(&cd->programs_lock);
     nc_cl_program *entry;
-    nc_status s = build_program(dev, cd, program, "", &entry);
+    nc_status s = build_program(dev, cd, programs[i], "", &entry);
     pthread_mutex_unlock(&cd->programs_lock);
     NC_TRY(s);
   }
