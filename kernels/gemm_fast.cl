@@ -16,9 +16,6 @@
  * gemm_fast_m 128x64, gemm_fast_s 64x64, each with BK 16); the host picks one per product so
  * that the grid fills the device. */
 
-#ifndef REAL
-#define REAL float
-#endif
 #define REAL4 NC_CAT4_(REAL, 4)
 #define NC_CAT4__(a, b) a##b
 #define NC_CAT4_(a, b) NC_CAT4__(a, b)
@@ -345,23 +342,16 @@
     *p_ = o_;                                                                                    \
   }
 
-#define GF_ARGS                                                                                   \
-  const long M_, const long N_, const long K_, __global const REAL *A, const long a_off, const long a_sb, \
-      const long a_sm, const long a_sk, __global const REAL *B, const long b_off, const long b_sb,   \
-      const long b_sk, const long b_sn, __global REAL *C, const long c_off, const long c_sb,         \
-      const long c_sm, const long c_sn, __global const REAL *bias, const long bias_off,              \
-      const long bias_sm, const long bias_sn, const int has_bias, const REAL alpha, const REAL beta
-
 /* Grid: (ceil(N/BN) * 256, ceil(M/BM), batch); local (256, 1, 1). The 128 x 128 tile comes in
  * one kernel per layout: gemm_fast_l_<a><b>, r for contiguous rows (a_sk == 1, b_sn == 1), c
  * for contiguous columns. */
 #define GF_ATTR __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
-GF_ATTR gemm_fast_l_rr(GF_ARGS) { GF_BODY(128, 128, 16, true, true) }
-GF_ATTR gemm_fast_l_rc(GF_ARGS) { GF_BODY(128, 128, 16, true, false) }
-GF_ATTR gemm_fast_l_cr(GF_ARGS) { GF_BODY(128, 128, 16, false, true) }
-GF_ATTR gemm_fast_l_cc(GF_ARGS) { GF_BODY(128, 128, 16, false, false) }
-GF_ATTR gemm_fast_m(GF_ARGS) { GF_BODY(128, 64, 16, a_sk == 1, b_sn == 1) }
-GF_ATTR gemm_fast_s(GF_ARGS) { GF_BODY(64, 64, 16, a_sk == 1, b_sn == 1) }
+GF_ATTR gemm_fast_l_rr(GEMM_ARGS) { GF_BODY(128, 128, 16, true, true) }
+GF_ATTR gemm_fast_l_rc(GEMM_ARGS) { GF_BODY(128, 128, 16, true, false) }
+GF_ATTR gemm_fast_l_cr(GEMM_ARGS) { GF_BODY(128, 128, 16, false, true) }
+GF_ATTR gemm_fast_l_cc(GEMM_ARGS) { GF_BODY(128, 128, 16, false, false) }
+GF_ATTR gemm_fast_m(GEMM_ARGS) { GF_BODY(128, 64, 16, a_sk == 1, b_sn == 1) }
+GF_ATTR gemm_fast_s(GEMM_ARGS) { GF_BODY(64, 64, 16, a_sk == 1, b_sn == 1) }
 
 /* ---- 2-D convolution on the same main loop (groups of 1, float32) --------------------------- */
 

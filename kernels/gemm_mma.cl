@@ -108,25 +108,22 @@ inline uint tc_pack_(const float lo, const float hi) {
     __local float *sa_ = smem + (st) * TC_STAGE_FLOATS, *sb_ = sa_ + TC_BM * TC_BK;              \
     _Pragma("unroll") for (int i_ = 0; i_ < 512 / TC_ITEMS; i_++) {                               \
       const int c_ = lid + i_ * TC_ITEMS;                                                        \
-      if (A_K) {                                                                                 \
-        const int r_ = c_ >> 2, k_ = k0_ + (c_ & 3) * 4;                                          \
-        const int by_ = m0 + r_ < M ? clamp((K - k_) * 4, 0, 16) : 0;                            \
-        tc_copy16(sa_ + c_ * 4, by_ ? Ab + r_ * lda + k_ : Ab, by_);                              \
-      } else {                                                                                   \
-        const int r_ = c_ >> 5, q_ = c_ & 31, k_ = k0_ + r_;                                     \
-        const int by_ = k_ < K ? clamp((M - m0 - q_ * 4) * 4, 0, 16) : 0;                        \
-        tc_copy16(sa_ + r_ * TC_BM + TC_SWZ(q_, r_) * 4, by_ ? Ab + k_ * lda + q_ * 4 : Ab, by_);  \
-      }                                                                                          \
-      if (B_K) {                                                                                 \
-        const int r_ = c_ >> 2, k_ = k0_ + (c_ & 3) * 4;                                          \
-        const int by_ = n0 + r_ < N ? clamp((K - k_) * 4, 0, 16) : 0;                            \
-        tc_copy16(sb_ + c_ * 4, by_ ? Bb + r_ * ldb + k_ : Bb, by_);                              \
-      } else {                                                                                   \
-        const int r_ = c_ >> 5, q_ = c_ & 31, k_ = k0_ + r_;                                     \
-        const int by_ = k_ < K ? clamp((N - n0 - q_ * 4) * 4, 0, 16) : 0;                        \
-        tc_copy16(sb_ + r_ * TC_BN + TC_SWZ(q_, r_) * 4, by_ ? Bb + k_ * ldb + q_ * 4 : Bb, by_);  \
-      }                                                                                          \
+      TC_COPY(A_K, sa_, Ab, lda, M - m0, TC_BM)                                                  \
+      TC_COPY(B_K, sb_, Bb, ldb, N - n0, TC_BN)                                                  \
     }                                                                                            \
+  }
+/* Chunk c_ (of 512) of one operand's K tile at k0_ into s_: a K-major operand (row r of 4
+ * chunks, base at the tile's first row) or an M- or N-major one (16 rows of W / 4 chunks,
+ * permuted, base at the tile's first column); left: the rows or columns left from the tile's
+ * first one, ld the operand's leading dimension. */
+#define TC_COPY(KMAJ, s_, base, ld, left, W)                                                       \
+  {                                                                                              \
+    const int r_ = (KMAJ) ? c_ >> 2 : c_ / ((W) / 4), q_ = (KMAJ) ? c_ & 3 : c_ % ((W) / 4);      \
+    const int k_ = k0_ + ((KMAJ) ? q_ * 4 : r_);                                                 \
+    const int by_ = (KMAJ) ? (r_ < (left) ? clamp((K - k_) * 4, 0, 16) : 0)                      \
+                           : (k_ < K ? clamp(((left) - q_ * 4) * 4, 0, 16) : 0);                 \
+    __global const float *src_ = (KMAJ) ? (base) + r_ * (ld) + k_ : (base) + k_ * (ld) + q_ * 4;  \
+    tc_copy16((KMAJ) ? s_ + c_ * 4 : s_ + r_ * (W) + TC_SWZ(q_, r_) * 4, by_ ? src_ : (base), by_); \
   }
 #endif
 #ifdef TC_NOWAIT
@@ -245,33 +242,25 @@ inline uint tc_pack_(const float lo, const float hi) {
   _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
     _Pragma("unroll") for (int h = 0; h < 2; h++) {                                              \
       const int m = m0 + TC_ROW(A_K, i, h);                                                      \
-      if (m < M)                                                                                 \
-        _Pragma("unroll") for (int j = 0; j < TC_FJ; j++)                                        \
-          _Pragma("unroll") for (int e = 0; e < 2; e++) {                                        \
-            const int n = n0 + TC_COL(B_K, j, e);                                                \
-            if (n < N) {                                                                         \
-              __global float *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                         \
-              float o_ = acc[i][j][2 * h + e] * alpha;                                           \
-              if (beta != 0.0f) o_ += beta * *p_;                                                \
-              if (has_bias) o_ += biasb[(long)m * bias_sm + (long)n * bias_sn];                  \
-              *p_ = o_;                                                                          \
-            }                                                                                    \
+      _Pragma("unroll") for (int j = 0; j < TC_FJ; j++)                                          \
+        _Pragma("unroll") for (int e = 0; e < 2; e++) {                                          \
+          const int n = n0 + TC_COL(B_K, j, e);                                                  \
+          if (m < M && n < N) {                                                                  \
+            __global float *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                           \
+            float o_ = acc[i][j][2 * h + e] * alpha;                                             \
+            if (beta != 0.0f) o_ += beta * *p_;                                                  \
+            if (has_bias) o_ += biasb[(long)m * bias_sm + (long)n * bias_sn];                    \
+            *p_ = o_;                                                                            \
           }                                                                                      \
+        }                                                                                        \
     }
-
-#define TC_ARGS                                                                                    \
-  const long M_, const long N_, const long K_, __global const float *A, const long a_off, const long a_sb, \
-      const long a_sm, const long a_sk, __global const float *B, const long b_off, const long b_sb,  \
-      const long b_sk, const long b_sn, __global float *C, const long c_off, const long c_sb,        \
-      const long c_sm, const long c_sn, __global const float *bias, const long bias_off,             \
-      const long bias_sm, const long bias_sn, const int has_bias, const float alpha, const float beta
 
 /* Grid: (ceil(N/128) * TC_ITEMS, ceil(M/128), batch); local (TC_ITEMS, 1, 1). gemm_mma_<a><b>: a
  * is r when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */
 #define TC_ATTR __kernel __attribute__((reqd_work_group_size(TC_ITEMS, 1, 1))) void
-TC_ATTR gemm_mma_rr(TC_ARGS) { TC_BODY(1, 0) }
-TC_ATTR gemm_mma_rc(TC_ARGS) { TC_BODY(1, 1) }
-TC_ATTR gemm_mma_cr(TC_ARGS) { TC_BODY(0, 0) }
-TC_ATTR gemm_mma_cc(TC_ARGS) { TC_BODY(0, 1) }
+TC_ATTR gemm_mma_rr(GEMM_ARGS) { TC_BODY(1, 0) }
+TC_ATTR gemm_mma_rc(GEMM_ARGS) { TC_BODY(1, 1) }
+TC_ATTR gemm_mma_cr(GEMM_ARGS) { TC_BODY(0, 0) }
+TC_ATTR gemm_mma_cc(GEMM_ARGS) { TC_BODY(0, 1) }
 
 #endif

@@ -1,6 +1,6 @@
-/* What the tensor-core kernels share (gemm_fast.cl's tensor-core builds and gemm_mma.cl):
- * float32 inputs rounded to tf32 or bfloat16, and one warp-wide mma.sync with float32
- * accumulation. Built with -DNC_MMA_TF32=1 ("high", m16n8k8 .tf32) or -DNC_MMA_BF16=1
+/* What gemm_fast.cl and gemm_mma.cl share: the GEMM kernels' arguments, and for their
+ * tensor-core builds, float32 inputs rounded to tf32 or bfloat16 and one warp-wide mma.sync
+ * with float32 accumulation. Built with -DNC_MMA_TF32=1 ("high", m16n8k8 .tf32) or -DNC_MMA_BF16=1
  * ("medium", m16n8k16 .bf16) on NVIDIA devices of compute capability 8.0 or later
  * (runtime/backend/opencl/cl_gemm.c). g = lane / 4, t = lane % 4. Fragments, in mma slots
  * (rows of A, columns of B, and k):
@@ -10,6 +10,19 @@
  *   a1 (g + 8, 2t..2t+1), a2 (g, 2t+8..2t+9), a3 (g + 8, 2t+8..2t+9); B b0 (2t..2t+1, g),
  *   b1 (2t+8..2t+9, g).
  * - C (both): c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1). */
+
+#ifndef REAL
+#define REAL float
+#endif
+
+/* The arguments of the GEMM kernels of both files (cl_gemm.c's launch_fast sends them to
+ * either): C = alpha A B + beta C (+ bias) over a batch, with offsets and strides in elements. */
+#define GEMM_ARGS                                                                                 \
+  const long M_, const long N_, const long K_, __global const REAL *A, const long a_off, const long a_sb, \
+      const long a_sm, const long a_sk, __global const REAL *B, const long b_off, const long b_sb,   \
+      const long b_sk, const long b_sn, __global REAL *C, const long c_off, const long c_sb,         \
+      const long c_sm, const long c_sn, __global const REAL *bias, const long bias_off,              \
+      const long bias_sm, const long bias_sn, const int has_bias, const REAL alpha, const REAL beta
 
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)

@@ -722,6 +722,20 @@ function Parser:statement()
       return {k = "return", e = e, tok = t}
     elseif v == "goto" then
       self:fail("goto is not supported", t)
+    elseif v == "__asm__" then
+      -- inline PTX (kernels/mma.cl, gemm_mma.cl): opaque, its operands unread and its outputs
+      -- not tracked (none of them decides a branch or a loop there)
+      self:next()
+      if self:peek() and self:peek().v == "volatile" then self:next() end
+      self:expect("(")
+      local depth = 1
+      while depth > 0 do
+        local x = self:next()
+        if not x then self:fail("unterminated __asm__", t) end
+        if is(x, "(") then depth = depth + 1 elseif is(x, ")") then depth = depth - 1 end
+      end
+      self:expect(";")
+      return {k = "expr", e = {k = "lit", tok = t}, tok = t}
     elseif self:is_type_tok(t) then
       local d = self:declaration()
       self:expect(";")
@@ -1286,6 +1300,9 @@ local CONFIGS = {
   {NC_FP64 = "1", cl_khr_fp64 = "1", cl_khr_int64_base_atomics = "1"},
   {NC_FP64 = "1", cl_khr_fp64 = "1", cl_khr_int64_base_atomics = "1", NC_FAULT = "1"},
   {NC_FP64 = "1", cl_khr_fp64 = "1", cl_khr_int64_base_atomics = "1", REAL = "double", NC_REAL_DOUBLE = "1"},
+  -- the tensor-core builds (runtime/backend/opencl/cl_gemm.c), and their emulation in CI
+  {NC_MMA_TF32 = "1"},
+  {NC_MMA_BF16 = "1", NC_MMA_EMULATE = "1"},
 }
 
 local function read_file(path)
@@ -1297,11 +1314,37 @@ end
 
 local function basename(path) return path:match("([^/]+)$") end
 
--- Programs as the runtime builds them: common.cl first, then the file; a file whose #ifdef /
--- #ifndef names a macro another kernel file #defines comes after that file.
+-- The files each kernel file comes after in the runtime's programs of several files
+-- ("mma+gemm_fast" in the slot table of runtime/backend/opencl/cl_backend.h, beside the kernels
+-- folder): before["gemm_fast.cl"] = {"mma.cl"}.
+local function runtime_prefixes(paths)
+  local dir = (paths[1] or ""):match("^(.*)/[^/]+$") or "."
+  local f = io.open(dir .. "/../runtime/backend/opencl/cl_backend.h")
+  local before = {}
+  if not f then return before end
+  for prog in f:read("a"):gmatch('"([%w_]+%+[%w_+]+)"') do
+    local parts = {}
+    for part in prog:gmatch("[^+]+") do parts[#parts + 1] = part .. ".cl" end
+    local list = before[parts[#parts]] or {}
+    before[parts[#parts]] = list
+    for i = 1, #parts - 1 do
+      local known = false
+      for _, q in ipairs(list) do known = known or q == parts[i] end
+      if not known then list[#list + 1] = parts[i] end
+    end
+  end
+  f:close()
+  return before
+end
+
+-- Programs as the runtime builds them: common.cl first, then the file; a file the runtime
+-- builds after others (runtime_prefixes), or whose #ifdef / #ifndef names a macro another
+-- kernel file #defines, comes after those files.
 local function programs(paths, sources)
   local common
   local defines_in = {}
+  local before, by_name = runtime_prefixes(paths), {}
+  for _, path in ipairs(paths) do by_name[basename(path)] = path end
   for _, path in ipairs(paths) do
     if basename(path) == "common.cl" then common = path end
     for name in sources[path]:gmatch("\n%s*#%s*define%s+([%w_]+)") do
@@ -1314,6 +1357,10 @@ local function programs(paths, sources)
     if path ~= common then
       local files = {common}
       local seen = {}
+      for _, name in ipairs(before[basename(path)] or {}) do
+        local other = by_name[name]
+        if other and other ~= path and not seen[other] then files[#files + 1] = other; seen[other] = true end
+      end
       for name in sources[path]:gmatch("#%s*ifn?def%s+([%w_]+)") do
         local own = defines_in[name] and defines_in[name][path] -- e.g. #ifndef REAL ... #define REAL
         for other in pairs(own and {} or defines_in[name] or {}) do
