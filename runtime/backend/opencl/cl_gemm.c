@@ -255,6 +255,9 @@ static bool rows_aligned(int64_t off, int64_t ld, int64_t sb, int64_t batch) {
   return off % 4 == 0 && ld % 4 == 0 && (batch == 1 || sb % 4 == 0);
 }
 
+/* The work-group size of kernels/gemm_mma.cl (its TC_ITEMS: four warps). */
+enum { MMA_ASYNC_ITEMS = 128 };
+
 /* The 128 x 128 tensor-core kernel with asynchronous copies (kernels/gemm_mma.cl) for g's
  * layout, under g's precision, where the device runs it and g's rows are aligned for its 16-byte
  * copies (a split of K keeps that: its chunks are multiples of 16). Whether *out was set. */
@@ -278,7 +281,7 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   if (chosen) tile = pick_tile(g, dev);
   const nc_cl_handle *k;
   size_t items = 256;
-  if (tile == NC_GEMM_FAST_L && mma_async_kernel(g, dev, &k)) items = 128;
+  if (tile == NC_GEMM_FAST_L && mma_async_kernel(g, dev, &k)) items = MMA_ASYNC_ITEMS;
   else NC_TRY(nc_cl_fast_kernel(dev, layout_slot(g, tile), g->precision, &k));
   int64_t kchunk = 0, splits = chosen ? k_splits(g, dev, tile, &kchunk) : 1;
   if (splits == 1)
