@@ -5,10 +5,10 @@
  * convolutions and the operands this kernel does not take).
  *
  * A work-group computes a 128 x 128 tile of C with TC_WARPS_N x 2 warps, each a 64 x (128 /
- * TC_WARPS_N) block. K advances 16 at a time through TC_STAGES local buffers: the tile three
- * steps ahead is copied from global to local memory by cp.async (16 bytes a work-item, no
- * registers, zero fill past the edges) while the work-group multiplies the current one; one
- * barrier per K tile. Local memory keeps each operand as it lies in global memory:
+ * TC_WARPS_N) block. K advances 16 at a time through TC_STAGES local buffers: the tile
+ * TC_STAGES - 1 steps ahead is copied from global to local memory by cp.async (16 bytes a
+ * work-item, no registers, zero fill past the edges) while the work-group multiplies the
+ * current one; one barrier per K tile. Local memory keeps each operand as it lies in global memory:
  * - an operand whose K is contiguous ("K-major") as rows of 16 floats (64 bytes);
  * - one whose M (or N) is contiguous as 16 rows of 128 floats, with the 16-byte chunks of row k
  *   permuted (chunk c at c ^ ((k >> 1) & 6)), so that the reads below fall in distinct banks.
@@ -22,8 +22,8 @@
  * The host launches it only where every operand row starts 16-byte aligned (offsets and leading
  * dimensions multiples of 4 floats), and element indices fit in 32 bits. Diagnostic builds
  * (tests/bench/kernel_probe.c; docs/performance.md gives their timings): -DTC_STAGES=2,
- * -DTC_WARPS_N=4 (256 work-items), -DTC_SYNC_COPY=1 (plain loads and stores), and, with wrong
- * results, -DTC_NOWAIT=1, -DTC_NOLOAD=1 and -DTC_NOROUND=1. */
+ * -DTC_WARPS_N=4 (256 work-items), -DTC_SYNC_COPY=1 (plain loads and stores), -DTC_NOROUND=1
+ * (truncated inputs), and, with wrong results, -DTC_NOWAIT=1 and -DTC_NOLOAD=1. */
 
 #define TC_BM 128
 #define TC_BN 128
