@@ -155,7 +155,6 @@
 #define GF_KSTEP 16
 #define GF_CVT(x) mma_bf16(x)
 #define GF_CVT4(v) mma_bf16_4(v)
-#define GF_PK(lo, hi) MMA_PK(lo, hi)
 #else
 #define GF_PAD 8
 #define GF_KSTEP 8
@@ -172,22 +171,21 @@
   const int wm_ = warp_ / 4, wn_ = warp_ % 4;                                                   \
   MMA_SCRATCH(256)
 
-#define GF_MMA(c, a, b) MMA_SYNC(c, a, b)
 
 /* The fragments of one K step (GF_KSTEP) at local row ks_, from sa_ / sb_ (see above). */
 #ifdef NC_MMA_BF16
 #define GF_FRAGS(BM, BN)                                                                          \
   _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++) {                                     \
     __local const uint *p_ = sa_ + (ks_ + 2 * tq_) * ((BM) + GF_PAD) + i_ * 16;                  \
-    fa_[i_][0] = GF_PK(p_[0], p_[(BM) + GF_PAD]);                                                \
-    fa_[i_][1] = GF_PK(p_[8], p_[(BM) + GF_PAD + 8]);                                            \
-    fa_[i_][2] = GF_PK(p_[8 * ((BM) + GF_PAD)], p_[9 * ((BM) + GF_PAD)]);                        \
-    fa_[i_][3] = GF_PK(p_[8 * ((BM) + GF_PAD) + 8], p_[9 * ((BM) + GF_PAD) + 8]);                \
+    fa_[i_][0] = MMA_PK(p_[0], p_[(BM) + GF_PAD]);                                               \
+    fa_[i_][1] = MMA_PK(p_[8], p_[(BM) + GF_PAD + 8]);                                           \
+    fa_[i_][2] = MMA_PK(p_[8 * ((BM) + GF_PAD)], p_[9 * ((BM) + GF_PAD)]);                       \
+    fa_[i_][3] = MMA_PK(p_[8 * ((BM) + GF_PAD) + 8], p_[9 * ((BM) + GF_PAD) + 8]);               \
   }                                                                                              \
   _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) {                                     \
     __local const uint *q_ = sb_ + (ks_ + 2 * tq_) * ((BN) + GF_PAD) + j_ * 8;                   \
-    fb_[j_][0] = GF_PK(q_[0], q_[(BN) + GF_PAD]);                                                \
-    fb_[j_][1] = GF_PK(q_[8 * ((BN) + GF_PAD)], q_[9 * ((BN) + GF_PAD)]);                        \
+    fb_[j_][0] = MMA_PK(q_[0], q_[(BN) + GF_PAD]);                                               \
+    fb_[j_][1] = MMA_PK(q_[8 * ((BN) + GF_PAD)], q_[9 * ((BN) + GF_PAD)]);                       \
   }
 #else
 #define GF_FRAGS(BM, BN)                                                                          \
@@ -211,7 +209,7 @@
       uint fa_[(BM) / 32][4], fb_[(BN) / 32][2];                                                 \
       GF_FRAGS(BM, BN)                                                                           \
       _Pragma("unroll") for (int i_ = 0; i_ < (BM) / 32; i_++)                                   \
-        _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) GF_MMA(acc[i_][j_], fa_[i_], fb_[j_]); \
+        _Pragma("unroll") for (int j_ = 0; j_ < (BN) / 32; j_++) MMA_SYNC(acc[i_][j_], fa_[i_], fb_[j_]); \
     }                                                                                            \
   }
 

@@ -51,12 +51,14 @@ inline void tc_copy16(__local float *dst, __global const float *src, const int b
                    : "memory");
 }
 #define TC_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
+/* wait until at most TC_STAGES - 2 groups are in flight: the current tile has landed (three
+ * stages fill the 48 KB a work-group gets; two is the diagnostic build) */
 #if TC_STAGES == 2
 #define TC_WAIT_ALL_BUT_ONE() __asm__ volatile("cp.async.wait_group 0;" ::: "memory")
-#elif TC_STAGES == 4
-#define TC_WAIT_ALL_BUT_ONE() __asm__ volatile("cp.async.wait_group 2;" ::: "memory")
-#else
+#elif TC_STAGES == 3
 #define TC_WAIT_ALL_BUT_ONE() __asm__ volatile("cp.async.wait_group 1;" ::: "memory")
+#else
+#error "gemm_mma.cl: TC_STAGES is 2 or 3"
 #endif
 #else
 /* Plain copies: the emulation (PoCL in CI), and -DTC_SYNC_COPY=1 (a diagnostic build). */

@@ -83,18 +83,15 @@ inline void mma_emulated(__local uint *x, const int lane, const int warp, float 
 }
 #define MMA_SCRATCH(items) __local uint mma_x_[(items) * 6];
 #define MMA_SYNC(c, a, b) mma_emulated(mma_x_, lid % 32, lid / 32, c, a, b)
-#elif defined(NC_MMA_BF16)
-#define MMA_SCRATCH(items)
-#define MMA_SYNC(c, a, b)                                                                         \
-  __asm__("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-      "{%0,%1,%2,%3};"                                                                           \
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                           \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 #else
+#ifdef NC_MMA_BF16
+#define MMA_SHAPE "m16n8k16.row.col.f32.bf16.bf16.f32"
+#else
+#define MMA_SHAPE "m16n8k8.row.col.f32.tf32.tf32.f32"
+#endif
 #define MMA_SCRATCH(items)
 #define MMA_SYNC(c, a, b)                                                                         \
-  __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-      "{%0,%1,%2,%3};"                                                                           \
+  __asm__("mma.sync.aligned." MMA_SHAPE " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                           \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 #endif
