@@ -77,6 +77,7 @@ local CASES = { -- b, h, hkv, tq, tk, d, causal, scale
   {2, 2, 2, 9, 9, 16, true}, {1, 4, 2, 7, 7, 64, false}, {1, 4, 1, 5, 13, 64, true},
   {2, 2, 1, 33, 33, 128, true, 0.2}, {1, 2, 2, 1, 70, 128, false}, {1, 1, 1, 65, 65, 256, true},
   {1, 4, 2, 100, 130, 64, true}, -- several query and key blocks of the tiled OpenCL kernels
+  {2, 4, 2, 67, 67, 40, false}, -- a head dim the tensor-core kernels pad
 }
 
 TestFlashAttention = {}
@@ -113,6 +114,35 @@ function TestFlashAttention:test_device_matches_the_cpu_backend()
       H.assert_close(got[i]:to(cpu), want[i], 2e-4, string.format("case %d %s", n, what))
     end
   end
+end
+
+-- The error of the device's float32 kernels against float64 on the CPU under each matmul
+-- precision: "highest" within float32's reach (on NVIDIA GPUs the tensor-core kernels split each
+-- product in three tf32 products), "high" within tf32's (one tf32 product).
+function TestFlashAttention:test_device_error_bounds_of_each_precision()
+  if dev.kind == "cpu" then lu.success() end
+  local before = nc.get_matmul_precision()
+  local ok, err = pcall(function()
+    for n, c in ipairs({{1, 4, 2, 100, 130, 64, true}, {2, 2, 1, 70, 70, 40, false}, {1, 2, 2, 9, 9, 16, true}}) do
+      local b, h, hkv, tq, tk, d, causal = table.unpack(c)
+      nc.manual_seed(300 + n)
+      local q, k, v = nc.randn({b, h, tq, d}, {device = cpu}), nc.randn({b, hkv, tk, d}, {device = cpu}),
+                      nc.randn({b, hkv, tk, d}, {device = cpu})
+      local w = nc.randn({b, h, tq, d}, {device = cpu})
+      local f = function(a, bb, cc) return ag.flash_attention(a, bb, cc, {causal = causal}) end
+      local f64 = function(t) return t:to("float64") end
+      local want = {run(f, f64(q), f64(k), f64(v), f64(w))}
+      for _, mode in ipairs({{"highest", 2e-5}, {"high", 3e-2}}) do
+        nc.set_matmul_precision(mode[1])
+        local got = {run(f, q:to(dev), k:to(dev), v:to(dev), w:to(dev))}
+        for i, what in ipairs({"out", "dq", "dk", "dv"}) do
+          H.assert_close(got[i]:to(cpu):to("float64"), want[i], mode[2], string.format("case %d %s %s", n, mode[1], what))
+        end
+      end
+    end
+  end)
+  nc.set_matmul_precision(before)
+  if not ok then error(err, 0) end
 end
 
 function TestFlashAttention:test_errors()

@@ -7,7 +7,14 @@
  * H200 agree with the CPU backend), and until that is understood a CPU device takes the kernels
  * every OpenCL we test agrees on. NETCL_FLASH_TILED=0 turns the tiled kernels off everywhere (the
  * benchmark's comparison); ctest's lua.test_attention.opencl_tiled and parity.attention_tiled
- * force them on PoCL. */
+ * force them on PoCL.
+ *
+ * Where the device has tf32 mma.sync (NVIDIA, compute capability 8.0 or later), float32 with head
+ * dims up to 64 takes the tensor-core kernels of kernels/attention_mma.cl instead, their products
+ * split in three tf32 products under the matmul precision "highest" and one otherwise.
+ * NETCL_FLASH_MMA=0 keeps the float32 tiled kernels (for comparison); NETCL_MMA_EMULATE=1 runs the
+ * tensor-core kernels on any device with their mma.sync through local memory (ctest's
+ * lua.test_attention.opencl_mma and parity.attention_mma). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,20 +55,69 @@ static bool tiled_enabled(const nc_device *dev) {
   return dev->info.is_gpu;
 }
 
-nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups) {
+#define ATT_MMA_LS 128  /* kernels/attention_mma.cl: AM_ITEMS, four warps */
+#define ATT_MMA_ROWS 64 /* its AM_ROWS: query rows (forward, dq) or key rows (dk/dv) per work-group */
+
+static bool mma_enabled(void) {
+  const char *e = getenv("NETCL_FLASH_MMA");
+  return !(e && strcmp(e, "0") == 0);
+}
+
+/* The tensor-core kernel for c (float32, head dim <= 64) where the device builds it, else NULL. */
+static const nc_cl_handle *mma_kernel(const nc_kernel_call *c, nc_device *dev, nc_cl_slot slot) {
+  nc_cl_device *cd = dev->impl;
+  const int64_t d = c->i[4];
+  if (c->t[0]->dtype != NC_FLOAT32 || d > 64 || !dev->info.tf32 || !mma_enabled() ||
+      !__atomic_load_n(&cd->mma_attention, __ATOMIC_ACQUIRE))
+    return NULL;
+  const int hd = d <= 32 ? 32 : 64, split = c->precision == NC_PRECISION_HIGHEST;
+  const int tiles[6] = {hd, split, -1};
+  const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, NC_FLOAT32);
+  if (!h || memcmp(h->tiles, tiles, sizeof tiles) != 0) {
+    char opts[128];
+    snprintf(opts, sizeof opts, "-DNC_MMA_TF32=1 -DHD=%d%s%s", hd, split ? " -DNC_ATT_SPLIT=1" : "",
+             nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "");
+    if (nc_cl_resolve(dev, slot, NC_FLOAT32, opts, tiles, &h) != NC_OK) {
+      __atomic_store_n(&cd->mma_attention, false, __ATOMIC_RELEASE); /* the tiled kernels from now on */
+      return NULL;
+    }
+  }
+  return h->local >= ATT_MMA_LS ? h : NULL;
+}
+
+nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups,
+                                size_t *items) {
   *out = NULL;
   nc_cl_slot slot;
   switch (c->op) {
-    case NC_OP_FLASH_ATTENTION: slot = NC_CL_K_FLASH_ATTENTION_FWD; break;
-    case NC_OP_FLASH_ATTENTION_BWD_Q: slot = NC_CL_K_FLASH_ATTENTION_BWD_Q; break;
-    case NC_OP_FLASH_ATTENTION_BWD_KV: slot = NC_CL_K_FLASH_ATTENTION_BWD_KV; break;
-    default: return NC_OK;
+    case NC_OP_FLASH_ATTENTION:
+      slot = NC_CL_K_FLASH_ATTENTION_FWD;
+      break;
+    case NC_OP_FLASH_ATTENTION_BWD_Q:
+      slot = NC_CL_K_FLASH_ATTENTION_BWD_Q;
+      break;
+    case NC_OP_FLASH_ATTENTION_BWD_KV:
+      slot = NC_CL_K_FLASH_ATTENTION_BWD_KV;
+      break;
+    default:
+      return NC_OK;
   }
   /* integers: h, hkv, tq, tk, d, causal; the first tensor is q (forward) or dout */
   const int64_t tq = c->i[2], tk = c->i[3], d = c->i[4];
   const nc_tensor *first = c->t[0];
   nc_device *dev = nc_tensor_device(first);
   if (!tiled_enabled(dev)) return NC_OK;
+  const nc_cl_slot mma_slot = slot == NC_CL_K_FLASH_ATTENTION_FWD     ? NC_CL_K_FLASH_ATTENTION_FWD_MMA
+                              : slot == NC_CL_K_FLASH_ATTENTION_BWD_Q ? NC_CL_K_FLASH_ATTENTION_BWD_Q_MMA
+                                                                      : NC_CL_K_FLASH_ATTENTION_BWD_KV_MMA;
+  const nc_cl_handle *mma = mma_kernel(c, dev, mma_slot);
+  if (mma) {
+    const int64_t rows = c->op == NC_OP_FLASH_ATTENTION_BWD_KV ? tk : tq;
+    *groups = c->rows / rows * ((rows + ATT_MMA_ROWS - 1) / ATT_MMA_ROWS);
+    *items = ATT_MMA_LS;
+    *out = mma;
+    return NC_OK;
+  }
   const att_variant *a = NULL;
   for (size_t i = 0; i < sizeof VARIANTS / sizeof VARIANTS[0] && !a; i++)
     if (d <= VARIANTS[i].hd) a = &VARIANTS[i];
@@ -70,7 +126,8 @@ nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **ou
   const nc_cl_device *cd = dev->impl;
   /* dk/dv: query blocks of 32 need 44 KB at head dim 64; smaller local memories take 16 */
   att_variant v = *a;
-  while (c->op == NC_OP_FLASH_ATTENTION_BWD_KV && v.kbr > 16 && local_elems(&v, c->op) * es > cd->local_mem) v.kbr /= 2;
+  while (c->op == NC_OP_FLASH_ATTENTION_BWD_KV && v.kbr > 16 && local_elems(&v, c->op) * es > cd->local_mem)
+    v.kbr /= 2;
   a = &v;
   if (local_elems(a, c->op) * es > cd->local_mem) return NC_OK;
   const int tiles[6] = {a->hd, a->fbr, a->fbc, a->qbr, a->qbc, a->kbc * 1000 + a->kbr};
@@ -78,8 +135,8 @@ nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **ou
   if (!hd || memcmp(hd->tiles, tiles, sizeof tiles) != 0) {
     char opts[256];
     snprintf(opts, sizeof opts, "-DREAL=%s -DHD=%d -DFBR=%d -DFBC=%d -DQBR=%d -DQBC=%d -DKBR=%d -DKBC=%d",
-             first->dtype == NC_FLOAT64 ? "double -DNC_REAL_DOUBLE=1" : "float", a->hd, a->fbr, a->fbc, a->qbr,
-             a->qbc, a->kbr, a->kbc);
+             first->dtype == NC_FLOAT64 ? "double -DNC_REAL_DOUBLE=1" : "float", a->hd, a->fbr, a->fbc,
+             a->qbr, a->qbc, a->kbr, a->kbc);
     NC_TRY(nc_cl_resolve(dev, slot, first->dtype, opts, tiles, &hd));
   }
   if (hd->local < ATT_LS) return NC_OK; /* the kernel's registers leave no room for 256 items */
@@ -90,6 +147,7 @@ nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **ou
     *groups = bh * ((tq + a->qbr - 1) / a->qbr);
   else
     *groups = bh * ((tk + a->kbc - 1) / a->kbc);
+  *items = ATT_LS;
   *out = hd;
   return NC_OK;
 }

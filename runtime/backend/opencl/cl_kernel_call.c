@@ -1,7 +1,7 @@
 /* The generic launcher of the ops defined by their op-table row (KERNEL(name, sig)): the row's
  * kernel column names "<program>.cl:<kernel>", built for the first tensor's dtype (REAL is
- * double for float64; its handle resolved once, by op id), and the arguments follow one convention (cl_backend.h), so such an op
- * needs no host code of its own. */
+ * double for float64; its handle resolved once, by op id), and the arguments follow one convention
+ * (cl_backend.h), so such an op needs no host code of its own. */
 #include "cl_linalg.h"
 #include "core/check.h"
 
@@ -39,13 +39,15 @@ nc_status nc_cl_kernel_call(const nc_kernel_call *c) {
   if (c->rows <= 0) return NC_OK;
   const nc_cl_handle *h;
   int64_t groups = 0;
-  NC_TRY(nc_cl_attention_tiled(c, &h, &groups));
+  size_t ls = 256;
+  NC_TRY(nc_cl_attention_tiled(c, &h, &groups, &ls));
   if (!h) NC_TRY(nc_cl_kmeans_tiled(c, &h, &groups));
   if (h) {
-    size_t ls = 256, global = (size_t)groups * ls;
+    size_t global = (size_t)groups * ls;
     return nc_cl_launch_nd(dev, h->kernel, na, args, 1, &global, &ls);
   }
   NC_TRY(nc_cl_handle_get(dev, c->op, first->dtype, &h));
-  size_t ls = nc_cl_group_size(dev), global = (size_t)c->rows * ls;
+  ls = nc_cl_group_size(dev);
+  size_t global = (size_t)c->rows * ls;
   return nc_cl_launch_nd(dev, h->kernel, na, args, 1, &global, &ls);
 }
