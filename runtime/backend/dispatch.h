@@ -71,8 +71,7 @@ typedef nc_status (*nc_unary_fn)(nc_op op, nc_tensor *out, const nc_tensor *x, c
  * out has the compute dtype, or bool for comparisons. */
 typedef nc_status (*nc_binary_fn)(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
 /* out = cond ? a : b; cond is bool; a, b and out share a dtype. */
-typedef nc_status (*nc_where_fn)(nc_tensor *out, const nc_tensor *cond, const nc_operand *a,
-                                 const nc_operand *b);
+typedef nc_status (*nc_where_fn)(nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
 /* Reduces the last nred dims of x (float32, float64 or int64) into out (x's first ndim - nred
  * dims, x's dtype; an empty row gives the identity). idx (int64, out's shape) receives the
  * positions for argmax/argmin and is NULL otherwise. Deterministic. */
@@ -95,8 +94,8 @@ typedef nc_status (*nc_sort_fn)(nc_tensor *indices, const nc_tensor *x, bool des
  * BERNOULLI: out (p's dtype, float32 or float64) = u < p[i] (p: out's shape, any layout),
  * with u from word 0 (24 bits) for float32 and words 0-1 (53 bits) for float64.
  * RANDINT: out (int64) = lo + (w1:w0 mod range), range > 0. */
-typedef nc_status (*nc_sample_fn)(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed,
-                                  uint64_t offset, int64_t lo, uint64_t range);
+typedef nc_status (*nc_sample_fn)(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset,
+                                  int64_t lo, uint64_t range);
 /* kind: NC_RANDOM_*; (a, b) = (lo, hi) or (mean, std). Floating dtypes only. */
 typedef nc_status (*nc_random_fn)(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, double a, double b);
 typedef nc_status (*nc_fill_fn)(nc_tensor *t, double v);
@@ -118,8 +117,7 @@ typedef nc_status (*nc_conv2d_bwd_weight_fn)(const nc_conv2d_desc *p, const nc_t
                                              nc_tensor *dw);
 /* Pooling over NCHW (contiguous x, y). kind: NC_POOL_*. indices (int64, max only) hold the
  * flat h*W+w position of each maximum in its input plane. */
-typedef nc_status (*nc_pool2d_fn)(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y,
-                                  nc_tensor *indices);
+typedef nc_status (*nc_pool2d_fn)(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices);
 typedef nc_status (*nc_pool2d_bwd_fn)(const nc_pool2d_desc *p, const nc_tensor *dy, const nc_tensor *indices,
                                       nc_tensor *dx);
 /* Batch norm over x viewed as [N, C, S] (contiguous). Training: normalizes with the batch
@@ -138,12 +136,11 @@ typedef nc_status (*nc_batch_norm_bwd_fn)(const nc_tensor *dy, const nc_tensor *
                                           nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias);
 /* Row norms over x viewed as [R, D] (contiguous): layer norm (rms = false) or RMS norm
  * (rms = true; mean is NULL and bias ignored). Saves per-row mean and rstd. */
-typedef nc_status (*nc_row_norm_fn)(bool rms, const nc_tensor *x, const nc_tensor *weight,
-                                    const nc_tensor *bias, double eps, nc_tensor *y, nc_tensor *mean,
-                                    nc_tensor *rstd);
-typedef nc_status (*nc_row_norm_bwd_fn)(bool rms, const nc_tensor *dy, const nc_tensor *x,
-                                        const nc_tensor *weight, const nc_tensor *mean, const nc_tensor *rstd,
-                                        nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias);
+typedef nc_status (*nc_row_norm_fn)(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
+                                    double eps, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd);
+typedef nc_status (*nc_row_norm_bwd_fn)(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
+                                        const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
+                                        nc_tensor *dweight, nc_tensor *dbias);
 /* The verdict of the index check an op's kernels make: `bad`, the first out-of-range position + 1
  * (0: none), when the backend knows it on return (CPU); else `flag`, a new int32 device tensor
  * that the queued kernels leave at INT32_MAX or set to that position + 1 (OpenCL: the op defers
@@ -164,14 +161,13 @@ typedef nc_status (*nc_embedding_bwd_fn)(const nc_tensor *dout, const nc_tensor 
  * ignore_index); MEAN (over non-ignored positions) and SUM write one value into loss (0-dim).
  * lse [N, S] receives the log-sum-exp of each position. Targets outside [0, C) that are not
  * ignore_index count as ignored, with the verdict in *bad as for embedding. */
-typedef nc_status (*nc_cross_entropy_fn)(const nc_tensor *logits, const nc_tensor *targets,
-                                         int64_t ignore_index, double label_smoothing, int reduction,
-                                         nc_tensor *loss, nc_tensor *lse, nc_index_verdict *bad);
+typedef nc_status (*nc_cross_entropy_fn)(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
+                                         double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
+                                         nc_index_verdict *bad);
 /* dlogits from the upstream gradient dloss ([N, S] for NONE, 0-dim otherwise). */
 typedef nc_status (*nc_cross_entropy_bwd_fn)(const nc_tensor *dloss, const nc_tensor *logits,
-                                             const nc_tensor *targets, const nc_tensor *lse,
-                                             int64_t ignore_index, double label_smoothing, int reduction,
-                                             nc_tensor *dlogits);
+                                             const nc_tensor *targets, const nc_tensor *lse, int64_t ignore_index,
+                                             double label_smoothing, int reduction, nc_tensor *dlogits);
 /* Fused optimizer updates: param and state contiguous, grad contiguous and not overlapping
  * them, all of param's shape and dtype (float32 or float64); a state pointer is NULL exactly
  * when its flag in the args is off (buf: use_momentum; grad_avg: centered; max_exp_avg_sq:
@@ -181,8 +177,7 @@ typedef nc_status (*nc_sgd_step_fn)(nc_tensor *param, const nc_tensor *grad, nc_
 typedef nc_status (*nc_rmsprop_step_fn)(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
                                         nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a);
 typedef nc_status (*nc_adam_step_fn)(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg,
-                                     nc_tensor *exp_avg_sq, nc_tensor *max_exp_avg_sq,
-                                     const nc_adam_kernel_args *a);
+                                     nc_tensor *exp_avg_sq, nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
 /* Sum of the squares of x (float32 or float64, any layout) as NC_SUM_SQUARES_PARTS partial
  * sums into parts[at .. at + NC_SUM_SQUARES_PARTS) (parts: contiguous, float64, or float32 on
  * a device without float64); deterministic. */
@@ -269,16 +264,15 @@ nc_status nc_dispatch_lookup(const nc_device *dev, nc_op op, nc_backend_fn *out)
 /* ---- checked wrappers (the device is the first tensor argument's) ------------------------------ */
 nc_status nc_bk_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p);
 nc_status nc_bk_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b);
-nc_status nc_bk_where(nc_op op, nc_tensor *out, const nc_tensor *cond, const nc_operand *a,
-                      const nc_operand *b);
+nc_status nc_bk_where(nc_op op, nc_tensor *out, const nc_tensor *cond, const nc_operand *a, const nc_operand *b);
 nc_status nc_bk_reduce(nc_op op, nc_tensor *out, nc_tensor *idx, const nc_tensor *x, int nred,
                        const nc_reduce_args *args);
 nc_status nc_bk_scan(nc_op op, nc_tensor *out, const nc_tensor *x);
 nc_status nc_bk_softmax(nc_op op, nc_tensor *out, const nc_tensor *x);
 nc_status nc_bk_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim);
 nc_status nc_bk_sort(nc_op op, nc_tensor *indices, const nc_tensor *x, bool descending);
-nc_status nc_bk_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset,
-                       int64_t lo, uint64_t range);
+nc_status nc_bk_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
+                       uint64_t range);
 /* op: NC_OP_UNIFORM or NC_OP_NORMAL. */
 nc_status nc_bk_random(nc_op op, nc_tensor *t, uint64_t seed, uint64_t offset, double a, double b);
 nc_status nc_bk_fill(nc_tensor *t, double v);
@@ -287,14 +281,11 @@ nc_status nc_bk_arange(nc_tensor *t, double start, double step);
 nc_status nc_bk_gemm(nc_op op, const nc_gemm_desc *g);
 nc_status nc_bk_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
                        nc_tensor *y);
-nc_status nc_bk_conv2d_bwd_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
-                                 nc_tensor *dx);
-nc_status nc_bk_conv2d_bwd_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
-                                  nc_tensor *dw);
+nc_status nc_bk_conv2d_bwd_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w, nc_tensor *dx);
+nc_status nc_bk_conv2d_bwd_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x, nc_tensor *dw);
 /* The op follows from p->kind. */
 nc_status nc_bk_pool2d(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices);
-nc_status nc_bk_pool2d_bwd(const nc_pool2d_desc *p, const nc_tensor *dy, const nc_tensor *indices,
-                           nc_tensor *dx);
+nc_status nc_bk_pool2d_bwd(const nc_pool2d_desc *p, const nc_tensor *dy, const nc_tensor *indices, nc_tensor *dx);
 nc_status nc_bk_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
                            nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
                            double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd);
@@ -302,25 +293,21 @@ nc_status nc_bk_batch_norm_bwd(const nc_tensor *dy, const nc_tensor *x, const nc
                                const nc_tensor *mean, const nc_tensor *invstd, bool training, nc_tensor *dx,
                                nc_tensor *dweight, nc_tensor *dbias);
 /* op: NC_OP_LAYER_NORM or NC_OP_RMS_NORM (and their _BWD rows for the backward). */
-nc_status nc_bk_row_norm(nc_op op, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
-                         double eps, nc_tensor *y, nc_tensor *mean, nc_tensor *rstd);
+nc_status nc_bk_row_norm(nc_op op, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias, double eps,
+                         nc_tensor *y, nc_tensor *mean, nc_tensor *rstd);
 nc_status nc_bk_row_norm_bwd(nc_op op, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                              const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx, nc_tensor *dweight,
                              nc_tensor *dbias);
-nc_status nc_bk_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out,
-                          nc_index_verdict *bad);
-nc_status nc_bk_embedding_bwd(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx,
-                              nc_tensor *dweight);
+nc_status nc_bk_embedding(const nc_tensor *weight, const nc_tensor *idx, nc_tensor *out, nc_index_verdict *bad);
+nc_status nc_bk_embedding_bwd(const nc_tensor *dout, const nc_tensor *idx, int64_t padding_idx, nc_tensor *dweight);
 nc_status nc_bk_cross_entropy(const nc_tensor *logits, const nc_tensor *targets, int64_t ignore_index,
-                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse,
-                              nc_index_verdict *bad);
+                              double label_smoothing, int reduction, nc_tensor *loss, nc_tensor *lse, nc_index_verdict *bad);
 nc_status nc_bk_cross_entropy_bwd(const nc_tensor *dloss, const nc_tensor *logits, const nc_tensor *targets,
-                                  const nc_tensor *lse, int64_t ignore_index, double label_smoothing,
-                                  int reduction, nc_tensor *dlogits);
-nc_status nc_bk_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
-                         const nc_sgd_kernel_args *a);
-nc_status nc_bk_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,
-                             nc_tensor *grad_avg, nc_tensor *buf, const nc_rmsprop_kernel_args *a);
+                                  const nc_tensor *lse, int64_t ignore_index, double label_smoothing, int reduction,
+                                  nc_tensor *dlogits);
+nc_status nc_bk_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf, const nc_sgd_kernel_args *a);
+nc_status nc_bk_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg, nc_tensor *grad_avg,
+                             nc_tensor *buf, const nc_rmsprop_kernel_args *a);
 nc_status nc_bk_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
                           nc_tensor *max_exp_avg_sq, const nc_adam_kernel_args *a);
 nc_status nc_bk_sum_squares(nc_tensor *parts, int64_t at, const nc_tensor *x);

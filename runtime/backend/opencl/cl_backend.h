@@ -33,140 +33,140 @@ typedef struct nc_cl_staging nc_cl_staging;
  *   REAL   "<name>", built with -DREAL=double for float64 (the layer kernels)
  *   TILED  "<name>", built with a variant's options (GEMM tiles: cl_linalg.h; flash attention:
  *          cl_attention.c; the warp softmax's PTX or emulated shuffles: cl_reduce.c) */
-#define NC_CL_KERNELS(X)                                                                  \
-  X(UNARY, "elementwise", "unary", TYPED)                                                 \
-  X(BINARY, "elementwise", "binary", TYPED)                                               \
-  X(COMPARE, "elementwise", "compare", TYPED)                                             \
-  X(WHERE, "elementwise", "where", TYPED)                                                 \
-  X(FILL, "core", "fill", TYPED)                                                          \
-  X(ARANGE, "core", "arange", TYPED)                                                      \
-  X(UNIFORM, "core", "uniform", TYPED)                                                    \
-  X(NORMAL, "core", "normal", TYPED)                                                      \
-  X(COPY_FROM_FLOAT32, "core", "float32", COPY)                                           \
-  X(COPY_FROM_FLOAT64, "core", "float64", COPY)                                           \
-  X(COPY_FROM_INT32, "core", "int32", COPY)                                               \
-  X(COPY_FROM_INT64, "core", "int64", COPY)                                               \
-  X(COPY_FROM_UINT8, "core", "uint8", COPY)                                               \
-  X(COPY_FROM_BOOL, "core", "bool", COPY)                                                 \
-  X(HALF_FROM_FLOAT32, "half", "float32", COPY)                                           \
-  X(HALF_FROM_FLOAT64, "half", "float64", COPY)                                           \
-  X(HALF_FROM_INT32, "half", "int32", COPY)                                               \
-  X(HALF_FROM_INT64, "half", "int64", COPY)                                               \
-  X(HALF_FROM_UINT8, "half", "uint8", COPY)                                               \
-  X(HALF_FROM_BOOL, "half", "bool", COPY)                                                 \
-  X(HALF_FROM_BFLOAT16, "half", "bfloat16", COPY)                                         \
-  X(HALF_FROM_FLOAT16, "half", "float16", COPY)                                           \
-  X(REDUCE_ROWS, "reduce", "reduce_rows", TYPED)                                          \
-  X(REDUCE_SUM, "reduce", "reduce_sum", TYPED)                                            \
-  X(REDUCE_GROUPS, "reduce", "reduce_groups", TYPED)                                      \
-  X(REDUCE_PARTIALS, "reduce", "reduce_partials", TYPED)                                  \
-  X(CUMSUM_ROWS, "reduce", "cumsum_rows", TYPED)                                          \
-  X(CUMSUM_GROUPS, "reduce", "cumsum_groups", TYPED)                                      \
-  X(SOFTMAX_ROWS, "reduce", "softmax_rows", TYPED)                                        \
-  X(SOFTMAX_GROUPS, "reduce", "softmax_groups", TYPED)                                    \
-  X(SCATTER_ADD, "index", "scatter_add", TYPED)                                           \
-  X(TAKE, "index", "take", BYTES)                                                         \
-  X(SORT_INIT, "sort", "sort_init", TYPED)                                                \
-  X(SORT_STEP, "sort", "sort_step", TYPED)                                                \
-  X(BERNOULLI, "random", "bernoulli", TYPED)                                              \
-  X(RANDINT, "random", "randint", TYPED)                                                  \
-  X(SGD, "optim", "sgd", TYPED)                                                           \
-  X(RMSPROP, "optim", "rmsprop", TYPED)                                                   \
-  X(ADAM, "optim", "adam", TYPED)                                                         \
-  X(SUM_SQUARES, "optim", "sum_squares", TYPED)                                           \
-  X(BATCH_NORM_FWD, "norm", "batch_norm_fwd", REAL)                                       \
-  X(BATCH_NORM_BWD, "norm", "batch_norm_bwd", REAL)                                       \
-  X(BN_STATS, "norm", "bn_stats", REAL)                                                   \
-  X(BN_FINISH, "norm", "bn_finish", REAL)                                                 \
-  X(BN_APPLY, "norm", "bn_apply", REAL)                                                   \
-  X(BN_BWD_SUMS, "norm", "bn_bwd_sums", REAL)                                             \
-  X(BN_BWD_FINISH, "norm", "bn_bwd_finish", REAL)                                         \
-  X(BN_BWD_APPLY, "norm", "bn_bwd_apply", REAL)                                           \
-  X(ROW_NORM_FWD, "norm", "row_norm_fwd", REAL)                                           \
-  X(ROW_NORM_BWD_DX, "norm", "row_norm_bwd_dx", REAL)                                     \
-  X(ROW_NORM_BWD_DW, "norm", "row_norm_bwd_dw", REAL)                                     \
-  X(MAX_POOL_FWD, "pool", "max_pool_fwd", REAL)                                           \
-  X(AVG_POOL_FWD, "pool", "avg_pool_fwd", REAL)                                           \
-  X(MAX_POOL_BWD, "pool", "max_pool_bwd", REAL)                                           \
-  X(AVG_POOL_BWD, "pool", "avg_pool_bwd", REAL)                                           \
-  X(CE_FWD, "loss", "ce_fwd", REAL)                                                       \
-  X(CE_REDUCE, "loss", "ce_reduce", REAL)                                                 \
-  X(CE_COUNT, "loss", "ce_count", REAL)                                                   \
-  X(CE_BWD, "loss", "ce_bwd", REAL)                                                       \
-  X(EMBEDDING_FWD_INT64, "embedding", "embedding_fwd_int64", REAL)                        \
-  X(EMBEDDING_FWD_INT32, "embedding", "embedding_fwd_int32", REAL)                        \
-  X(EMBEDDING_ZERO, "embedding", "embedding_zero", REAL)                                  \
-  X(EMBEDDING_BWD_INT64, "embedding", "embedding_bwd_int64", REAL)                        \
-  X(EMBEDDING_BWD_INT32, "embedding", "embedding_bwd_int32", REAL)                        \
-  X(GEMM, "gemm", "gemm", TILED)                                                          \
-  X(GEMM_FAST_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", REAL)                              \
-  X(GEMM_FAST_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", REAL)                              \
-  X(GEMM_FAST_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", REAL)                              \
-  X(GEMM_FAST_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", REAL)                              \
-  X(GEMM_FAST_M, "mma+gemm_fast", "gemm_fast_m", REAL)                                    \
-  X(GEMM_FAST_S, "mma+gemm_fast", "gemm_fast_s", REAL)                                    \
-  X(CONV_FAST_L, "mma+gemm_fast", "conv_fast_l", REAL)                                    \
-  X(CONV_FAST_S, "mma+gemm_fast", "conv_fast_s", REAL)                                    \
-  X(CONV_WGRAD_FAST_L, "mma+gemm_fast", "conv_wgrad_fast_l", REAL)                        \
-  X(CONV_WGRAD_FAST_S, "mma+gemm_fast", "conv_wgrad_fast_s", REAL)                        \
-  X(GEMM_TC_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", TILED)                               \
-  X(GEMM_TC_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", TILED)                               \
-  X(GEMM_TC_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", TILED)                               \
-  X(GEMM_TC_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", TILED)                               \
-  X(GEMM_TC_M, "mma+gemm_fast", "gemm_fast_m", TILED)                                     \
-  X(GEMM_TC_S, "mma+gemm_fast", "gemm_fast_s", TILED)                                     \
-  X(CONV_TC_L, "mma+gemm_fast", "conv_fast_l", TILED)                                     \
-  X(CONV_TC_S, "mma+gemm_fast", "conv_fast_s", TILED)                                     \
-  X(CONV_WGRAD_TC_L, "mma+gemm_fast", "conv_wgrad_fast_l", TILED)                         \
-  X(CONV_WGRAD_TC_S, "mma+gemm_fast", "conv_wgrad_fast_s", TILED)                         \
-  X(GEMM_BF_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", TILED)                               \
-  X(GEMM_BF_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", TILED)                               \
-  X(GEMM_BF_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", TILED)                               \
-  X(GEMM_BF_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", TILED)                               \
-  X(GEMM_BF_M, "mma+gemm_fast", "gemm_fast_m", TILED)                                     \
-  X(GEMM_BF_S, "mma+gemm_fast", "gemm_fast_s", TILED)                                     \
-  X(CONV_BF_L, "mma+gemm_fast", "conv_fast_l", TILED)                                     \
-  X(CONV_BF_S, "mma+gemm_fast", "conv_fast_s", TILED)                                     \
-  X(CONV_WGRAD_BF_L, "mma+gemm_fast", "conv_wgrad_fast_l", TILED)                         \
-  X(CONV_WGRAD_BF_S, "mma+gemm_fast", "conv_wgrad_fast_s", TILED)                         \
-  X(GEMM_MMA_TC_RR, "mma+gemm_mma", "gemm_mma_rr", TILED)                                 \
-  X(GEMM_MMA_TC_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                                 \
-  X(GEMM_MMA_TC_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                                 \
-  X(GEMM_MMA_TC_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                                 \
-  X(GEMM_MMA_BF_RR, "mma+gemm_mma", "gemm_mma_rr", TILED)                                 \
-  X(GEMM_MMA_BF_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                                 \
-  X(GEMM_MMA_BF_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                                 \
-  X(GEMM_MMA_BF_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                                 \
-  X(CONV_FAST_W, "mma+gemm_fast", "conv_fast_w", REAL)                                    \
-  X(CONV_TC_W, "mma+gemm_fast", "conv_fast_w", TILED)                                     \
-  X(CONV_BF_W, "mma+gemm_fast", "conv_fast_w", TILED)                                     \
-  X(CONV_WGRAD_FAST_W, "mma+gemm_fast", "conv_wgrad_fast_w", REAL)                        \
-  X(CONV_WGRAD_TC_W, "mma+gemm_fast", "conv_wgrad_fast_w", TILED)                         \
-  X(CONV_WGRAD_BF_W, "mma+gemm_fast", "conv_wgrad_fast_w", TILED)                         \
-  X(GF_SUM_SPLITS, "mma+gemm_fast", "gf_sum_splits", REAL)                                \
-  X(CONV_FLIP_WEIGHT, "mma+gemm_fast", "conv_flip_weight", REAL)                          \
-  X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                                         \
-  X(CONV2D_BWD_INPUT, "gemm+conv", "conv2d_bwd_input", TILED)                             \
-  X(CONV2D_BWD_WEIGHT, "gemm+conv", "conv2d_bwd_weight", TILED)                           \
-  X(CONV2D_COL2IM, "gemm+conv", "conv2d_col2im", TILED)                                   \
-  X(CONV2D_SUM_SPLITS, "gemm+conv", "conv2d_sum_splits", TILED)                           \
-  X(FLASH_ATTENTION_FWD, "attention", "flash_attention_fwd_tiled", TILED)                 \
-  X(FLASH_ATTENTION_BWD_Q, "attention", "flash_attention_bwd_q_tiled", TILED)             \
-  X(FLASH_ATTENTION_BWD_KV, "attention", "flash_attention_bwd_kv_tiled", TILED)           \
-  X(FLASH_ATTENTION_FWD_MMA, "mma+attention_mma", "flash_attention_fwd_mma", TILED)       \
-  X(FLASH_ATTENTION_BWD_Q_MMA, "mma+attention_mma", "flash_attention_bwd_q_mma", TILED)   \
+#define NC_CL_KERNELS(X)                                                     \
+  X(UNARY, "elementwise", "unary", TYPED)                                    \
+  X(BINARY, "elementwise", "binary", TYPED)                                  \
+  X(COMPARE, "elementwise", "compare", TYPED)                                \
+  X(WHERE, "elementwise", "where", TYPED)                                    \
+  X(FILL, "core", "fill", TYPED)                                             \
+  X(ARANGE, "core", "arange", TYPED)                                         \
+  X(UNIFORM, "core", "uniform", TYPED)                                       \
+  X(NORMAL, "core", "normal", TYPED)                                         \
+  X(COPY_FROM_FLOAT32, "core", "float32", COPY)                              \
+  X(COPY_FROM_FLOAT64, "core", "float64", COPY)                              \
+  X(COPY_FROM_INT32, "core", "int32", COPY)                                  \
+  X(COPY_FROM_INT64, "core", "int64", COPY)                                  \
+  X(COPY_FROM_UINT8, "core", "uint8", COPY)                                  \
+  X(COPY_FROM_BOOL, "core", "bool", COPY)                                    \
+  X(HALF_FROM_FLOAT32, "half", "float32", COPY)                              \
+  X(HALF_FROM_FLOAT64, "half", "float64", COPY)                              \
+  X(HALF_FROM_INT32, "half", "int32", COPY)                                  \
+  X(HALF_FROM_INT64, "half", "int64", COPY)                                  \
+  X(HALF_FROM_UINT8, "half", "uint8", COPY)                                  \
+  X(HALF_FROM_BOOL, "half", "bool", COPY)                                    \
+  X(HALF_FROM_BFLOAT16, "half", "bfloat16", COPY)                            \
+  X(HALF_FROM_FLOAT16, "half", "float16", COPY)                              \
+  X(REDUCE_ROWS, "reduce", "reduce_rows", TYPED)                             \
+  X(REDUCE_SUM, "reduce", "reduce_sum", TYPED)                               \
+  X(REDUCE_GROUPS, "reduce", "reduce_groups", TYPED)                         \
+  X(REDUCE_PARTIALS, "reduce", "reduce_partials", TYPED)                     \
+  X(CUMSUM_ROWS, "reduce", "cumsum_rows", TYPED)                             \
+  X(CUMSUM_GROUPS, "reduce", "cumsum_groups", TYPED)                         \
+  X(SOFTMAX_ROWS, "reduce", "softmax_rows", TYPED)                           \
+  X(SOFTMAX_GROUPS, "reduce", "softmax_groups", TYPED)                       \
+  X(SCATTER_ADD, "index", "scatter_add", TYPED)                              \
+  X(TAKE, "index", "take", BYTES)                                            \
+  X(SORT_INIT, "sort", "sort_init", TYPED)                                   \
+  X(SORT_STEP, "sort", "sort_step", TYPED)                                   \
+  X(BERNOULLI, "random", "bernoulli", TYPED)                                 \
+  X(RANDINT, "random", "randint", TYPED)                                     \
+  X(SGD, "optim", "sgd", TYPED)                                              \
+  X(RMSPROP, "optim", "rmsprop", TYPED)                                      \
+  X(ADAM, "optim", "adam", TYPED)                                            \
+  X(SUM_SQUARES, "optim", "sum_squares", TYPED)                              \
+  X(BATCH_NORM_FWD, "norm", "batch_norm_fwd", REAL)                          \
+  X(BATCH_NORM_BWD, "norm", "batch_norm_bwd", REAL)                          \
+  X(BN_STATS, "norm", "bn_stats", REAL)                                      \
+  X(BN_FINISH, "norm", "bn_finish", REAL)                                    \
+  X(BN_APPLY, "norm", "bn_apply", REAL)                                      \
+  X(BN_BWD_SUMS, "norm", "bn_bwd_sums", REAL)                                \
+  X(BN_BWD_FINISH, "norm", "bn_bwd_finish", REAL)                            \
+  X(BN_BWD_APPLY, "norm", "bn_bwd_apply", REAL)                              \
+  X(ROW_NORM_FWD, "norm", "row_norm_fwd", REAL)                              \
+  X(ROW_NORM_BWD_DX, "norm", "row_norm_bwd_dx", REAL)                        \
+  X(ROW_NORM_BWD_DW, "norm", "row_norm_bwd_dw", REAL)                        \
+  X(MAX_POOL_FWD, "pool", "max_pool_fwd", REAL)                              \
+  X(AVG_POOL_FWD, "pool", "avg_pool_fwd", REAL)                              \
+  X(MAX_POOL_BWD, "pool", "max_pool_bwd", REAL)                              \
+  X(AVG_POOL_BWD, "pool", "avg_pool_bwd", REAL)                              \
+  X(CE_FWD, "loss", "ce_fwd", REAL)                                          \
+  X(CE_REDUCE, "loss", "ce_reduce", REAL)                                    \
+  X(CE_COUNT, "loss", "ce_count", REAL)                                      \
+  X(CE_BWD, "loss", "ce_bwd", REAL)                                          \
+  X(EMBEDDING_FWD_INT64, "embedding", "embedding_fwd_int64", REAL)           \
+  X(EMBEDDING_FWD_INT32, "embedding", "embedding_fwd_int32", REAL)           \
+  X(EMBEDDING_ZERO, "embedding", "embedding_zero", REAL)                     \
+  X(EMBEDDING_BWD_INT64, "embedding", "embedding_bwd_int64", REAL)           \
+  X(EMBEDDING_BWD_INT32, "embedding", "embedding_bwd_int32", REAL)           \
+  X(GEMM, "gemm", "gemm", TILED)                                             \
+  X(GEMM_FAST_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", REAL)                 \
+  X(GEMM_FAST_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", REAL)                 \
+  X(GEMM_FAST_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", REAL)                 \
+  X(GEMM_FAST_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", REAL)                 \
+  X(GEMM_FAST_M, "mma+gemm_fast", "gemm_fast_m", REAL)                       \
+  X(GEMM_FAST_S, "mma+gemm_fast", "gemm_fast_s", REAL)                       \
+  X(CONV_FAST_L, "mma+gemm_fast", "conv_fast_l", REAL)                       \
+  X(CONV_FAST_S, "mma+gemm_fast", "conv_fast_s", REAL)                       \
+  X(CONV_WGRAD_FAST_L, "mma+gemm_fast", "conv_wgrad_fast_l", REAL)           \
+  X(CONV_WGRAD_FAST_S, "mma+gemm_fast", "conv_wgrad_fast_s", REAL)           \
+  X(GEMM_TC_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", TILED)                  \
+  X(GEMM_TC_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", TILED)                  \
+  X(GEMM_TC_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", TILED)                  \
+  X(GEMM_TC_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", TILED)                  \
+  X(GEMM_TC_M, "mma+gemm_fast", "gemm_fast_m", TILED)                        \
+  X(GEMM_TC_S, "mma+gemm_fast", "gemm_fast_s", TILED)                        \
+  X(CONV_TC_L, "mma+gemm_fast", "conv_fast_l", TILED)                        \
+  X(CONV_TC_S, "mma+gemm_fast", "conv_fast_s", TILED)                        \
+  X(CONV_WGRAD_TC_L, "mma+gemm_fast", "conv_wgrad_fast_l", TILED)            \
+  X(CONV_WGRAD_TC_S, "mma+gemm_fast", "conv_wgrad_fast_s", TILED)            \
+  X(GEMM_BF_L_RR, "mma+gemm_fast", "gemm_fast_l_rr", TILED)                  \
+  X(GEMM_BF_L_RC, "mma+gemm_fast", "gemm_fast_l_rc", TILED)                  \
+  X(GEMM_BF_L_CR, "mma+gemm_fast", "gemm_fast_l_cr", TILED)                  \
+  X(GEMM_BF_L_CC, "mma+gemm_fast", "gemm_fast_l_cc", TILED)                  \
+  X(GEMM_BF_M, "mma+gemm_fast", "gemm_fast_m", TILED)                        \
+  X(GEMM_BF_S, "mma+gemm_fast", "gemm_fast_s", TILED)                        \
+  X(CONV_BF_L, "mma+gemm_fast", "conv_fast_l", TILED)                        \
+  X(CONV_BF_S, "mma+gemm_fast", "conv_fast_s", TILED)                        \
+  X(CONV_WGRAD_BF_L, "mma+gemm_fast", "conv_wgrad_fast_l", TILED)            \
+  X(CONV_WGRAD_BF_S, "mma+gemm_fast", "conv_wgrad_fast_s", TILED)            \
+  X(GEMM_MMA_TC_RR, "mma+gemm_mma", "gemm_mma_rr", TILED)                    \
+  X(GEMM_MMA_TC_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                    \
+  X(GEMM_MMA_TC_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                    \
+  X(GEMM_MMA_TC_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                    \
+  X(GEMM_MMA_BF_RR, "mma+gemm_mma", "gemm_mma_rr", TILED)                    \
+  X(GEMM_MMA_BF_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                    \
+  X(GEMM_MMA_BF_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                    \
+  X(GEMM_MMA_BF_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                    \
+  X(CONV_FAST_W, "mma+gemm_fast", "conv_fast_w", REAL)                       \
+  X(CONV_TC_W, "mma+gemm_fast", "conv_fast_w", TILED)                        \
+  X(CONV_BF_W, "mma+gemm_fast", "conv_fast_w", TILED)                        \
+  X(CONV_WGRAD_FAST_W, "mma+gemm_fast", "conv_wgrad_fast_w", REAL)           \
+  X(CONV_WGRAD_TC_W, "mma+gemm_fast", "conv_wgrad_fast_w", TILED)            \
+  X(CONV_WGRAD_BF_W, "mma+gemm_fast", "conv_wgrad_fast_w", TILED)            \
+  X(GF_SUM_SPLITS, "mma+gemm_fast", "gf_sum_splits", REAL)                   \
+  X(CONV_FLIP_WEIGHT, "mma+gemm_fast", "conv_flip_weight", REAL)             \
+  X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \
+  X(CONV2D_BWD_INPUT, "gemm+conv", "conv2d_bwd_input", TILED)                \
+  X(CONV2D_BWD_WEIGHT, "gemm+conv", "conv2d_bwd_weight", TILED)              \
+  X(CONV2D_COL2IM, "gemm+conv", "conv2d_col2im", TILED)                      \
+  X(CONV2D_SUM_SPLITS, "gemm+conv", "conv2d_sum_splits", TILED)             \
+  X(FLASH_ATTENTION_FWD, "attention", "flash_attention_fwd_tiled", TILED)    \
+  X(FLASH_ATTENTION_BWD_Q, "attention", "flash_attention_bwd_q_tiled", TILED) \
+  X(FLASH_ATTENTION_BWD_KV, "attention", "flash_attention_bwd_kv_tiled", TILED) \
+  X(FLASH_ATTENTION_FWD_MMA, "mma+attention_mma", "flash_attention_fwd_mma", TILED) \
+  X(FLASH_ATTENTION_BWD_Q_MMA, "mma+attention_mma", "flash_attention_bwd_q_mma", TILED) \
   X(FLASH_ATTENTION_BWD_KV_MMA, "mma+attention_mma", "flash_attention_bwd_kv_mma", TILED) \
-  X(KMEANS_ASSIGN_TILED, "cluster", "kmeans_assign_tiled", REAL)                          \
-  X(KMEANS_UPDATE_SLICED, "cluster", "kmeans_update_sliced", REAL)                        \
-  X(SOFTMAX_WARP_1, "softmax_warp", "softmax_warp_1", TILED)                              \
-  X(SOFTMAX_WARP_2, "softmax_warp", "softmax_warp_2", TILED)                              \
-  X(SOFTMAX_WARP_4, "softmax_warp", "softmax_warp_4", TILED)                              \
-  X(SOFTMAX_WARP_8, "softmax_warp", "softmax_warp_8", TILED)                              \
-  X(SOFTMAX_WARP_16, "softmax_warp", "softmax_warp_16", TILED)                            \
-  X(SOFTMAX_WARP_32, "softmax_warp", "softmax_warp_32", TILED)                            \
-  X(SOFTMAX_WARP4_4, "softmax_warp", "softmax_warp4_4", TILED)                            \
-  X(SOFTMAX_WARP4_8, "softmax_warp", "softmax_warp4_8", TILED)                            \
-  X(SOFTMAX_WARP4_16, "softmax_warp", "softmax_warp4_16", TILED)                          \
+  X(KMEANS_ASSIGN_TILED, "cluster", "kmeans_assign_tiled", REAL)              \
+  X(KMEANS_UPDATE_SLICED, "cluster", "kmeans_update_sliced", REAL)            \
+  X(SOFTMAX_WARP_1, "softmax_warp", "softmax_warp_1", TILED)                 \
+  X(SOFTMAX_WARP_2, "softmax_warp", "softmax_warp_2", TILED)                 \
+  X(SOFTMAX_WARP_4, "softmax_warp", "softmax_warp_4", TILED)                 \
+  X(SOFTMAX_WARP_8, "softmax_warp", "softmax_warp_8", TILED)                 \
+  X(SOFTMAX_WARP_16, "softmax_warp", "softmax_warp_16", TILED)               \
+  X(SOFTMAX_WARP_32, "softmax_warp", "softmax_warp_32", TILED)               \
+  X(SOFTMAX_WARP4_4, "softmax_warp", "softmax_warp4_4", TILED)               \
+  X(SOFTMAX_WARP4_8, "softmax_warp", "softmax_warp4_8", TILED)               \
+  X(SOFTMAX_WARP4_16, "softmax_warp", "softmax_warp4_16", TILED)             \
   X(SOFTMAX_WARP4_32, "softmax_warp", "softmax_warp4_32", TILED)
 
 /* Slots: 0 .. NC_OP_COUNT-1 are the ops' fast kernels, then NC_CL_K_<ID>. */
@@ -175,14 +175,14 @@ typedef enum {
 #define NC_CL_SLOT_ENUM_(id, program, name, naming) NC_CL_K_##id,
   NC_CL_KERNELS(NC_CL_SLOT_ENUM_)
 #undef NC_CL_SLOT_ENUM_
-      NC_CL_SLOT_COUNT
+  NC_CL_SLOT_COUNT
 } nc_cl_slot;
 
 /* A resolved kernel: the cl_kernel and what launching it needs, immutable once published. */
 typedef struct nc_cl_handle {
   cl_kernel kernel;
-  size_t local;              /* nc_cl_kernel_local_size of the kernel */
-  int tiles[6];              /* TILED slots: the GEMM variant it was built for (zeros otherwise) */
+  size_t local;     /* nc_cl_kernel_local_size of the kernel */
+  int tiles[6];     /* TILED slots: the GEMM variant it was built for (zeros otherwise) */
   struct nc_cl_handle *next; /* the device's list of handles, which owns them */
 } nc_cl_handle;
 
@@ -195,9 +195,9 @@ typedef struct {
   cl_uint ndev;
   cl_device_id *ids;
   pthread_mutex_t lock;
-  bool tried;     /* the shared context was attempted (ctx NULL: it failed) */
-  cl_context ctx; /* NULL once every device that used it has shut down */
-  int users;      /* devices holding a reference to ctx */
+  bool tried;      /* the shared context was attempted (ctx NULL: it failed) */
+  cl_context ctx;  /* NULL once every device that used it has shut down */
+  int users;       /* devices holding a reference to ctx */
 } nc_cl_platform;
 
 typedef struct {
@@ -266,12 +266,11 @@ void nc_cl_context_release(nc_cl_device *cd);
  * ready), and a copy of n bytes that waits for the work queued on src before it and that later
  * work on src waits for (events both ways), queued on dst's queue without blocking. */
 bool nc_cl_peers(nc_device *a, nc_device *b);
-nc_status nc_cl_peer_copy(nc_device *dst, void *dh, size_t doff, nc_device *src, void *sh, size_t soff,
-                          size_t n);
+nc_status nc_cl_peer_copy(nc_device *dst, void *dh, size_t doff, nc_device *src, void *sh, size_t soff, size_t n);
 
 /* The bounded queue: called after each command enqueued, with dev->lock held. Every
- * NC_CL_QUEUE_BATCH commands (NETCL_QUEUE_BATCH overrides it) it enqueues a marker and waits for the previous
- * one, so at most two batches are ever queued: a loop that never syncs keeps flat memory (a driver holds each
+ * NC_CL_QUEUE_BATCH commands (NETCL_QUEUE_BATCH overrides it) it enqueues a marker and waits for the previous one, so at most two
+ * batches are ever queued: a loop that never syncs keeps flat memory (a driver holds each
  * queued command's arguments and bookkeeping until it runs). Returns the marker's failure. */
 #define NC_CL_QUEUE_BATCH 256
 nc_status nc_cl_enqueued(nc_device *dev, nc_cl_device *cd);
@@ -387,8 +386,7 @@ bool nc_cl_handle_optional(nc_device *dev, int slot, nc_dtype dt, const char *op
 static inline cl_mem nc_cl_mem(const nc_tensor *t) { return (cl_mem)nc_storage_handle(t->storage); }
 
 /* Staging (cl_staging.c): asynchronous host-to-device writes through pinned buffers. */
-nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src,
-                              size_t n);
+nc_status nc_cl_staging_write(nc_device *dev, nc_cl_device *cd, cl_mem dst, size_t off, const void *src, size_t n);
 void nc_cl_staging_free(nc_cl_device *cd);
 uint64_t nc_cl_staging_bytes(nc_cl_device *cd);
 
@@ -445,8 +443,7 @@ nc_status nc_cl_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, d
 nc_status nc_cl_kernel_call(const nc_kernel_call *c);
 /* The tiled flash-attention kernel for c (cl_attention.c), its number of work-groups and their
  * size; *out NULL when c is another op or no tiled variant covers it. */
-nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups,
-                                size_t *items);
+nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups, size_t *items);
 /* kmeans_assign's tiled kernel or kmeans_update's sliced one for c (cl_cluster.c), the same way. */
 nc_status nc_cl_kmeans_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups);
 
@@ -460,8 +457,8 @@ nc_status nc_cl_scan(nc_op op, nc_tensor *out, const nc_tensor *x);
 nc_status nc_cl_softmax(nc_op op, nc_tensor *out, const nc_tensor *x);
 nc_status nc_cl_index(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_tensor *idx, int dim);
 nc_status nc_cl_sort(nc_tensor *indices, const nc_tensor *x, bool descending);
-nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset,
-                       int64_t lo, uint64_t range);
+nc_status nc_cl_sample(nc_op op, nc_tensor *out, const nc_tensor *p, uint64_t seed, uint64_t offset, int64_t lo,
+                       uint64_t range);
 nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
                          const nc_sgd_kernel_args *a);
 nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *square_avg,

@@ -1,7 +1,7 @@
 /* The generic launcher of the ops defined by their op-table row (KERNEL(name, sig)): the row's
  * kernel column names "<program>.cl:<kernel>", built for the first tensor's dtype (REAL is
- * double for float64; its handle resolved once, by op id), and the arguments follow one convention
- * (cl_backend.h), so such an op needs no host code of its own. */
+ * double for float64; its handle resolved once, by op id), and the arguments follow one convention (cl_backend.h), so such an op
+ * needs no host code of its own. */
 #include "cl_linalg.h"
 #include "core/check.h"
 
