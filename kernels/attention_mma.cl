@@ -209,16 +209,26 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
     AM_ZERO(s, AM_FBC / 8)
     AM_ROWDOT(s, qf, ks, AM_FBC / 8)
     float mx0 = -INFINITY, mx1 = -INFINITY;
+    /* a block every row of the group sees whole takes no mask */
+    const bool full = q0 + AM_ROWS <= tq && j0 + AM_FBC <= tk && (!causal || j0 + AM_FBC - 1 <= q0 + tk - tq);
+    if (full) {
+#pragma unroll
+      for (int n = 0; n < AM_FBC / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[n][e] *= scale;
+    } else {
+#pragma unroll
+      for (int n = 0; n < AM_FBC / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const long qi = e < 2 ? qi0 : qi1, kj = j0 + 8 * n + 2 * t + (e & 1);
+          /* rows past tq see every key, so that their (discarded) statistics stay finite */
+          s[n][e] = AM_SEES(qi, kj) || (qi >= tq && kj < tk) ? s[n][e] * scale : -INFINITY;
+        }
+    }
 #pragma unroll
     for (int n = 0; n < AM_FBC / 8; n++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const long qi = e < 2 ? qi0 : qi1, kj = j0 + 8 * n + 2 * t + (e & 1);
-        /* rows past tq see every key, so that their (discarded) statistics stay finite */
-        s[n][e] = AM_SEES(qi, kj) || (qi >= tq && kj < tk) ? s[n][e] * scale : -INFINITY;
-        if (e < 2) mx0 = fmax(mx0, s[n][e]);
-        else mx1 = fmax(mx1, s[n][e]);
-      }
+      mx0 = fmax(mx0, fmax(s[n][0], s[n][1])), mx1 = fmax(mx1, fmax(s[n][2], s[n][3]));
     AM_QUAD_MAX(mx0);
     AM_QUAD_MAX(mx1);
     const float mn0 = fmax(m0, mx0), mn1 = fmax(m1, mx1);
@@ -295,12 +305,13 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
     AM_ZERO(dp, AM_QBC / 8)
     AM_ROWDOT(s, qf, ks, AM_QBC / 8)
     AM_ROWDOT(dp, gf, vs, AM_QBC / 8)
+    const bool full = q0 + AM_ROWS <= tq && j0 + AM_QBC <= tk && (!causal || j0 + AM_QBC - 1 <= q0 + tk - tq);
 #pragma unroll
     for (int n = 0; n < AM_QBC / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const long qi = e < 2 ? qi0 : qi1, kj = j0 + 8 * n + 2 * t + (e & 1);
-        const float p = AM_SEES(qi, kj) ? exp(s[n][e] * scale - (e < 2 ? lr0 : lr1)) : 0.0f;
+        const float p = full || AM_SEES(qi, kj) ? exp(s[n][e] * scale - (e < 2 ? lr0 : lr1)) : 0.0f;
         s[n][e] = p * (dp[n][e] - (e < 2 ? dr0 : dr1));
       }
     AM_ACCUM(acc, s, ks, AM_QBC / 8)
@@ -331,7 +342,7 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
     __global const float *delta, const long dlo, __global float *dkv, const long dko, const long h, const long hkv,
     const long tq, const long tk, const long d, const long causal, const float scale) {
   __local float qg[2 * AM_KBR * AM_LD] __attribute__((aligned(16))); /* Q, dO; first K, then V */
-  __local float ls_[AM_KBR], ds_[AM_KBR];
+  __local float ls_[AM_KBR] __attribute__((aligned(8))), ds_[AM_KBR] __attribute__((aligned(8)));
   __local float *qs = qg, *gs = qg + AM_KBR * AM_LD;
   MMA_SCRATCH(AM_ITEMS)
   const int lid = get_local_id(0), lane = lid % 32, w = lid / 32, g = lane >> 2, t = lane & 3;
@@ -367,16 +378,20 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
       AM_ZERO(dp, AM_KBR / 8)
       AM_ROWDOT(s, kf, qs, AM_KBR / 8)
       AM_ROWDOT(dp, vf, gs, AM_KBR / 8)
+      const bool full = i0 + AM_KBR <= tq && k0 + AM_ROWS <= tk && (!causal || k0 + AM_ROWS - 1 <= i0 + tk - tq);
 #pragma unroll
-      for (int n = 0; n < AM_KBR / 8; n++)
+      for (int n = 0; n < AM_KBR / 8; n++) {
+        const float2 lsn = *(__local const float2 *)(ls_ + 8 * n + 2 * t),
+                     dsn = *(__local const float2 *)(ds_ + 8 * n + 2 * t);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
           const int qj = 8 * n + 2 * t + (e & 1);
           const long kj = e < 2 ? kj0 : kj1;
-          const float p = AM_SEES(i0 + qj, kj) ? exp(s[n][e] * scale - ls_[qj]) : 0.0f;
+          const float p = full || AM_SEES(i0 + qj, kj) ? exp(s[n][e] * scale - ((e & 1) ? lsn.y : lsn.x)) : 0.0f;
           s[n][e] = p;
-          dp[n][e] = p * (dp[n][e] - ds_[qj]);
+          dp[n][e] = p * (dp[n][e] - ((e & 1) ? dsn.y : dsn.x));
         }
+      }
       AM_ACCUM(dv, s, gs, AM_KBR / 8)
       AM_ACCUM(dk, dp, qs, AM_KBR / 8)
     }

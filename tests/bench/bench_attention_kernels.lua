@@ -6,7 +6,7 @@
 -- (forward 2 products, dq 3, dk/dv 4, each 2 T T D / 2 flops per head), then their sum. When the
 -- Python beside netcl has PyTorch with CUDA, one more line: scaled_dot_product_attention (float32,
 -- TF32 off, is_causal) forward alone and forward + backward on the same GPU, and the ratio of
--- netcl's sum to the latter.
+-- netcl's sum to the latter (NETCL_BENCH_SDPA=0 leaves it out).
 local nc = require "netcl"
 local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
 
@@ -20,8 +20,12 @@ nc.manual_seed(1)
 local o = {device = dev}
 local q, k, v, g = nc.randn({B, HH, T, D}, o), nc.randn({B, HH, T, D}, o), nc.randn({B, HH, T, D}, o),
                    nc.randn({B, HH, T, D}, o)
-local out, lse = nc.flash_attention(q, k, v, {causal = true})
+local out = nc.flash_attention(q, k, v, {causal = true})
 local delta = (g * out):sum(4)
+-- the forward's saved log-sum-exp of each query row's scores, from the scores themselves
+local ar = nc.arange(0, T, 1, {device = dev})
+local mask = nc.where(ar:reshape({1, T}):gt(ar:reshape({T, 1})), -math.huge, 0.0)
+local lse = (q:matmul(k:transpose(3, 4)) * (1 / math.sqrt(D)) + mask):logsumexp(4)
 local ops = nc.nn_ops
 local flop = 2 * B * HH * T * T * D / 2 -- one causal T x T x D product
 local rows, total = {}, 0
@@ -37,7 +41,7 @@ for _, kern in ipairs({
 end
 for _, r in ipairs(rows) do print(r) end
 
-local PY = H.python("torch")
+local PY = os.getenv("NETCL_BENCH_SDPA") ~= "0" and H.python("torch")
 local torch_line = PY and H.python_output(PY, ([==[
 import time, torch
 import torch.nn.functional as F

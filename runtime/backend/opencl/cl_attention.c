@@ -14,7 +14,8 @@
  * split in three tf32 products under the matmul precision "highest" and one otherwise.
  * NETCL_FLASH_MMA=0 keeps the float32 tiled kernels (for comparison); NETCL_MMA_EMULATE=1 runs the
  * tensor-core kernels on any device with their mma.sync through local memory (ctest's
- * lua.test_attention.opencl_mma and parity.attention_mma). */
+ * lua.test_attention.opencl_mma and parity.attention_mma). NETCL_FLASH_MMA_OPTS adds build
+ * options to them (their block sizes, -DAM_QBC=64 and the like): a tuning hook, read once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,13 +71,14 @@ static const nc_cl_handle *mma_kernel(const nc_kernel_call *c, nc_device *dev, n
   if (c->t[0]->dtype != NC_FLOAT32 || d > 64 || !dev->info.tf32 || !mma_enabled() ||
       !__atomic_load_n(&cd->mma_attention, __ATOMIC_ACQUIRE))
     return NULL;
+  const char *extra = getenv("NETCL_FLASH_MMA_OPTS");
   const int hd = d <= 32 ? 32 : 64, split = c->precision == NC_PRECISION_HIGHEST;
   const int tiles[6] = {hd, split, -1};
   const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, NC_FLOAT32);
   if (!h || memcmp(h->tiles, tiles, sizeof tiles) != 0) {
-    char opts[128];
-    snprintf(opts, sizeof opts, "-DNC_MMA_TF32=1 -DHD=%d%s%s", hd, split ? " -DNC_ATT_SPLIT=1" : "",
-             nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "");
+    char opts[256];
+    snprintf(opts, sizeof opts, "-DNC_MMA_TF32=1 -DHD=%d%s%s %s", hd, split ? " -DNC_ATT_SPLIT=1" : "",
+             nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "", extra ? extra : "");
     if (nc_cl_resolve(dev, slot, NC_FLOAT32, opts, tiles, &h) != NC_OK) {
       __atomic_store_n(&cd->mma_attention, false, __ATOMIC_RELEASE); /* the tiled kernels from now on */
       return NULL;
