@@ -43,8 +43,9 @@
 #endif
 #define AM_ITEMS 128
 #define AM_ROWS 64 /* rows a work-group owns */
-#if AM_FBC < AM_ROWS || AM_FBC % 8 || AM_QBC < AM_ROWS / 2 || AM_QBC % 8 || AM_KBR < AM_ROWS / 2 || AM_KBR % 8
-#error "attention_mma.cl: blocks of at least 64 (forward) and 32 (dq, dk/dv) keys or queries, multiples of 8"
+#if AM_FBC < AM_ROWS || AM_FBC % 8 || AM_QBC < AM_ROWS / 2 || AM_QBC % 8 || AM_KBR % 8 || \
+    (AM_KBR < AM_ROWS / 2 && !defined(AM_V_LOCAL))
+#error "attention_mma.cl: blocks of at least 64 (forward) and 32 (dq; dk/dv unless AM_V_LOCAL) rows, multiples of 8"
 #endif
 #define AM_LD (HD + 4)
 #define AM_KS (HD / 8) /* k steps over the head dim, and 8-column tiles of it */
@@ -139,18 +140,27 @@ inline void am_stage(__local float *dst, __global const float *src, const long r
   }
 
 /* c[n][..] += A B^T over the head dim: A the registers f (16 rows), B the staged rows 8n.. of src
- * (NT tiles of 8 rows) */
-#define AM_ROWDOT(c, f, src, NT)                                                \
-  AM_UNROLL for (int s_ = 0; s_ < AM_KS; s_++) {                        \
+ * (NT tiles of 8 rows); AM_ROWDOT_L takes A from the staged rows r0.. of a local array instead */
+#define AM_ROWDOT_STEP(c, a_, src, NT)                                          \
+  {                                                                             \
     uint ah_[4], al_[4];                                                        \
-    AM_SPLIT((f)[s_], ah_, al_, 4)                                              \
-    AM_UNROLL for (int n_ = 0; n_ < (NT); n_++) {                       \
+    AM_SPLIT(a_, ah_, al_, 4)                                                   \
+    AM_UNROLL for (int n_ = 0; n_ < (NT); n_++) {                               \
       const float b_[2] = {(src)[(8 * n_ + g) * AM_LD + 8 * s_ + t],            \
                            (src)[(8 * n_ + g) * AM_LD + 8 * s_ + t + 4]};       \
       uint bh_[2], bl_[2];                                                      \
       AM_SPLIT(b_, bh_, bl_, 2)                                                 \
       AM_MMA((c)[n_], ah_, al_, bh_, bl_);                                      \
     }                                                                           \
+  }
+#define AM_ROWDOT(c, f, src, NT) \
+  AM_UNROLL for (int s_ = 0; s_ < AM_KS; s_++) AM_ROWDOT_STEP(c, (f)[s_], src, NT)
+#define AM_ROWDOT_L(c, A, r0, src, NT)                                                              \
+  AM_UNROLL for (int s_ = 0; s_ < AM_KS; s_++) {                                                    \
+    const float f_[4] = {(A)[((r0) + g) * AM_LD + 8 * s_ + t], (A)[((r0) + g + 8) * AM_LD + 8 * s_ + t], \
+                         (A)[((r0) + g) * AM_LD + 8 * s_ + t + 4],                                  \
+                         (A)[((r0) + g + 8) * AM_LD + 8 * s_ + t + 4]};                             \
+    AM_ROWDOT_STEP(c, f_, src, NT)                                                                  \
   }
 
 /* o[j][..] += P X over NT 8-column tiles of P (the accumulators p[n][..], 16 rows), X the staged
@@ -350,14 +360,31 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
   const long kh = bk % hkv, b = bk / hkv, group = h / hkv, k0 = kb * AM_ROWS, kvb = bk * tk * d;
   /* causal: query i sees key j when i >= j - (tk - tq); the first block holding such a query */
   const long qstart = causal ? (max(0L, k0 - (tk - tq)) / AM_KBR) * AM_KBR : 0;
-  float kf[AM_KS][4], vf[AM_KS][4];
-  am_stage(qg, k + ko + kvb, k0, tk, d, AM_ROWS, lid);
+  /* K and V as registers, or (AM_K_LOCAL, AM_V_LOCAL: fewer registers) as local rows */
+#ifdef AM_V_LOCAL
+  __local float vsh[AM_ROWS * AM_LD] __attribute__((aligned(16)));
+  __local float *kstage = vsh;
+#else
+  __local float *kstage = qg;
+#endif
+#ifdef AM_K_LOCAL
+  __local float ksh[AM_ROWS * AM_LD] __attribute__((aligned(16)));
+  am_stage(ksh, k + ko + kvb, k0, tk, d, AM_ROWS, lid);
+#else
+  float kf[AM_KS][4];
+  am_stage(kstage, k + ko + kvb, k0, tk, d, AM_ROWS, lid);
   barrier(CLK_LOCAL_MEM_FENCE);
-  AM_A_ROWS(kf, qg, 16 * w)
+  AM_A_ROWS(kf, kstage, 16 * w)
   barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+#ifdef AM_V_LOCAL
+  am_stage(vsh, v + vo + kvb, k0, tk, d, AM_ROWS, lid);
+#else
+  float vf[AM_KS][4];
   am_stage(qg, v + vo + kvb, k0, tk, d, AM_ROWS, lid);
   barrier(CLK_LOCAL_MEM_FENCE);
   AM_A_ROWS(vf, qg, 16 * w)
+#endif
   const long kj0 = k0 + 16 * w + g, kj1 = kj0 + 8;
   float dk[AM_KS][4], dv[AM_KS][4];
   AM_ZERO(dk, AM_KS)
@@ -376,8 +403,16 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
       float s[AM_KBR / 8][4], dp[AM_KBR / 8][4];
       AM_ZERO(s, AM_KBR / 8)
       AM_ZERO(dp, AM_KBR / 8)
+#ifdef AM_K_LOCAL
+      AM_ROWDOT_L(s, ksh, 16 * w, qs, AM_KBR / 8)
+#else
       AM_ROWDOT(s, kf, qs, AM_KBR / 8)
+#endif
+#ifdef AM_V_LOCAL
+      AM_ROWDOT_L(dp, vsh, 16 * w, gs, AM_KBR / 8)
+#else
       AM_ROWDOT(dp, vf, gs, AM_KBR / 8)
+#endif
       const bool full = i0 + AM_KBR <= tq && k0 + AM_ROWS <= tk && (!causal || k0 + AM_ROWS - 1 <= i0 + tk - tq);
 #pragma unroll
       for (int n = 0; n < AM_KBR / 8; n++) {

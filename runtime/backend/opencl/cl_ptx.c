@@ -32,6 +32,7 @@ static const ptx_rule tuned[] = {
     {"flash_attention_fwd_tiled", NULL, ".maxnreg 128"},
     {"flash_attention_bwd_q_tiled", NULL, ".maxnreg 128"},
     {"flash_attention_bwd_kv_tiled", NULL, ".maxnreg 128"},
+    {"flash_attention_bwd_q_mma", NULL, ".maxnreg 168"},
 };
 
 /* NETCL_PTX_RULES="kernel=directive;kernel!unless=directive;..." replaces the table: the tuning
