@@ -3,7 +3,8 @@
  * head dims up to 64 on NVIDIA devices of compute capability 8.0 or later
  * (runtime/backend/opencl/cl_attention.c picks them). Same arguments, same results layout.
  *
- * Precision. With -DNC_ATT_SPLIT=1 (the matmul precision "highest") each operand x is split into
+ * Precision. With -DNC_ATT_SPLIT=1 (the matmul precision "highest"; "high" and "medium" build
+ * with -DNC_ATT_SPLIT=0) each operand x is split into
  * hi = x rounded to tf32 and lo = x - hi (exact in float32), and a product takes three mma:
  * lo_a hi_b + hi_a lo_b + hi_a hi_b, the lo lo term (below 2^-22 of the product) left out. The
  * tensor core reads the top 19 bits of lo, so each product is within about 2^-21 of its float32
@@ -38,8 +39,19 @@
 #ifndef AM_QBC
 #define AM_QBC 32 /* dq: keys per block */
 #endif
+/* dk/dv keep K and V as local rows (fewer registers: on the H100, 165 per work-item without
+ * spills against 255 with 736 bytes of spills, dk/dv 2.80 -> 2.07 ms at B 8, H 8, T 2048); -DAM_KV_REGS=1
+ * keeps them in registers instead, with blocks of 32 queries. */
+#ifndef AM_KV_REGS
+#define AM_K_LOCAL 1
+#define AM_V_LOCAL 1
+#endif
 #ifndef AM_KBR
-#define AM_KBR 32 /* dk/dv: queries per block */
+#ifdef AM_V_LOCAL
+#define AM_KBR 16 /* dk/dv: queries per block */
+#else
+#define AM_KBR 32
+#endif
 #endif
 #define AM_ITEMS 128
 #define AM_ROWS 64 /* rows a work-group owns */
@@ -62,7 +74,7 @@ inline uint am_round(const float x) {
 #endif
 
 /* x (n floats) as tf32 fragments: hi always, lo with NC_ATT_SPLIT */
-#ifdef NC_ATT_SPLIT
+#if NC_ATT_SPLIT
 #define AM_SPLIT(x, hi, lo, n)                                                 \
   _Pragma("unroll") for (int e_ = 0; e_ < (n); e_++) {                         \
     (hi)[e_] = am_round((x)[e_]);                                              \

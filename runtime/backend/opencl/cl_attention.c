@@ -77,7 +77,7 @@ static const nc_cl_handle *mma_kernel(const nc_kernel_call *c, nc_device *dev, n
   const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, NC_FLOAT32);
   if (!h || memcmp(h->tiles, tiles, sizeof tiles) != 0) {
     char opts[256];
-    snprintf(opts, sizeof opts, "-DNC_MMA_TF32=1 -DHD=%d%s%s %s", hd, split ? " -DNC_ATT_SPLIT=1" : "",
+    snprintf(opts, sizeof opts, "-DNC_MMA_TF32=1 -DHD=%d%s%s %s", hd, split ? " -DNC_ATT_SPLIT=1" : " -DNC_ATT_SPLIT=0",
              nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "", extra ? extra : "");
     if (nc_cl_resolve(dev, slot, NC_FLOAT32, opts, tiles, &h) != NC_OK) {
       __atomic_store_n(&cd->mma_attention, false, __ATOMIC_RELEASE); /* the tiled kernels from now on */
