@@ -80,15 +80,48 @@ inline uint am_round(const float x) {
     (hi)[e_] = am_round((x)[e_]);                                              \
     (lo)[e_] = as_uint((x)[e_] - as_float((hi)[e_]));                          \
   }
+#ifdef NC_MMA_EMULATE
+/* The emulation of the three mma.sync below in one exchange (one pair of barriers instead of
+ * three, which keeps PoCL's compile of these kernels short): the same sums in the same order,
+ * from the fragment layouts of kernels/mma.cl. A lane's words: ah 0-3, al 4-7, bh 8-9, bl 10-11. */
+inline void am_mma3_emulated(__local uint *x, const int lid, float *c, const uint *ah, const uint *al,
+                             const uint *bh, const uint *bl) {
+  const int lane = lid % 32, g = lane >> 2, t = lane & 3;
+  __local uint *w = x + (lid / 32) * 32 * 12;
+  for (int e = 0; e < 4; e++) w[lane * 12 + e] = ah[e], w[lane * 12 + 4 + e] = al[e];
+  w[lane * 12 + 8] = bh[0], w[lane * 12 + 9] = bh[1], w[lane * 12 + 10] = bl[0], w[lane * 12 + 11] = bl[1];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float d[4];
+  for (int e = 0; e < 4; e++) {
+    const int r = g + (e >= 2 ? 8 : 0), n = 2 * t + (e & 1);
+    float acc = c[e];
+    for (int pass = 0; pass < 3; pass++) { /* lo_a hi_b, hi_a lo_b, hi_a hi_b */
+      const int ao = pass == 0 ? 4 : 0, bo = pass == 1 ? 10 : 8;
+      for (int k = 0; k < 8; k++)
+        acc = fma(as_float(w[((r % 8) * 4 + k % 4) * 12 + ao + (k < 4 ? 0 : 2) + (r >= 8 ? 1 : 0)]),
+                  as_float(w[(n * 4 + k % 4) * 12 + bo + (k < 4 ? 0 : 1)]), acc);
+    }
+    d[e] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int e = 0; e < 4; e++) c[e] = d[e];
+}
+#define AM_MSCRATCH __local uint am_m3_[AM_ITEMS * 12];
+#define AM_MMA(c, ah, al, bh, bl) am_mma3_emulated(am_m3_, lid, c, ah, al, bh, bl)
+#else
 #define AM_MMA(c, ah, al, bh, bl) \
   do {                            \
     MMA_SYNC(c, al, bh);          \
     MMA_SYNC(c, ah, bl);          \
     MMA_SYNC(c, ah, bh);          \
   } while (0)
+#endif
 #else
 #define AM_SPLIT(x, hi, lo, n) _Pragma("unroll") for (int e_ = 0; e_ < (n); e_++)(hi)[e_] = am_round((x)[e_]);
 #define AM_MMA(c, ah, al, bh, bl) MMA_SYNC(c, ah, bh)
+#endif
+#ifndef AM_MSCRATCH
+#define AM_MSCRATCH MMA_SCRATCH(AM_ITEMS)
 #endif
 
 /* ---- the four work-items of a row: butterfly exchanges ----------------------------------------- */
@@ -208,7 +241,7 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
     const long vo, __global float *out, const long oo, __global float *lse, const long lo, const long h,
     const long hkv, const long tq, const long tk, const long d, const long causal, const float scale) {
   __local float ks[AM_FBC * AM_LD] __attribute__((aligned(16))), vs[AM_FBC * AM_LD] __attribute__((aligned(16)));
-  MMA_SCRATCH(AM_ITEMS)
+  AM_MSCRATCH
   AM_XSCRATCH
   const int lid = get_local_id(0), lane = lid % 32, w = lid / 32, g = lane >> 2, t = lane & 3;
   const long nqb = (tq + AM_ROWS - 1) / AM_ROWS, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
@@ -298,7 +331,7 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
     const long tq, const long tk, const long d, const long causal, const float scale) {
   __local float kv[2 * AM_QBC * AM_LD] __attribute__((aligned(16))); /* K, V; first Q, then dO */
   __local float *ks = kv, *vs = kv + AM_QBC * AM_LD;
-  MMA_SCRATCH(AM_ITEMS)
+  AM_MSCRATCH
   AM_XSCRATCH
   const int lid = get_local_id(0), lane = lid % 32, w = lid / 32, g = lane >> 2, t = lane & 3;
   const long nqb = (tq + AM_ROWS - 1) / AM_ROWS, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
@@ -366,7 +399,7 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
   __local float qg[2 * AM_KBR * AM_LD] __attribute__((aligned(16))); /* Q, dO; first K, then V */
   __local float ls_[AM_KBR] __attribute__((aligned(8))), ds_[AM_KBR] __attribute__((aligned(8)));
   __local float *qs = qg, *gs = qg + AM_KBR * AM_LD;
-  MMA_SCRATCH(AM_ITEMS)
+  AM_MSCRATCH
   const int lid = get_local_id(0), lane = lid % 32, w = lid / 32, g = lane >> 2, t = lane & 3;
   const long nkb = (tk + AM_ROWS - 1) / AM_ROWS, grp = get_group_id(0), kb = grp % nkb, bk = grp / nkb;
   const long kh = bk % hkv, b = bk / hkv, group = h / hkv, k0 = kb * AM_ROWS, kvb = bk * tk * d;
