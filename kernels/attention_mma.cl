@@ -27,11 +27,13 @@
  * reaches every mma and exchange (loops are uniform over the work-group). */
 
 #ifdef NC_MMA_TF32
-#ifndef HD
-#define HD 64
+#ifdef HD /* the head-dim class the host builds for (32 or 64) */
+#define AM_HD HD
+#else
+#define AM_HD 64
 #endif
-#if HD % 8 != 0 || HD > 64
-#error "attention_mma.cl: HD must be a multiple of 8, at most 64"
+#if AM_HD % 8 != 0 || AM_HD > 64
+#error "attention_mma.cl: AM_HD must be a multiple of 8, at most 64"
 #endif
 #ifndef AM_FBC
 #define AM_FBC 64 /* forward: keys per block */
@@ -59,8 +61,8 @@
     (AM_KBR < AM_ROWS / 2 && !defined(AM_V_LOCAL))
 #error "attention_mma.cl: blocks of at least 64 (forward) and 32 (dq; dk/dv unless AM_V_LOCAL) rows, multiples of 8"
 #endif
-#define AM_LD (HD + 4)
-#define AM_KS (HD / 8) /* k steps over the head dim, and 8-column tiles of it */
+#define AM_LD (AM_HD + 4)
+#define AM_KS (AM_HD / 8) /* k steps over the head dim, and 8-column tiles of it */
 
 /* ---- rounding, splitting and the product ------------------------------------------------------ */
 #ifdef NC_MMA_EMULATE
@@ -147,20 +149,27 @@ inline float am_xor(const float v, const int mask) {
 #define AM_QUAD_MAX(v) v = fmax(v, AM_XOR(v, 1)), v = fmax(v, AM_XOR(v, 2))
 #define AM_QUAD_SUM(v) v += AM_XOR(v, 1), v += AM_XOR(v, 2)
 
+/* PoCL's compile of the emulation grows with unrolled code between barriers */
+#ifdef NC_MMA_EMULATE
+#define AM_STAGE_UNROLL _Pragma("unroll 1")
+#else
+#define AM_STAGE_UNROLL
+#endif
+
 /* ---- staging and fragments --------------------------------------------------------------------- */
-/* dst[r * AM_LD + e] = src[(row0 + r) * d + e] for r < rows, e < HD; zeros past n rows and d
- * columns. Full blocks of rows of HD floats starting 16 bytes aligned go four floats at a time. */
+/* dst[r * AM_LD + e] = src[(row0 + r) * d + e] for r < rows, e < AM_HD; zeros past n rows and d
+ * columns. Full blocks of rows of AM_HD floats starting 16 bytes aligned go four floats at a time. */
 inline void am_stage(__local float *dst, __global const float *src, const long row0, const long n, const long d,
                      const int rows, const int lid) {
-  if (d == HD && row0 + rows <= n && ((ulong)(src + row0 * d) & 15) == 0) {
+  if (d == AM_HD && row0 + rows <= n && ((ulong)(src + row0 * d) & 15) == 0) {
     __global const float4 *s4 = (__global const float4 *)(src + row0 * d);
-    for (int idx = lid; idx < rows * HD / 4; idx += AM_ITEMS) {
-      const int r = idx / (HD / 4), e = (idx % (HD / 4)) * 4;
+    AM_STAGE_UNROLL for (int u = 0; u < rows * AM_HD / 4 / AM_ITEMS; u++) { /* rows * AM_HD is a multiple of 512 */
+      const int idx = u * AM_ITEMS + lid, r = idx / (AM_HD / 4), e = (idx % (AM_HD / 4)) * 4;
       *(__local float4 *)(dst + r * AM_LD + e) = s4[idx];
     }
   } else {
-    for (int idx = lid; idx < rows * HD; idx += AM_ITEMS) {
-      const int r = idx / HD, e = idx % HD;
+    AM_STAGE_UNROLL for (int u = 0; u < rows * AM_HD / AM_ITEMS; u++) {
+      const int idx = u * AM_ITEMS + lid, r = idx / AM_HD, e = idx % AM_HD;
       const long gr = row0 + r;
       dst[r * AM_LD + e] = (gr < n && e < d) ? src[gr * d + e] : 0.0f;
     }
@@ -307,17 +316,16 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
   for (int r = 0; r < 2; r++) {
     const long qi = r ? qi1 : qi0;
     const float lt = r ? l1 : l0;
-    if (qi < tq) {
-      const long row = bh * tq + qi;
+    const long row = bh * tq + qi;
+    /* the guards inside the loops: uniform trip counts (tests/kernels/barrier_check.lua) */
 #pragma unroll
-      for (int j = 0; j < AM_KS; j++)
+    for (int j = 0; j < AM_KS; j++)
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-          const long col = 8 * j + 2 * t + e;
-          if (col < d) out[oo + row * d + col] = o[j][2 * r + e] / lt;
-        }
-      if (t == 0) lse[lo + row] = (r ? m1 : m0) + log(lt);
-    }
+      for (int e = 0; e < 2; e++) {
+        const long col = 8 * j + 2 * t + e;
+        if (qi < tq && col < d) out[oo + row * d + col] = o[j][2 * r + e] / lt;
+      }
+    if (qi < tq && t == 0) lse[lo + row] = (r ? m1 : m0) + log(lt);
   }
 }
 
@@ -374,15 +382,13 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const long qi = r ? qi1 : qi0;
-    if (qi < tq) {
 #pragma unroll
-      for (int j = 0; j < AM_KS; j++)
+    for (int j = 0; j < AM_KS; j++)
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-          const long col = 8 * j + 2 * t + e;
-          if (col < d) dq[dqo + (bh * tq + qi) * d + col] = acc[j][2 * r + e] * scale;
-        }
-    }
+      for (int e = 0; e < 2; e++) {
+        const long col = 8 * j + 2 * t + e;
+        if (qi < tq && col < d) dq[dqo + (bh * tq + qi) * d + col] = acc[j][2 * r + e] * scale;
+      }
   }
 }
 
@@ -480,18 +486,16 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const long kj = r ? kj1 : kj0;
-    if (kj < tk) {
 #pragma unroll
-      for (int j = 0; j < AM_KS; j++)
+    for (int j = 0; j < AM_KS; j++)
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-          const long col = 8 * j + 2 * t + e;
-          if (col < d) {
-            dkv[dko + kvoff + kj * d + col] = dk[j][2 * r + e] * scale;
-            dkv[dko + total + kvoff + kj * d + col] = dv[j][2 * r + e];
-          }
+      for (int e = 0; e < 2; e++) {
+        const long col = 8 * j + 2 * t + e;
+        if (kj < tk && col < d) {
+          dkv[dko + kvoff + kj * d + col] = dk[j][2 * r + e] * scale;
+          dkv[dko + total + kvoff + kj * d + col] = dv[j][2 * r + e];
         }
-    }
+      }
   }
 }
 #endif

@@ -634,6 +634,11 @@ function Parser:declaration()
     if nt.t ~= "id" then self:fail("expected a declarator", nt) end
     local arr = false
     while is(self:peek(), "[") do self:skip_group(); arr = true end
+    -- an attribute after the declarator (aligned(16) on a local array)
+    while self:peek() and self:peek().t == "id" and self:peek().v == "__attribute__" do
+      self:next()
+      self:skip_group()
+    end
     local var = {name = nt.v, tok = nt, taint = {}, memory = ptr or spec.space ~= nil, array = arr}
     local init
     if self:accept("=") then init = is(self:peek(), "{") and self:init_list() or self:assign() end
