@@ -237,6 +237,18 @@ inline void am_stage(__local float *dst, __global const float *src, const long r
   _Pragma("unroll") for (int n_ = 0; n_ < (N); n_++)  \
       _Pragma("unroll") for (int e_ = 0; e_ < 4; e_++)(c)[n_][e_] = 0.0f;
 
+/* The results: dst[base_r + col] = VAL for the item's two rows r_ (0: row g, 1: row g + 8; written
+ * where ok_r) and its columns col = 8 j_ + 2t + e_ < d, VAL an expression of the accumulator
+ * element a_ and r_. Guards inside the loops: uniform trip counts (tests/kernels/barrier_check.lua). */
+#define AM_STORE(dst, ok0, ok1, base0, base1, acc, VAL)                                   \
+  _Pragma("unroll") for (int r_ = 0; r_ < 2; r_++)                                        \
+      _Pragma("unroll") for (int j_ = 0; j_ < AM_KS; j_++)                                \
+          _Pragma("unroll") for (int e_ = 0; e_ < 2; e_++) {                              \
+    const long col_ = 8 * j_ + 2 * t + e_;                                                \
+    const float a_ = (acc)[j_][2 * r_ + e_];                                              \
+    if ((r_ ? (ok1) : (ok0)) && col_ < d) (dst)[(r_ ? (base1) : (base0)) + col_] = (VAL); \
+  }
+
 /* Whether key kj is seen by query qi (both in range). */
 #define AM_SEES(qi, kj) ((qi) < tq && (kj) < tk && (!causal || (kj) <= (qi) + tk - tq))
 
@@ -312,21 +324,9 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
   }
   AM_QUAD_SUM(l0);
   AM_QUAD_SUM(l1);
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const long qi = r ? qi1 : qi0;
-    const float lt = r ? l1 : l0;
-    const long row = bh * tq + qi;
-    /* the guards inside the loops: uniform trip counts (tests/kernels/barrier_check.lua) */
-#pragma unroll
-    for (int j = 0; j < AM_KS; j++)
-#pragma unroll
-      for (int e = 0; e < 2; e++) {
-        const long col = 8 * j + 2 * t + e;
-        if (qi < tq && col < d) out[oo + row * d + col] = o[j][2 * r + e] / lt;
-      }
-    if (qi < tq && t == 0) lse[lo + row] = (r ? m1 : m0) + log(lt);
-  }
+  AM_STORE(out, qi0 < tq, qi1 < tq, oo + (bh * tq + qi0) * d, oo + (bh * tq + qi1) * d, o, a_ / (r_ ? l1 : l0))
+  if (qi0 < tq && t == 0) lse[lo + bh * tq + qi0] = m0 + log(l0);
+  if (qi1 < tq && t == 0) lse[lo + bh * tq + qi1] = m1 + log(l1);
 }
 
 /* dq: a work-group per 64 query rows; Q and dO in registers; for each block of AM_QBC keys
@@ -379,17 +379,7 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
       }
     AM_ACCUM(acc, s, ks, AM_QBC / 8)
   }
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const long qi = r ? qi1 : qi0;
-#pragma unroll
-    for (int j = 0; j < AM_KS; j++)
-#pragma unroll
-      for (int e = 0; e < 2; e++) {
-        const long col = 8 * j + 2 * t + e;
-        if (qi < tq && col < d) dq[dqo + (bh * tq + qi) * d + col] = acc[j][2 * r + e] * scale;
-      }
-  }
+  AM_STORE(dq, qi0 < tq, qi1 < tq, dqo + (bh * tq + qi0) * d, dqo + (bh * tq + qi1) * d, acc, a_ * scale)
 }
 
 /* dk and dv: a work-group per 64 key rows of one (batch, key head), K and V in registers; over
@@ -483,19 +473,7 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
     }
   }
   const long kvoff = (b * hkv + kh) * tk * d, total = (long)(get_num_groups(0) / nkb) * tk * d;
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const long kj = r ? kj1 : kj0;
-#pragma unroll
-    for (int j = 0; j < AM_KS; j++)
-#pragma unroll
-      for (int e = 0; e < 2; e++) {
-        const long col = 8 * j + 2 * t + e;
-        if (kj < tk && col < d) {
-          dkv[dko + kvoff + kj * d + col] = dk[j][2 * r + e] * scale;
-          dkv[dko + total + kvoff + kj * d + col] = dv[j][2 * r + e];
-        }
-      }
-  }
+  AM_STORE(dkv, kj0 < tk, kj1 < tk, dko + kvoff + kj0 * d, dko + kvoff + kj1 * d, dk, a_ * scale)
+  AM_STORE(dkv, kj0 < tk, kj1 < tk, dko + total + kvoff + kj0 * d, dko + total + kvoff + kj1 * d, dv, a_)
 }
 #endif
