@@ -252,6 +252,13 @@ inline void am_stage(__local float *dst, __global const float *src, const long r
 /* Whether key kj is seen by query qi (both in range). */
 #define AM_SEES(qi, kj) ((qi) < tq && (kj) < tk && (!causal || (kj) <= (qi) + tk - tq))
 
+/* The forward's and dq's work-group: query rows q0.. of (batch, head) bh, the heaviest (causal:
+ * the last) blocks first; kvb the offset of its key head's rows, nk the keys any of its rows sees. */
+#define AM_QUERY_BLOCK                                                                                      \
+  const long nqb = (tq + AM_ROWS - 1) / AM_ROWS, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb; \
+  const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * AM_ROWS;              \
+  const long nk = causal ? min(tk, q0 + AM_ROWS + tk - tq) : tk;
+
 /* Integers of every attention kernel: h, hkv, tq, tk, d, causal; real: scale (> 0). */
 
 /* Forward: a work-group per 64 query rows of one (batch, head), the heaviest (causal: last)
@@ -265,9 +272,7 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
   AM_MSCRATCH
   AM_XSCRATCH
   const int lid = get_local_id(0), lane = lid % 32, w = lid / 32, g = lane >> 2, t = lane & 3;
-  const long nqb = (tq + AM_ROWS - 1) / AM_ROWS, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
-  const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * AM_ROWS;
-  const long nk = causal ? min(tk, q0 + AM_ROWS + tk - tq) : tk;
+  AM_QUERY_BLOCK
   /* Q through local memory into registers */
   am_stage(ks, q + qo + bh * tq * d, q0, tq, d, AM_ROWS, lid);
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -342,9 +347,7 @@ __kernel __attribute__((reqd_work_group_size(AM_ITEMS, 1, 1))) void flash_attent
   AM_MSCRATCH
   AM_XSCRATCH
   const int lid = get_local_id(0), lane = lid % 32, w = lid / 32, g = lane >> 2, t = lane & 3;
-  const long nqb = (tq + AM_ROWS - 1) / AM_ROWS, grp = get_group_id(0), qb = nqb - 1 - grp % nqb, bh = grp / nqb;
-  const long hh = bh % h, b = bh / h, kvb = (b * hkv + hh / (h / hkv)) * tk * d, q0 = qb * AM_ROWS;
-  const long nk = causal ? min(tk, q0 + AM_ROWS + tk - tq) : tk;
+  AM_QUERY_BLOCK
   float qf[AM_KS][4], gf[AM_KS][4];
   am_stage(kv, q + qo + bh * tq * d, q0, tq, d, AM_ROWS, lid);
   barrier(CLK_LOCAL_MEM_FENCE);

@@ -16,6 +16,7 @@
  * tensor-core kernels on any device with their mma.sync through local memory (ctest's
  * lua.test_attention.opencl_mma and parity.attention_mma). NETCL_FLASH_MMA_OPTS adds build
  * options to them (their block sizes, -DAM_QBC=64 and the like): a tuning hook, read once. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,29 +57,36 @@ static bool tiled_enabled(const nc_device *dev) {
   return dev->info.is_gpu;
 }
 
-#define ATT_MMA_LS 128  /* kernels/attention_mma.cl: AM_ITEMS, four warps */
+#define ATT_MMA_LS 128 /* kernels/attention_mma.cl: AM_ITEMS, four warps */
 #define ATT_MMA_ROWS 64 /* its AM_ROWS: query rows (forward, dq) or key rows (dk/dv) per work-group */
 
-static bool mma_enabled(void) {
+/* NETCL_FLASH_MMA and NETCL_FLASH_MMA_OPTS, read once */
+static bool mma_off;
+static char mma_extra[128];
+static pthread_once_t mma_env_once = PTHREAD_ONCE_INIT;
+static void read_mma_env(void) {
   const char *e = getenv("NETCL_FLASH_MMA");
-  return !(e && strcmp(e, "0") == 0);
+  mma_off = e && strcmp(e, "0") == 0;
+  e = getenv("NETCL_FLASH_MMA_OPTS");
+  snprintf(mma_extra, sizeof mma_extra, "%s", e ? e : "");
 }
 
-/* The tensor-core kernel for c (float32, head dim <= 64) where the device builds it, else NULL. */
+/* The tensor-core kernel in slot for c (float32, head dim <= 64) where the device builds it,
+ * else NULL. */
 static const nc_cl_handle *mma_kernel(const nc_kernel_call *c, nc_device *dev, nc_cl_slot slot) {
+  pthread_once(&mma_env_once, read_mma_env);
   nc_cl_device *cd = dev->impl;
   const int64_t d = c->i[4];
-  if (c->t[0]->dtype != NC_FLOAT32 || d > 64 || !dev->info.tf32 || !mma_enabled() ||
+  if (c->t[0]->dtype != NC_FLOAT32 || d > 64 || !dev->info.tf32 || mma_off ||
       !__atomic_load_n(&cd->mma_attention, __ATOMIC_ACQUIRE))
     return NULL;
-  const char *extra = getenv("NETCL_FLASH_MMA_OPTS");
   const int hd = d <= 32 ? 32 : 64, split = c->precision == NC_PRECISION_HIGHEST;
   const int tiles[6] = {hd, split, -1};
   const nc_cl_handle *h = nc_cl_handle_peek(dev, slot, NC_FLOAT32);
   if (!h || memcmp(h->tiles, tiles, sizeof tiles) != 0) {
     char opts[256];
-    snprintf(opts, sizeof opts, "-DNC_MMA_TF32=1 -DHD=%d%s%s %s", hd, split ? " -DNC_ATT_SPLIT=1" : " -DNC_ATT_SPLIT=0",
-             nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "", extra ? extra : "");
+    snprintf(opts, sizeof opts, "-DNC_MMA_TF32=1 -DHD=%d -DNC_ATT_SPLIT=%d%s %s", hd, split,
+             nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "", mma_extra);
     if (nc_cl_resolve(dev, slot, NC_FLOAT32, opts, tiles, &h) != NC_OK) {
       __atomic_store_n(&cd->mma_attention, false, __ATOMIC_RELEASE); /* the tiled kernels from now on */
       return NULL;
@@ -87,31 +95,20 @@ static const nc_cl_handle *mma_kernel(const nc_kernel_call *c, nc_device *dev, n
   return h->local >= ATT_MMA_LS ? h : NULL;
 }
 
-nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups,
-                                size_t *items) {
+nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **out, int64_t *groups, size_t *items) {
   *out = NULL;
-  nc_cl_slot slot;
+  nc_cl_slot slot, mma_slot;
   switch (c->op) {
-    case NC_OP_FLASH_ATTENTION:
-      slot = NC_CL_K_FLASH_ATTENTION_FWD;
-      break;
-    case NC_OP_FLASH_ATTENTION_BWD_Q:
-      slot = NC_CL_K_FLASH_ATTENTION_BWD_Q;
-      break;
-    case NC_OP_FLASH_ATTENTION_BWD_KV:
-      slot = NC_CL_K_FLASH_ATTENTION_BWD_KV;
-      break;
-    default:
-      return NC_OK;
+    case NC_OP_FLASH_ATTENTION: slot = NC_CL_K_FLASH_ATTENTION_FWD, mma_slot = NC_CL_K_FLASH_ATTENTION_FWD_MMA; break;
+    case NC_OP_FLASH_ATTENTION_BWD_Q: slot = NC_CL_K_FLASH_ATTENTION_BWD_Q, mma_slot = NC_CL_K_FLASH_ATTENTION_BWD_Q_MMA; break;
+    case NC_OP_FLASH_ATTENTION_BWD_KV: slot = NC_CL_K_FLASH_ATTENTION_BWD_KV, mma_slot = NC_CL_K_FLASH_ATTENTION_BWD_KV_MMA; break;
+    default: return NC_OK;
   }
   /* integers: h, hkv, tq, tk, d, causal; the first tensor is q (forward) or dout */
   const int64_t tq = c->i[2], tk = c->i[3], d = c->i[4];
   const nc_tensor *first = c->t[0];
   nc_device *dev = nc_tensor_device(first);
   if (!tiled_enabled(dev)) return NC_OK;
-  const nc_cl_slot mma_slot = slot == NC_CL_K_FLASH_ATTENTION_FWD     ? NC_CL_K_FLASH_ATTENTION_FWD_MMA
-                              : slot == NC_CL_K_FLASH_ATTENTION_BWD_Q ? NC_CL_K_FLASH_ATTENTION_BWD_Q_MMA
-                                                                      : NC_CL_K_FLASH_ATTENTION_BWD_KV_MMA;
   const nc_cl_handle *mma = mma_kernel(c, dev, mma_slot);
   if (mma) {
     const int64_t rows = c->op == NC_OP_FLASH_ATTENTION_BWD_KV ? tk : tq;
@@ -128,8 +125,7 @@ nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **ou
   const nc_cl_device *cd = dev->impl;
   /* dk/dv: query blocks of 32 need 44 KB at head dim 64; smaller local memories take 16 */
   att_variant v = *a;
-  while (c->op == NC_OP_FLASH_ATTENTION_BWD_KV && v.kbr > 16 && local_elems(&v, c->op) * es > cd->local_mem)
-    v.kbr /= 2;
+  while (c->op == NC_OP_FLASH_ATTENTION_BWD_KV && v.kbr > 16 && local_elems(&v, c->op) * es > cd->local_mem) v.kbr /= 2;
   a = &v;
   if (local_elems(a, c->op) * es > cd->local_mem) return NC_OK;
   const int tiles[6] = {a->hd, a->fbr, a->fbc, a->qbr, a->qbc, a->kbc * 1000 + a->kbr};
@@ -137,8 +133,8 @@ nc_status nc_cl_attention_tiled(const nc_kernel_call *c, const nc_cl_handle **ou
   if (!hd || memcmp(hd->tiles, tiles, sizeof tiles) != 0) {
     char opts[256];
     snprintf(opts, sizeof opts, "-DREAL=%s -DHD=%d -DFBR=%d -DFBC=%d -DQBR=%d -DQBC=%d -DKBR=%d -DKBC=%d",
-             first->dtype == NC_FLOAT64 ? "double -DNC_REAL_DOUBLE=1" : "float", a->hd, a->fbr, a->fbc,
-             a->qbr, a->qbc, a->kbr, a->kbc);
+             first->dtype == NC_FLOAT64 ? "double -DNC_REAL_DOUBLE=1" : "float", a->hd, a->fbr, a->fbc, a->qbr,
+             a->qbc, a->kbr, a->kbc);
     NC_TRY(nc_cl_resolve(dev, slot, first->dtype, opts, tiles, &hd));
   }
   if (hd->local < ATT_LS) return NC_OK; /* the kernel's registers leave no room for 256 items */
