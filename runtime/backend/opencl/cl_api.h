@@ -17,7 +17,7 @@
   X(clEnqueueNDRangeKernel) X(clFinish) X(clFlush) X(clGetEventInfo) X(clReleaseEvent)              \
   X(clWaitForEvents) X(clGetKernelWorkGroupInfo) X(clEnqueueFillBuffer)                             \
   X(clEnqueueMarkerWithWaitList) X(clRetainEvent) X(clRetainContext)                              \
-  X(clEnqueueBarrierWithWaitList)
+  X(clEnqueueBarrierWithWaitList) X(clGetEventProfilingInfo) X(clGetKernelInfo)
 
 typedef struct {
 #define X(f) __typeof__(f) *f;

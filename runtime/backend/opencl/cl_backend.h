@@ -235,6 +235,7 @@ typedef struct {
    * release store (under programs_lock) and read with an acquire load, lock-free. */
   const nc_cl_handle *handles[NC_CL_SLOT_COUNT][NC_DTYPE_COUNT];
   nc_cl_handle *handle_list;
+  struct nc_cl_profile *profile; /* kernel timings (cl_profile.c); NULL unless NETCL_PROFILE is set */
 } nc_cl_device;
 
 /* The binary of prog for cd's device (malloc'd, *len set), or NULL: a program made in a context
@@ -276,6 +277,17 @@ nc_status nc_cl_peer_copy(nc_device *dst, void *dh, size_t doff, nc_device *src,
 nc_status nc_cl_enqueued(nc_device *dev, nc_cl_device *cd);
 /* Drops the pending marker after the queue was drained (dev->lock held). */
 void nc_cl_forget_mark(nc_cl_device *cd);
+
+/* Kernel timings (cl_profile.c), on when NETCL_PROFILE is set (read once): whether it is on;
+ * the profile made with the queue; the event slot for the next launch (NULL when off), then the
+ * launch's record (its kernel and global size; dev->lock held for both); and the table printed
+ * to stderr and freed at shutdown. */
+typedef struct nc_cl_profile nc_cl_profile;
+bool nc_cl_profiling(void);
+void nc_cl_profile_start(nc_cl_device *cd);
+cl_event *nc_cl_profile_event(nc_cl_device *cd);
+void nc_cl_profile_record(nc_cl_device *cd, cl_kernel k, int dims, const size_t *global);
+void nc_cl_profile_report(nc_cl_device *cd, const char *device_name);
 
 /* At process exit (the device interface's shutdown): drains the queue and releases the staging
  * buffers, kernels, programs, queue and context; the device then refuses work. */

@@ -66,13 +66,15 @@ nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
     cl_int err;
     cd->ctx = context_of(cd, &err);
     if (err == CL_SUCCESS) {
-      cd->queue = nc_cl.clCreateCommandQueue(cd->ctx, cd->id, 0, &err);
+      cl_command_queue_properties props = nc_cl_profiling() ? CL_QUEUE_PROFILING_ENABLE : 0;
+      cd->queue = nc_cl.clCreateCommandQueue(cd->ctx, cd->id, props, &err);
       if (err != CL_SUCCESS) nc_cl_context_release(cd);
     }
     if (err == CL_SUCCESS) {
       const char *env = getenv("NETCL_QUEUE_BATCH");
       long batch = env && *env ? strtol(env, NULL, 10) : 0;
       cd->queue_batch = batch > 0 && batch < (1 << 20) ? (unsigned)batch : NC_CL_QUEUE_BATCH;
+      nc_cl_profile_start(cd);
       __atomic_store_n(&cd->ready, true, __ATOMIC_RELEASE);
     } else {
       cd->init_status = nc_cl_fail(err, "creating an OpenCL context and queue", dev);
@@ -205,7 +207,9 @@ nc_status nc_cl_launch(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *
   pthread_mutex_lock(&dev->lock);
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < nargs && err == CL_SUCCESS; i++) err = nc_cl.clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
-  if (err == CL_SUCCESS) err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
+  cl_event *ev = nc_cl_profile_event(cd);
+  if (err == CL_SUCCESS) err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, 1, NULL, &global, local ? &local : NULL, 0, NULL, ev);
+  if (err == CL_SUCCESS && ev) nc_cl_profile_record(cd, k, 1, &global);
   nc_status q = err == CL_SUCCESS ? nc_cl_enqueued(dev, cd) : NC_OK;
   pthread_mutex_unlock(&dev->lock);
   if (err != CL_SUCCESS) return nc_cl_fail(err, "launching a kernel", dev);

@@ -12,8 +12,10 @@ nc_status nc_cl_launch_nd(nc_device *dev, cl_kernel k, int nargs, const nc_cl_ar
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < nargs && err == CL_SUCCESS; i++)
     err = nc_cl.clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+  cl_event *ev = nc_cl_profile_event(cd);
   if (err == CL_SUCCESS)
-    err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, (cl_uint)dims, NULL, global, local, 0, NULL, NULL);
+    err = nc_cl.clEnqueueNDRangeKernel(cd->queue, k, (cl_uint)dims, NULL, global, local, 0, NULL, ev);
+  if (err == CL_SUCCESS && ev) nc_cl_profile_record(cd, k, dims, global);
   nc_status q = err == CL_SUCCESS ? nc_cl_enqueued(dev, cd) : NC_OK;
   pthread_mutex_unlock(&dev->lock);
   if (err != CL_SUCCESS) return nc_cl_fail(err, "launching a kernel", dev);

@@ -13,6 +13,7 @@ void nc_cl_shutdown(nc_device *dev) {
     pthread_mutex_lock(&dev->lock);
     nc_cl.clFinish(cd->queue);
     nc_cl_forget_mark(cd);
+    nc_cl_profile_report(cd, dev->info.name);
     (void)nc_cl_reads_complete(dev, cd); /* pending reads land in their storages, which outlive the device */
     nc_cl_staging_free(cd);
     pthread_mutex_lock(&cd->programs_lock);
