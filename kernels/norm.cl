@@ -341,7 +341,42 @@ __kernel void row_norm_bwd_dx(const int rms, __global const REAL *dy, __global c
   }
 }
 
-/* Column sums over r rows: dw[j] = sum dy * xhat, db[j] = sum dy. */
+/* Column sums over r rows in two stages, in a fixed order: work-item (j, c) of row_norm_dw_part
+ * sums rows [c len, (c + 1) len) of column j into part[c][j] (dw's sums, then db's at
+ * part[chunks][...]), and row_norm_dw_sum adds each column's chunks in order. Every chunk and
+ * the sum run in parallel over the columns, with reads coalesced along a row. */
+__kernel void row_norm_dw_part(const int rms, __global const REAL *dy, __global const REAL *x,
+                               __global const REAL *mean, __global const REAL *rstd, __global REAL *part,
+                               const uint r, const uint d, const uint len, const uint chunks) {
+  const uint j = get_global_id(0), c = get_global_id(1);
+  if (j >= d) return;
+  const uint i1 = min(r, (c + 1) * len);
+  REAL sw = 0, sb = 0;
+  for (uint i = c * len; i < i1; i++) {
+    const size_t e = (size_t)i * d + j;
+    const REAL g = dy[e];
+    sw += g * (x[e] - (rms ? (REAL)0 : mean[i])) * rstd[i];
+    sb += g;
+  }
+  part[(size_t)c * d + j] = sw;
+  part[((size_t)chunks + c) * d + j] = sb;
+}
+
+__kernel void row_norm_dw_sum(__global const REAL *part, const uint d, const uint chunks, __global REAL *dw,
+                              const int want_dw, __global REAL *db, const int want_db) {
+  const uint j = get_global_id(0);
+  if (j >= d) return;
+  REAL sw = 0, sb = 0;
+  for (uint c = 0; c < chunks; c++) {
+    sw += part[(size_t)c * d + j];
+    sb += part[((size_t)chunks + c) * d + j];
+  }
+  if (want_dw) dw[j] = sw;
+  if (want_db) db[j] = sb;
+}
+
+/* Column sums over r rows in one pass (few rows, or sizes past 32-bit counts): dw[j] = sum dy *
+ * xhat, db[j] = sum dy. */
 __kernel void row_norm_bwd_dw(const int rms, __global const REAL *dy, __global const REAL *x,
                               __global const REAL *mean, __global const REAL *rstd, __global REAL *dw,
                               const int want_dw, __global REAL *db, const int want_db, const long r, const long d) {

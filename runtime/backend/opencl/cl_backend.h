@@ -85,6 +85,8 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(ROW_NORM_FWD, "norm", "row_norm_fwd", REAL)                              \
   X(ROW_NORM_BWD_DX, "norm", "row_norm_bwd_dx", REAL)                        \
   X(ROW_NORM_BWD_DW, "norm", "row_norm_bwd_dw", REAL)                        \
+  X(ROW_NORM_DW_PART, "norm", "row_norm_dw_part", REAL)                      \
+  X(ROW_NORM_DW_SUM, "norm", "row_norm_dw_sum", REAL)                        \
   X(MAX_POOL_FWD, "pool", "max_pool_fwd", REAL)                              \
   X(AVG_POOL_FWD, "pool", "avg_pool_fwd", REAL)                              \
   X(MAX_POOL_BWD, "pool", "max_pool_bwd", REAL)                              \

@@ -1,6 +1,7 @@
 /* OpenCL norms: kernels/norm.cl. Batch norm spreads each channel over several work-groups
  * (statistics or gradient sums per chunk, merged per channel in order, then an elementwise pass);
- * tensors of 2^31 elements or more, and layer/RMS norm, take one work-group per channel or row. */
+ * tensors of 2^31 elements or more, and layer/RMS norm, take one work-group per channel or row;
+ * a row norm's weight and bias gradients are column sums over chunks of rows, added in order. */
 #include <limits.h>
 #include "core/check.h"
 #include "cl_linalg.h"
@@ -227,6 +228,32 @@ nc_status nc_cl_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, 
   return launch_groups(dev, k->kernel, 11, args, r);
 }
 
+/* dw and db of a row norm through row_norm_dw_part and row_norm_dw_sum (kernels/norm.cl): the
+ * partial sums go to a scratch tensor of 2 x chunks x d. */
+static nc_status dw_two_stage(nc_device *dev, nc_dtype dt, cl_int rms, cl_mem dym, cl_mem xm, cl_mem mm, cl_mem rm,
+                              cl_uint r, cl_uint d, cl_uint chunks, cl_mem dwm, cl_int wdw, cl_mem dbm, cl_int wdb) {
+  const nc_cl_handle *kp, *ks;
+  NC_TRY(kernel(dev, dt, NC_CL_K_ROW_NORM_DW_PART, &kp));
+  NC_TRY(kernel(dev, dt, NC_CL_K_ROW_NORM_DW_SUM, &ks));
+  int64_t npart = 2 * (int64_t)chunks * d;
+  nc_tensor *part = NULL;
+  NC_TRY(nc_tensor_empty(dev, dt, 1, &npart, 0, &part));
+  cl_mem pm = nc_cl_mem(part);
+  const cl_uint len = (r + chunks - 1) / chunks;
+  const size_t ls = nc_cl_group_size(dev), cols = ((size_t)d + ls - 1) / ls * ls;
+  const size_t global[2] = {cols, chunks}, local[2] = {ls, 1};
+  nc_cl_arg a[] = {NC_CL_ARG(rms), NC_CL_ARG(dym), NC_CL_ARG(xm), NC_CL_ARG(mm),  NC_CL_ARG(rm),
+                   NC_CL_ARG(pm),  NC_CL_ARG(r),   NC_CL_ARG(d),  NC_CL_ARG(len), NC_CL_ARG(chunks)};
+  nc_status st = nc_cl_launch_nd(dev, kp->kernel, 10, a, 2, global, local);
+  if (st == NC_OK) {
+    nc_cl_arg b[] = {NC_CL_ARG(pm), NC_CL_ARG(d), NC_CL_ARG(chunks), NC_CL_ARG(dwm), NC_CL_ARG(wdw), NC_CL_ARG(dbm),
+                     NC_CL_ARG(wdb)};
+    st = nc_cl_launch_nd(dev, ks->kernel, 7, b, 1, &cols, &ls);
+  }
+  nc_tensor_release(part); /* the in-order queue runs both kernels before any later user of its buffer */
+  return st;
+}
+
 nc_status nc_cl_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                   const nc_tensor *mean, const nc_tensor *rstd, nc_tensor *dx,
                                   nc_tensor *dweight, nc_tensor *dbias) {
@@ -245,9 +272,15 @@ nc_status nc_cl_row_norm_backward(bool rms, const nc_tensor *dy, const nc_tensor
     NC_TRY(launch_groups(dev, k->kernel, 9, args, r));
   }
   if (!dweight && !dbias) return NC_OK;
-  NC_TRY(kernel(dev, x->dtype, NC_CL_K_ROW_NORM_BWD_DW, &k));
   cl_mem dwm = mem_or(dweight, x), dbm = mem_or(dbias, x);
   cl_int wdw = dweight != NULL, wdb = dbias != NULL;
+  /* Chunks of at least DW_ROWS rows, at most DW_CHUNKS of them: the plan depends on the shape
+   * only, so the sums' order, and the results, are the same on every device. */
+  enum { DW_ROWS = 64, DW_CHUNKS = 64 };
+  const int64_t chunks = r / DW_ROWS < DW_CHUNKS ? (r + DW_ROWS - 1) / DW_ROWS : DW_CHUNKS;
+  if (chunks > 1 && r * d < INT_MAX && 2 * chunks * d < INT_MAX)
+    return dw_two_stage(dev, x->dtype, irms, dym, xm, mm, rm, (cl_uint)r, (cl_uint)d, (cl_uint)chunks, dwm, wdw, dbm, wdb);
+  NC_TRY(kernel(dev, x->dtype, NC_CL_K_ROW_NORM_BWD_DW, &k));
   nc_cl_arg args[] = {NC_CL_ARG(irms), NC_CL_ARG(dym), NC_CL_ARG(xm),  NC_CL_ARG(mm),
                       NC_CL_ARG(rm),   NC_CL_ARG(dwm), NC_CL_ARG(wdw), NC_CL_ARG(dbm),
                       NC_CL_ARG(wdb),  NC_CL_ARG(rl),  NC_CL_ARG(d)};

@@ -179,9 +179,9 @@ typedef enum {
   X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM), DIFF(nc_ag_batch_norm), "norm.cl:bn_stats", "cpu_batch_norm")   \
   X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM_BWD), NODIFF, "norm.cl:bn_bwd_sums", "cpu_batch_norm_bwd") \
   X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_layer_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")       \
-  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
+  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*, norm.cl:row_norm_dw_*", "cpu_row_norm_bwd") \
   X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_rms_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")           \
-  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*", "cpu_row_norm_bwd") \
+  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*, norm.cl:row_norm_dw_*", "cpu_row_norm_bwd") \
   X(EMBEDDING, "embedding", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(EMBEDDING), DIFF(nc_ag_embedding), "embedding.cl:embedding_fwd_<I>", "cpu_embedding") \
   X(EMBEDDING_BWD, "embedding_backward", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(EMBEDDING_BWD), NODIFF, "embedding.cl:embedding_bwd_<I>", "cpu_embedding_bwd") \
   X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY), DIFF(nc_ag_cross_entropy), "loss.cl:ce_fwd", "cpu_cross_entropy")  \
