@@ -88,6 +88,15 @@ static nc_status run_batched(nc_op op, const nc_tensor *a, const nc_tensor *b, n
                     .beta = beta,
                     .precision = nc_matmul_precision_level()};
   if (g.m == 0 || g.n == 0 || g.batch == 0) return NC_OK;
+  /* A batch over which b is broadcast (stride 0), with a's and c's rows continuing from one
+   * batch entry into the next, is one product of batch x m rows: a linear layer's [B, T, in]
+   * input is one GEMM of B T rows, not B GEMMs of T rows each. */
+  if (n > 0 && g.batch > 1 && g.b_sb == 0 && g.a_sb == g.m * g.a_sm && g.c_sb == g.m * g.c_sm &&
+      (!bias || g.bias_sm == 0)) {
+    g.m *= g.batch;
+    g.batch = 1;
+    g.a_sb = g.c_sb = 0;
+  }
   int64_t outer = 1;
   for (int d = 0; d < n - 1; d++) outer *= shape[d];
   if (outer == 0) return NC_OK;

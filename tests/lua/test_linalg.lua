@@ -58,6 +58,45 @@ function TestMatmul:test_batched_broadcast_transposed()
   same(x:bmm(y), xc:bmm(yc))
 end
 
+-- A right operand broadcast over the batch runs as one product of batch x rows rows when the left
+-- operand's and the result's rows continue from one batch entry into the next (run_batched's fold);
+-- checked against sums in Lua (float64), with left operands that fold (contiguous, a narrowed last
+-- dim) and that do not (batch-transposed, every other row, a bias).
+function TestMatmul:test_broadcast_right_operand_against_loops()
+  local function ref(a, b, bias)
+    local av, bv = a:to(cpu):tolist(), b:to(cpu):tolist()
+    local bb = bias and bias:to(cpu):tolist()
+    local out = {}
+    for i = 1, #av do
+      out[i] = {}
+      for r = 1, #av[i] do
+        out[i][r] = {}
+        for c = 1, #bv[1] do
+          local acc = bb and bb[c] or 0
+          for k = 1, #bv do acc = acc + av[i][r][k] * bv[k][c] end
+          out[i][r][c] = acc
+        end
+      end
+    end
+    return nc.tensor(out, {dtype = "float64", device = cpu})
+  end
+  local w = nc.randn({5, 3}, {device = dev, dtype = "float64"})
+  local base = nc.randn({4, 6, 7}, {device = dev, dtype = "float64"})
+  local cases = {
+    contiguous = base:narrow(3, 1, 5):contiguous(),
+    narrowed = base:narrow(3, 2, 5),
+    batch_transposed = base:narrow(3, 1, 5):transpose(1, 2):contiguous():transpose(1, 2),
+    every_other_row = base:narrow(3, 1, 5):reshape({4, 3, 2, 5}):select(3, 1),
+  }
+  for name, a in pairs(cases) do
+    local r = a:matmul(w)
+    lu.assertEquals(r.shape, {a.shape[1], a.shape[2], 3}, name)
+    lu.assertTrue(rel_err(r:to(cpu), ref(a, w)) < 1e-12, name)
+    local wt, bias = w:transpose(1, 2), nc.randn({3}, {device = dev, dtype = "float64"})
+    lu.assertTrue(rel_err(nc.linear(a, wt, bias):to(cpu), ref(a, w, bias)) < 1e-12, name .. " linear")
+  end
+end
+
 function TestMatmul:test_vectors_and_linear()
   local v, vc = pair({6})
   local m, mc = pair({4, 6})

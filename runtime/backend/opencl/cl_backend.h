@@ -274,8 +274,11 @@ nc_status nc_cl_peer_copy(nc_device *dst, void *dh, size_t doff, nc_device *src,
 /* The bounded queue: called after each command enqueued, with dev->lock held. Every
  * NC_CL_QUEUE_BATCH commands (NETCL_QUEUE_BATCH overrides it) it enqueues a marker and waits for the previous one, so at most two
  * batches are ever queued: a loop that never syncs keeps flat memory (a driver holds each
- * queued command's arguments and bookkeeping until it runs). Returns the marker's failure. */
+ * queued command's arguments and bookkeeping until it runs). Within a batch it also flushes
+ * (without waiting) after NC_CL_EARLY_FLUSH commands and after 4 times as many, so the device
+ * starts on a step's first kernels while the host queues the rest. Returns the marker's failure. */
 #define NC_CL_QUEUE_BATCH 256
+#define NC_CL_EARLY_FLUSH 16 /* flushes after this many commands of a batch and 4 times as many */
 nc_status nc_cl_enqueued(nc_device *dev, nc_cl_device *cd);
 /* Drops the pending marker after the queue was drained (dev->lock held). */
 void nc_cl_forget_mark(nc_cl_device *cd);

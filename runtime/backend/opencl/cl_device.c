@@ -88,7 +88,11 @@ nc_status nc_cl_ready(nc_device *dev, nc_cl_device **out) {
 }
 
 nc_status nc_cl_enqueued(nc_device *dev, nc_cl_device *cd) {
-  if (++cd->since_mark < cd->queue_batch) return NC_OK;
+  ++cd->since_mark;
+  /* The first commands of a batch are handed to the device early (a flush does not wait): after
+   * a sync the device would otherwise idle until the host had queued a whole batch. */
+  if (cd->since_mark == NC_CL_EARLY_FLUSH || cd->since_mark == 4 * NC_CL_EARLY_FLUSH) nc_cl.clFlush(cd->queue);
+  if (cd->since_mark < cd->queue_batch) return NC_OK;
   cd->since_mark = 0;
   cl_event mark = NULL;
   cl_int err = nc_cl.clEnqueueMarkerWithWaitList(cd->queue, 0, NULL, &mark);
