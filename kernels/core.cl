@@ -79,3 +79,40 @@ __kernel void normal_float64(__global double *p, long off, ulong seed, ulong off
   }
 }
 #endif
+
+/* Same-dtype copies from a strided source into a contiguous destination, with 32-bit index math
+ * (the host checks that every source offset and the count fit): strided_copy_<element size>.
+ * The layout is the source's, with the dims merged where both sides allow, innermost last. With
+ * vec set, the innermost dim has stride 1 and a multiple of 4 elements and every offset is a
+ * multiple of 4: each work-item moves 4 elements, as one 4-vector on both sides. n counts
+ * work-items' units (elements, or groups of 4 with vec). */
+typedef struct {
+  int ndim;
+  int shape[8];
+  int strides[8];
+} nc_layout32;
+
+#define STRIDED_COPY(N, T, T4)                                                                          \
+  __kernel void strided_copy_##N(__global T *d, const long doff, __global const T *s, const long soff,  \
+                                 const nc_layout32 l, const int n, const int vec) {                     \
+    __global T *dp = d + doff;                                                                          \
+    __global const T *sp = s + soff;                                                                    \
+    for (int i = get_global_id(0); i < n; i += get_global_size(0)) {                                    \
+      const int e = vec ? 4 * i : i;                                                                    \
+      int rem = e, off = 0;                                                                             \
+      for (int k = l.ndim - 1; k >= 0; k--) {                                                           \
+        const int q = rem / l.shape[k];                                                                 \
+        off += (rem - q * l.shape[k]) * l.strides[k];                                                   \
+        rem = q;                                                                                        \
+      }                                                                                                 \
+      if (vec)                                                                                          \
+        *(__global T4 *)(dp + e) = *(__global const T4 *)(sp + off);                                    \
+      else                                                                                              \
+        dp[e] = sp[off];                                                                                \
+    }                                                                                                   \
+  }
+
+STRIDED_COPY(1, uchar, uchar4)
+STRIDED_COPY(2, ushort, ushort4)
+STRIDED_COPY(4, uint, uint4)
+STRIDED_COPY(8, ulong, ulong4)

@@ -152,6 +152,29 @@ function TestViews:test_strided_copies_match_cpu()
   lu.assertEquals(s:zero_():tolist(), {{0, 0, 0}, {0, 0, 0}})
 end
 
+-- Attention's head transposes ([B, T, H, D] -> [B, H, T, D]) made contiguous, in every element
+-- size: rows of D = 8 move 4 elements at a time on OpenCL devices (strided_copy_<size>), D = 6
+-- and an offset that is not a multiple of 4 one at a time; each checked against the CPU backend.
+function TestViews:test_head_transposes_in_every_element_size()
+  local dtypes = {"float32", "int32", "int64", "uint8", "bool", "bfloat16", "float16"}
+  if dev.fp64 then dtypes[#dtypes + 1] = "float64" end
+  for _, dt in ipairs(dtypes) do
+    for _, d in ipairs({8, 6}) do
+      local src = nc.arange(0, 2 * 5 * 3 * d + 1, 1, {dtype = dt == "bool" and "int64" or "float32", device = cpu})
+      if dt == "bool" then src = src % 3 end
+      src = src:to(dt)
+      for _, off in ipairs({0, 1}) do
+        local c = src:narrow(1, 1 + off, 2 * 5 * 3 * d):view({2, 5, 3, d}):transpose(2, 3)
+        local t = src:to(dev):narrow(1, 1 + off, 2 * 5 * 3 * d):view({2, 5, 3, d}):transpose(2, 3)
+        local a, b = t:contiguous(), c:contiguous()
+        lu.assertEquals(a.shape, {2, 3, 5, d})
+        lu.assertEquals(a:to(cpu):to("float32"):tolist(), b:to("float32"):tolist(),
+          string.format("%s, D %d, offset %d", dt, d, off))
+      end
+    end
+  end
+end
+
 function TestViews:test_copy_between_overlapping_views()
   local t = nc.arange(6)
   t:copy_(t) -- the same view: nothing to do

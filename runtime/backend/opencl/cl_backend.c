@@ -1,6 +1,7 @@
 /* The OpenCL backend's buffers and transfers (its device interface) and the foundation ops
  * (fill, copy, arange, random) on kernels/core.cl. */
 #include <string.h>
+#include <limits.h>
 #include "core/check.h"
 #include "cl_backend.h"
 #include "cl_linalg.h"
@@ -135,6 +136,44 @@ nc_status nc_cl_fill(nc_tensor *t, double v) {
   return nc_cl_launch(dev, k->kernel, 4, args, nc_cl_global_size(dev, n), 0);
 }
 
+/* Mirrors nc_layout32 (kernels/core.cl). */
+typedef struct {
+  cl_int ndim;
+  cl_int shape[NC_MAX_DIMS];
+  cl_int strides[NC_MAX_DIMS];
+} layout32;
+
+/* A same-dtype copy from a strided source into a contiguous destination through
+ * strided_copy_<size> when every source offset fits 32 bits; NC_ERR_UNSUPPORTED (nothing queued,
+ * no error recorded) when it does not, for the general kernels to take. */
+static nc_status strided_copy(nc_device *dev, nc_tensor *dst, const nc_tensor *src, int64_t n) {
+  if (n >= INT_MAX) return NC_ERR_UNSUPPORTED;
+  const nc_tensor *ts[2] = {dst, src};
+  nc_cl_layout l[2];
+  nc_cl_layouts(2, ts, l);
+  layout32 s32 = {.ndim = l[1].ndim};
+  int64_t last = 0;
+  for (int d = 0; d < l[1].ndim; d++) {
+    if (l[1].strides[d] < 0 || l[1].strides[d] >= INT_MAX) return NC_ERR_UNSUPPORTED;
+    last += (l[1].shape[d] - 1) * l[1].strides[d];
+    s32.shape[d] = (cl_int)l[1].shape[d];
+    s32.strides[d] = (cl_int)l[1].strides[d];
+  }
+  if (last >= INT_MAX) return NC_ERR_UNSUPPORTED;
+  const int nd = l[1].ndim;
+  cl_int vec = nd > 0 && s32.strides[nd - 1] == 1 && s32.shape[nd - 1] % 4 == 0 && src->offset % 4 == 0 &&
+               dst->offset % 4 == 0;
+  for (int d = 0; vec && d < nd - 1; d++) vec = s32.strides[d] % 4 == 0;
+  const nc_cl_handle *k;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_STRIDED_COPY, src->dtype, &k));
+  cl_mem dm = nc_cl_mem(dst), sm = nc_cl_mem(src);
+  cl_long doff = dst->offset, soff = src->offset;
+  cl_int units = (cl_int)(vec ? n / 4 : n);
+  nc_cl_arg args[] = {NC_CL_ARG(dm),  NC_CL_ARG(doff),  NC_CL_ARG(sm), NC_CL_ARG(soff),
+                      NC_CL_ARG(s32), NC_CL_ARG(units), NC_CL_ARG(vec)};
+  return nc_cl_launch(dev, k->kernel, 7, args, nc_cl_global_size(dev, units), 0);
+}
+
 nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
   nc_device *dev = nc_tensor_device(dst);
   NC_TRY(dtype_supported(dev, dst->dtype));
@@ -151,6 +190,10 @@ nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
     pthread_mutex_unlock(&dev->lock);
     if (err != CL_SUCCESS) return nc_cl_fail(err, "copying a device buffer", dev);
     return q;
+  }
+  if (dst->dtype == src->dtype && nc_tensor_is_contiguous(dst)) {
+    nc_status s = strided_copy(dev, dst, src, n);
+    if (s != NC_ERR_UNSUPPORTED) return s;
   }
   const nc_cl_handle *k;
   /* copies with a storage dtype on either side are half.cl's */

@@ -42,6 +42,7 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(ARANGE, "core", "arange", TYPED)                                         \
   X(UNIFORM, "core", "uniform", TYPED)                                       \
   X(NORMAL, "core", "normal", TYPED)                                         \
+  X(STRIDED_COPY, "core", "strided_copy", BYTES)                            \
   X(COPY_FROM_FLOAT32, "core", "float32", COPY)                              \
   X(COPY_FROM_FLOAT64, "core", "float64", COPY)                              \
   X(COPY_FROM_INT32, "core", "int32", COPY)                                  \

@@ -187,7 +187,7 @@ typedef enum {
   X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY), DIFF(nc_ag_cross_entropy), "loss.cl:ce_fwd", "cpu_cross_entropy")  \
   X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY_BWD), NODIFF, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd") \
   X(FILL, "fill", DATA, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(FILL), NODIFF, "core.cl:fill_<T>", "cpu_fill")                       \
-  X(COPY, "copy", DATA, 1, NC_DT_MOVE, NC_RES_ARG, ENTRY(COPY), NODIFF, "core.cl:copy_<T>_<S>", "cpu_copy")                    \
+  X(COPY, "copy", DATA, 1, NC_DT_MOVE, NC_RES_ARG, ENTRY(COPY), NODIFF, "core.cl:copy_<T>_<S>, strided_copy_<size>", "cpu_copy")                  \
   X(ARANGE, "arange", DATA, 0, NC_DT_NUM, NC_RES_ARG, ENTRY(ARANGE), NODIFF, "core.cl:arange_<T>", "cpu_arange")             \
   X(SGD_STEP, "sgd_step", OPTIM, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(SGD_STEP), NODIFF, "optim.cl:sgd_<T>", "cpu_sgd_step")     \
   X(RMSPROP_STEP, "rmsprop_step", OPTIM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(RMSPROP_STEP), NODIFF, "optim.cl:rmsprop_<T>", "cpu_rmsprop_step") \
@@ -203,8 +203,8 @@ typedef enum {
   X(SQUEEZE, "squeeze", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_squeeze), "(views)", "(views)")        \
   X(UNSQUEEZE, "unsqueeze", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_unsqueeze), "(views)", "(views)")  \
   X(FLATTEN, "flatten", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_flatten), "(a view, or a copy)", "cpu_copy") \
-  X(CONTIGUOUS, "contiguous", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_contiguous), "core.cl:copy_<T>_<S>", "cpu_copy") \
-  X(CLONE, "clone", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_clone), "core.cl:copy_<T>_<S>", "cpu_copy") \
+  X(CONTIGUOUS, "contiguous", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_contiguous), "core.cl:copy_<T>_<S>, strided_copy_<size>", "cpu_copy") \
+  X(CLONE, "clone", VIEW, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_clone), "core.cl:copy_<T>_<S>, strided_copy_<size>", "cpu_copy") \
   X(DROPOUT, "dropout", RANDOM, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_dropout), "random.cl:bernoulli_<T>, elementwise.cl", "cpu_sample, cpu_binary") \
   X(NLL_LOSS, "nll_loss", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_nll_loss), "index.cl:take_*, reduce.cl", "cpu_index, cpu_reduce") \
   X(MSE_LOSS, "mse_loss", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(NONE), DIFF(nc_ag_mse_loss), "elementwise.cl, reduce.cl", "cpu_binary, cpu_reduce") \
