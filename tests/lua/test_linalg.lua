@@ -255,7 +255,8 @@ TestGemmFast = {}
 function TestGemmFast:test_layouts_and_edges()
   local function err(a, b) return (a - b):abs():max():item() / math.max(1, b:abs():max():item()) end
   -- {64, 32, 2048} and {60, 50, 1500}: a grid of one tile with a long K, which the kernel splits
-  -- along K on devices with more compute units than tiles (the last cut shorter in the second)
+  -- along K on devices with more compute units than tiles (2048 in equal chunks, one launch;
+  -- 1500 with the last chunk shorter, in a second launch)
   for _, s in ipairs({{1, 1, 1}, {3, 5, 7}, {64, 64, 16}, {127, 129, 33}, {200, 70, 300}, {257, 1, 100}, {65, 130, 17},
                       {64, 32, 2048}, {60, 50, 1500}}) do
     for ta = 0, 1 do

@@ -238,7 +238,19 @@ static int64_t k_splits(const nc_gemm_desc *g, nc_device *dev, nc_gemm_fast_tile
   const int64_t tiles = ((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm) *
                         ((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn);
   if (tiles >= cus || g->m * g->n > ((int64_t)1 << 30)) return 1;
-  return nc_cl_k_splits(dev, tiles, g->k, 64, kchunk);
+  const int64_t splits = nc_cl_k_splits(dev, tiles, g->k, 64, kchunk);
+  /* Equal chunks go as one launch; a shorter last chunk needs a second launch, which runs its
+   * few tiles alone on the device for as long as a whole chunk. So a count near the planned one
+   * that cuts K into equal multiples of 16 (each at least 32 tiles of K) is taken, the larger
+   * first at equal distance. */
+  for (int64_t d = 0; splits > 1 && d <= splits / 2; d++)
+    for (int sign = 1; sign >= -1; sign -= 2) {
+      const int64_t s = splits + sign * d;
+      if (s < 2 || s > 64 || g->k % (16 * s) != 0 || g->k / s < 32 * 16) continue;
+      *kchunk = g->k / s;
+      return s;
+    }
+  return splits;
 }
 
 /* The kernel of a tile built for g's layout, from its rr slot: gemm_fast_l_<a><b>, where a is r
@@ -287,15 +299,15 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   if (splits == 1)
     return launch_fast(g, k, tile, items, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,
                        g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
-  /* splits - 1 chunks of kchunk as one batched launch, the last (shorter) chunk as a second */
-  const int64_t mn = g->m * g->n, last = g->k - (splits - 1) * kchunk;
+  /* the chunks of kchunk as one batched launch; a last, shorter chunk as a second */
+  const int64_t mn = g->m * g->n, last = g->k - (splits - 1) * kchunk, full = last == kchunk ? splits : splits - 1;
   const int64_t wshape[1] = {splits * mn};
   nc_tensor *ws = NULL;
   NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   cl_mem wsm = nc_cl_mem(ws);
-  nc_status s = launch_fast(g, k, tile, items, kchunk, g->a_off, g->b_off, splits - 1, kchunk * g->a_sk, kchunk * g->b_sk, wsm,
+  nc_status s = launch_fast(g, k, tile, items, kchunk, g->a_off, g->b_off, full, kchunk * g->a_sk, kchunk * g->b_sk, wsm,
                             0, mn, g->n, 1, 0, false);
-  if (s == NC_OK)
+  if (s == NC_OK && full < splits)
     s = launch_fast(g, k, tile, items, last, g->a_off + (splits - 1) * kchunk * g->a_sk,
                     g->b_off + (splits - 1) * kchunk * g->b_sk, 1, 0, 0, wsm, (splits - 1) * mn, mn, g->n, 1, 0, false);
   const nc_cl_handle *sum = NULL;
