@@ -140,6 +140,10 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(GEMM_MMA_BF_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                    \
   X(GEMM_MMA_BF_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                    \
   X(GEMM_MMA_BF_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                    \
+  X(GEMM_BF16_RR, "mma+gemm_bf16", "gemm_bf16_rr", TILED)                    \
+  X(GEMM_BF16_RC, "mma+gemm_bf16", "gemm_bf16_rc", TILED)                    \
+  X(GEMM_BF16_CR, "mma+gemm_bf16", "gemm_bf16_cr", TILED)                    \
+  X(GEMM_BF16_CC, "mma+gemm_bf16", "gemm_bf16_cc", TILED)                    \
   X(CONV_FAST_W, "mma+gemm_fast", "conv_fast_w", REAL)                       \
   X(CONV_TC_W, "mma+gemm_fast", "conv_fast_w", TILED)                        \
   X(CONV_BF_W, "mma+gemm_fast", "conv_fast_w", TILED)                        \
@@ -234,6 +238,7 @@ typedef struct {
    * then stay on gemm_fast.cl's tensor-core builds). */
   bool mma_async;
   bool mma_attention; /* kernels/attention_mma.cl builds (cleared when the driver refuses it) */
+  bool gemm_bf16;     /* kernels/gemm_bf16.cl builds (set with info.bf16_mma, cleared when refused) */
   /* Kernel handles by slot and dtype: NULL until first resolved, then published with a
    * release store (under programs_lock) and read with an acquire load, lock-free. */
   const nc_cl_handle *handles[NC_CL_SLOT_COUNT][NC_DTYPE_COUNT];

@@ -173,8 +173,9 @@ static bool index_fits(int64_t outer, int64_t ld, int64_t inner) {
   return outer < lim && inner < lim && ld >= 0 && ld < lim && (ld == 0 || outer <= (lim - 1 - inner) / ld);
 }
 
-bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g) {
-  if (g->c->dtype != NC_FLOAT32 || g->m <= 0 || g->n <= 0 || g->k < 0) return false;
+/* g's operands have contiguous rows or columns and its indices fit the kernels' 32-bit math. */
+static bool layout_fits(const nc_gemm_desc *g) {
+  if (g->m <= 0 || g->n <= 0 || g->k < 0) return false;
   if (g->a_sk != 1 && g->a_sm != 1) return false;
   if (g->b_sn != 1 && g->b_sk != 1) return false;
   const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
@@ -182,6 +183,8 @@ bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g) {
   const bool b_ok = g->b_sn == 1 ? index_fits(g->k + 16, ldb, g->n + 128) : index_fits(g->n + 128, ldb, g->k + 16);
   return a_ok && b_ok;
 }
+
+bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g) { return g->c->dtype == NC_FLOAT32 && layout_fits(g); }
 
 /* The 128 x 128 tile when it still gives the device about two work-groups per compute unit,
  * else 64 x 64 (on the H200, 64 x 64 was faster for M = 64 and for grids of about one 128 x 128
@@ -321,4 +324,31 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   }
   nc_tensor_release(ws);
   return s;
+}
+
+/* ---- bfloat16 tensors: kernels/gemm_bf16.cl ---------------------------------------------------- */
+
+_Static_assert(NC_CL_K_GEMM_BF16_CC - NC_CL_K_GEMM_BF16_RR == 3, "gemm_bf16_<layout>: rr, rc, cr, cc");
+
+/* Every row of an operand starts 16-byte aligned: offset, leading dimension and batch stride
+ * multiples of 8 bfloat16 values. */
+static bool rows_aligned_bf16(int64_t off, int64_t ld, int64_t sb, int64_t batch) {
+  return off % 8 == 0 && ld % 8 == 0 && (batch == 1 || sb % 8 == 0);
+}
+
+bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
+  nc_device *dev = nc_tensor_device(g->c);
+  nc_cl_device *cd = dev->impl;
+  if (g->c->dtype != NC_BFLOAT16 || !dev->info.bf16_mma || !__atomic_load_n(&cd->gemm_bf16, __ATOMIC_ACQUIRE))
+    return false;
+  if (g->k <= 0 || !layout_fits(g)) return false;
+  const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
+  if (!rows_aligned_bf16(g->a_off, lda, g->a_sb, g->batch) || !rows_aligned_bf16(g->b_off, ldb, g->b_sb, g->batch))
+    return false;
+  const int layout = (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1);
+  const nc_cl_handle *k;
+  if (!tensor_core_kernel(dev, NC_CL_K_GEMM_BF16_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->gemm_bf16, &k)) return false;
+  *st = launch_fast(g, k, NC_GEMM_FAST_L, MMA_ASYNC_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb,
+                    nc_cl_mem(g->c), g->c_off, g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
+  return true;
 }

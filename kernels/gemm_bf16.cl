@@ -1,0 +1,216 @@
+/* The tensor-core GEMM on bfloat16 tensors: C = alpha A B + beta C (+ bias), A, B, C and bias
+ * bfloat16 in memory (16-bit patterns), products on bf16 mma.sync (m16n8k16, kernels/mma.cl) with
+ * float32 sums, the result rounded once to bfloat16 (to nearest, ties to even). For NVIDIA
+ * devices of compute capability 8.0 or later (runtime/backend/opencl/cl_gemm.c picks it for
+ * bfloat16 products whose rows are 16-byte aligned; other bfloat16 products go through float32,
+ * cl_gemm_lowp.c).
+ *
+ * A work-group of four warps computes a 128 x 128 tile of C, each warp a 64 x 64 block. K
+ * advances 32 at a time through three local buffers (16 KB each): the tile two steps ahead is
+ * copied from global to local memory by cp.async (16 bytes, eight values, a work-item, zero fill
+ * past the edges) while the work-group multiplies the current one; one barrier per K tile. Local
+ * memory keeps each operand as it lies in global memory, in 16-byte chunks:
+ * - an operand whose K is contiguous ("K-major") as 128 rows of 32 values (4 chunks), chunk c of
+ *   row r at c ^ ((r >> 1) & 3);
+ * - one whose M (or N) is contiguous as 32 rows (k) of 128 values (16 chunks), chunk c of row k
+ *   at c ^ (k & 7),
+ * so that the eight 16-byte rows that each ldmatrix phase reads fall in distinct banks.
+ * Fragments come from ldmatrix.x4: plain for K-major operands, .trans for the others (which
+ * moves the pairs of consecutive k that a bf16 register holds together).
+ *
+ * The host launches it only where every operand row starts 16-byte aligned (offsets, leading
+ * dimensions and batch strides multiples of 8 values), and element indices fit in 32 bits.
+ * Under the test hook NETCL_MMA_EMULATE=1 (PoCL in CI) the copies are plain, each lane reads
+ * what ldmatrix would give it from the row offsets the naming lanes compute (the same address
+ * arithmetic as on the GPU), and mma.sync is kernels/mma.cl's emulation. */
+
+#define HB_BM 128
+#define HB_BN 128
+#define HB_BK 32
+#define HB_STAGES 3
+#define HB_ITEMS 128
+#define HB_STAGE ((HB_BM + HB_BN) * HB_BK) /* values (ushort) per stage */
+
+/* The arguments: GEMM_ARGS of kernels/mma.cl with bfloat16 tensors and float scalars. */
+#define GEMM_ARGS_BF16                                                                                            \
+  const long M_, const long N_, const long K_, __global const ushort *A, const long a_off, const long a_sb,      \
+      const long a_sm, const long a_sk, __global const ushort *B, const long b_off, const long b_sb,             \
+      const long b_sk, const long b_sn, __global ushort *C, const long c_off, const long c_sb, const long c_sm,  \
+      const long c_sn, __global const ushort *bias, const long bias_off, const long bias_sm, const long bias_sn, \
+      const int has_bias, const float alpha, const float beta
+
+#ifdef NC_MMA_BF16
+
+/* a bfloat16 value (16-bit pattern) as float, and a float rounded to bfloat16 (mma_bf16) */
+#define HB_F(u) as_float((uint)(u) << 16)
+#define HB_H(x) ((ushort)(as_uint(mma_bf16(x)) >> 16))
+
+#ifndef NC_MMA_EMULATE
+/* 16 bytes from src (bytes of them, the rest zero) to dst, both 16-byte aligned */
+inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int bytes) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint)(ulong)dst), "l"((ulong)src),
+                   "r"(bytes)
+                   : "memory");
+}
+#define HB_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
+#define HB_WAIT() __asm__ volatile("cp.async.wait_group 1;" ::: "memory") /* all but the newest group */
+/* ldmatrix.x4 into r[0..3]: lane L names the row at smem + OFF(L) of matrix L / 8 (OFF a macro
+ * of the lane); .trans when T */
+#define HB_LD(r, T, OFF)                                                                           \
+  if (T)                                                                                         \
+    __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"       \
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])                            \
+                     : "r"((uint)(ulong)(smem + OFF(lane))));                                     \
+  else                                                                                           \
+    __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"             \
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])                            \
+                     : "r"((uint)(ulong)(smem + OFF(lane))));
+#else
+inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int bytes) {
+  for (int h = 0; h < 8; h++) dst[h] = 2 * h < bytes ? src[h] : (ushort)0;
+}
+#define HB_COMMIT()
+#define HB_WAIT()
+/* ldmatrix emulated: lane l takes from matrix i row l / 4, values 2 (l % 4) and 2 (l % 4) + 1
+ * (plain), or value l / 4 of rows 2 (l % 4) and 2 (l % 4) + 1 (.trans), the lower value in the
+ * low half, each row where the lane naming it (OFF of that lane) puts it. */
+#define HB_LD(r, T, OFF)                                                                           \
+  for (int e_ = 0; e_ < 4; e_++) {                                                               \
+    uint lo_, hi_;                                                                               \
+    if (T) {                                                                                     \
+      lo_ = smem[OFF(e_ * 8 + 2 * t) + g];                                                       \
+      hi_ = smem[OFF(e_ * 8 + 2 * t + 1) + g];                                                   \
+    } else {                                                                                     \
+      lo_ = smem[OFF(e_ * 8 + g) + 2 * t];                                                       \
+      hi_ = smem[OFF(e_ * 8 + g) + 2 * t + 1];                                                   \
+    }                                                                                            \
+    r[e_] = lo_ | (hi_ << 16);                                                                   \
+  }
+#endif
+
+/* Loops whose bodies hold ldmatrix or mma.sync: unrolled (fragments and accumulators stay in
+ * registers), except under the emulation, whose barriers make an unrolled kernel take PoCL many
+ * minutes to compile. */
+#ifdef NC_MMA_EMULATE
+#define HB_UNROLL _Pragma("unroll 1")
+#else
+#define HB_UNROLL _Pragma("unroll")
+#endif
+
+/* chunk positions: a K-major operand's row r, chunk c (of 4); an M- or N-major one's row k,
+ * chunk c (of 16); in values */
+#define HB_KPOS(r, c) ((r) * HB_BK + (((c) ^ (((r) >> 1) & 3)) << 3))
+#define HB_NPOS(k, c) ((k) * 128 + (((c) ^ ((k) & 7)) << 3))
+
+/* Copies K tile kt (k0 = kt * 32) of both operands into stage st: 512 chunks of each, four per
+ * work-item. Ab is A at row m0 (K-major) or column m0 (M-major), Bb likewise for B at n0. */
+#define HB_LOAD(st, kt, A_K, B_K)                                                                  \
+  {                                                                                              \
+    const int k0_ = (kt) * HB_BK;                                                                 \
+    __local ushort *sa_ = smem + (st) * HB_STAGE, *sb_ = sa_ + HB_BM * HB_BK;                     \
+    _Pragma("unroll") for (int i_ = 0; i_ < 512 / HB_ITEMS; i_++) {                               \
+      const int c_ = lid + i_ * HB_ITEMS;                                                        \
+      HB_COPY(A_K, sa_, Ab, lda, M - m0)                                                         \
+      HB_COPY(B_K, sb_, Bb, ldb, N - n0)                                                         \
+    }                                                                                            \
+  }
+/* Chunk c_ of one operand's K tile at k0_: K-major (row r_ of 4 chunks) or M/N-major (row r_ = k
+ * of 16 chunks); left: the rows or columns left from the tile's first one */
+#define HB_COPY(KMAJ, s_, base, ld, left)                                                          \
+  {                                                                                              \
+    const int r_ = (KMAJ) ? c_ >> 2 : c_ >> 4, q_ = (KMAJ) ? c_ & 3 : c_ & 15;                    \
+    const int k_ = k0_ + ((KMAJ) ? q_ * 8 : r_);                                                 \
+    const int by_ = (KMAJ) ? (r_ < (left) ? clamp((K - k_) * 2, 0, 16) : 0)                      \
+                           : (k_ < K ? clamp(((left) - q_ * 8) * 2, 0, 16) : 0);                 \
+    __global const ushort *src_ = (KMAJ) ? (base) + r_ * (ld) + k_ : (base) + k_ * (ld) + q_ * 8; \
+    hb_copy16(s_ + ((KMAJ) ? HB_KPOS(r_, q_) : HB_NPOS(r_, q_)), by_ ? src_ : (base), by_);      \
+  }
+
+/* The fragments of k step s (16 deep) of stage st: fa[i] (4 registers: rows wm*64 + 16i ..),
+ * fb[jj] (4 registers: b0, b1 of column block 2jj, then of 2jj + 1). Lane L names row L % 8 of
+ * matrix L / 8. A: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15); B:
+ * (k 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). The offsets (in values) of the row
+ * lane L names, for fragment i_ or j_ of k step s_ at stage offset so_: */
+#define HB_A_KMAJ(L) (so_ + HB_KPOS(wm * 64 + i_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, s_ * 2 + ((L) >> 4)))
+#define HB_A_MMAJ(L) (so_ + HB_NPOS(s_ * 16 + ((L) & 7) + ((L) >> 4) * 8, wm * 8 + i_ * 2 + (((L) >> 3) & 1)))
+#define HB_B_KMAJ(L) (so_ + HB_BM * HB_BK + HB_KPOS(wn * 64 + j_ * 16 + ((L) & 7) + ((L) >> 4) * 8, s_ * 2 + (((L) >> 3) & 1)))
+#define HB_B_NMAJ(L) (so_ + HB_BM * HB_BK + HB_NPOS(s_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, wn * 8 + j_ * 2 + ((L) >> 4)))
+#define HB_FRAGS(st, s, A_K, B_K, fa, fb)                                                          \
+  {                                                                                              \
+    const int so_ = (st) * HB_STAGE, s_ = (s);                                                   \
+    _Pragma("unroll") for (int i_ = 0; i_ < 4; i_++) {                                           \
+      if (A_K) { HB_LD(fa[i_], 0, HB_A_KMAJ) } else { HB_LD(fa[i_], 1, HB_A_MMAJ) }              \
+    }                                                                                            \
+    _Pragma("unroll") for (int j_ = 0; j_ < 4; j_++) {                                           \
+      if (B_K) { HB_LD(fb[j_], 0, HB_B_KMAJ) } else { HB_LD(fb[j_], 1, HB_B_NMAJ) }              \
+    }                                                                                            \
+  }
+#define HB_PRODUCTS(fa, fb)                                                                        \
+  HB_UNROLL for (int i = 0; i < 4; i++)                                                          \
+    HB_UNROLL for (int j = 0; j < 8; j++) {                                              \
+      const uint b_[2] = {fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]};                  \
+      MMA_SYNC(acc[i][j], fa[i], b_);                                                            \
+    }
+
+#define HB_BODY(A_K, B_K)                                                                          \
+  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
+  const int wm = warp >> 1, wn = warp & 1;                                                       \
+  const long bi = get_group_id(2);                                                               \
+  const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
+  const int m0 = get_group_id(1) * HB_BM, n0 = get_group_id(0) * HB_BN;                          \
+  const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
+  __global const ushort *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);        \
+  __global const ushort *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);        \
+  __local uint4 smem4_[HB_STAGES * HB_STAGE / 8];                                                \
+  __local ushort *smem = (__local ushort *)smem4_;                                               \
+  MMA_SCRATCH(HB_ITEMS)                                                                          \
+  float acc[4][8][4];                                                                            \
+  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
+    _Pragma("unroll") for (int j = 0; j < 8; j++)                                                \
+      _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
+  uint fa0[4][4], fb0[4][4], fa1[4][4], fb1[4][4];                                               \
+  const int ntiles = (K + HB_BK - 1) / HB_BK;                                                    \
+  _Pragma("unroll") for (int s = 0; s < HB_STAGES - 1; s++) {                                    \
+    if (s < ntiles) HB_LOAD(s, s, A_K, B_K)                                                      \
+    HB_COMMIT();                                                                                 \
+  }                                                                                              \
+  int st = 0;                                                                                    \
+  for (int kt = 0; kt < ntiles; kt++) {                                                          \
+    HB_WAIT();                                                                                   \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    /* the stage read at kt - 1 is free: every work-item passed the barrier after reading it */  \
+    if (kt + HB_STAGES - 1 < ntiles) HB_LOAD(st == 0 ? HB_STAGES - 1 : st - 1, kt + HB_STAGES - 1, A_K, B_K) \
+    HB_COMMIT();                                                                                 \
+    HB_FRAGS(st, 0, A_K, B_K, fa0, fb0)                                                          \
+    HB_FRAGS(st, 1, A_K, B_K, fa1, fb1)                                                          \
+    HB_PRODUCTS(fa0, fb0)                                                                        \
+    HB_PRODUCTS(fa1, fb1)                                                                        \
+    st = st == HB_STAGES - 1 ? 0 : st + 1;                                                       \
+  }                                                                                              \
+  __global ushort *Cb = C + c_off + bi * c_sb;                                                   \
+  __global const ushort *biasb = bias + bias_off;                                                \
+  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
+    _Pragma("unroll") for (int h = 0; h < 2; h++) {                                              \
+      const int m = m0 + wm * 64 + i * 16 + h * 8 + g;                                           \
+      _Pragma("unroll") for (int j = 0; j < 8; j++)                                              \
+        _Pragma("unroll") for (int e = 0; e < 2; e++) {                                          \
+          const int n = n0 + wn * 64 + j * 8 + t * 2 + e;                                        \
+          if (m < M && n < N) {                                                                  \
+            __global ushort *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                          \
+            float o_ = acc[i][j][2 * h + e] * alpha;                                             \
+            if (beta != 0.0f) o_ += beta * HB_F(*p_);                                            \
+            if (has_bias) o_ += HB_F(biasb[(long)m * bias_sm + (long)n * bias_sn]);              \
+            *p_ = HB_H(o_);                                                                      \
+          }                                                                                      \
+        }                                                                                        \
+    }
+
+/* Grid: (ceil(N/128) * 128, ceil(M/128), batch); local (128, 1, 1). gemm_bf16_<a><b>: a is r
+ * when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */
+#define HB_ATTR __kernel __attribute__((reqd_work_group_size(HB_ITEMS, 1, 1))) void
+HB_ATTR gemm_bf16_rr(GEMM_ARGS_BF16) { HB_BODY(1, 0) }
+HB_ATTR gemm_bf16_rc(GEMM_ARGS_BF16) { HB_BODY(1, 1) }
+HB_ATTR gemm_bf16_cr(GEMM_ARGS_BF16) { HB_BODY(0, 0) }
+HB_ATTR gemm_bf16_cc(GEMM_ARGS_BF16) { HB_BODY(0, 1) }
+
+#endif
