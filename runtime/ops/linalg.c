@@ -28,7 +28,8 @@ static void shape_str(const nc_tensor *t, char *buf, size_t n) {
 static nc_status check_operands(const nc_tensor *a, const nc_tensor *b) {
   if (a->dtype != b->dtype || !nc_dtype_is_float(a->dtype))
     return nc_error(NC_ERR_DTYPE,
-                    "expected operands of one float dtype (float32, float64, bfloat16 or float16), got %s and %s",
+                    "expected operands of one float dtype (float32, float64, bfloat16 or float16), "
+                    "got %s and %s",
                     nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));
   if (nc_tensor_device(a) != nc_tensor_device(b))
     return nc_error(NC_ERR_DEVICE, "operands are on different devices (%s and %s)",

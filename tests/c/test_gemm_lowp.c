@@ -48,7 +48,8 @@ static void test_alpha_beta(nc_device *dev, nc_dtype dt) {
   const int64_t m = 37, n = 23, k = 29;
   double *a = ref_random(m * k), *w = ref_random(n * k), *c0 = ref_random(n * m);
   int64_t sa[2] = {m, k}, sw[2] = {n, k}, sc[2] = {n, m};
-  nc_tensor *ta = stored(dev, dt, 2, sa, a), *tw = stored(dev, dt, 2, sw, w), *tc = stored(dev, dt, 2, sc, c0);
+  nc_tensor *ta = stored(dev, dt, 2, sa, a), *tw = stored(dev, dt, 2, sw, w),
+            *tc = stored(dev, dt, 2, sc, c0);
   nc_tensor *wt = NULL, *ct = NULL;
   CHECK_OK(nc_tensor_transpose(tw, 0, 1, &wt));
   CHECK_OK(nc_tensor_transpose(tc, 0, 1, &ct));
@@ -57,7 +58,8 @@ static void test_alpha_beta(nc_device *dev, nc_dtype dt) {
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
       double s = 0, sabs = 0;
-      for (int64_t p = 0; p < k; p++) s += a[i * k + p] * w[j * k + p], sabs += fabs(a[i * k + p] * w[j * k + p]);
+      for (int64_t p = 0; p < k; p++)
+        s += a[i * k + p] * w[j * k + p], sabs += fabs(a[i * k + p] * w[j * k + p]);
       want[i * n + j] = alpha * s + beta * c0[j * m + i];
       absum[i * n + j] = fabs(alpha) * sabs + fabs(beta * c0[j * m + i]);
     }
@@ -72,14 +74,16 @@ static void test_alpha_beta(nc_device *dev, nc_dtype dt) {
   CHECK_OK(nc_gemm(ta, wt, ct, 2.0, 0.0));
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
-      const double prev = want[i * n + j] - beta * c0[j * m + i], pabs = absum[i * n + j] - fabs(beta * c0[j * m + i]);
+      const double prev = want[i * n + j] - beta * c0[j * m + i],
+                   pabs = absum[i * n + j] - fabs(beta * c0[j * m + i]);
       want[i * n + j] = prev / alpha * 2.0;
       absum[i * n + j] = pabs / fabs(alpha) * 2.0;
     }
   CHECK_OK(nc_contiguous(ct, &cc));
   check_values("gemm beta 0 over NaN", dev, dt, cc, want, absum, m * n);
   nc_tensor_release(cc);
-  nc_tensor_release(ta), nc_tensor_release(tw), nc_tensor_release(tc), nc_tensor_release(wt), nc_tensor_release(ct);
+  nc_tensor_release(ta), nc_tensor_release(tw), nc_tensor_release(tc), nc_tensor_release(wt),
+      nc_tensor_release(ct);
   free(a), free(w), free(c0), free(want), free(absum);
 }
 
@@ -88,8 +92,10 @@ static void test_batched(nc_device *dev, nc_dtype dt) {
   const int64_t bt = 3, m = 13, n = 11, k = 40;
   double *a = ref_random(bt * m * k), *b = ref_random(k * n), *c0 = ref_random(bt * m * n);
   int64_t sa[3] = {bt, m, k}, sb[2] = {k, n}, sc[3] = {bt, m, n};
-  nc_tensor *ta = stored(dev, dt, 3, sa, a), *tb = stored(dev, dt, 2, sb, b), *tc = stored(dev, dt, 3, sc, c0);
-  double *want = malloc(sizeof(double) * (size_t)(bt * m * n)), *absum = malloc(sizeof(double) * (size_t)(bt * m * n));
+  nc_tensor *ta = stored(dev, dt, 3, sa, a), *tb = stored(dev, dt, 2, sb, b),
+            *tc = stored(dev, dt, 3, sc, c0);
+  double *want = malloc(sizeof(double) * (size_t)(bt * m * n)),
+         *absum = malloc(sizeof(double) * (size_t)(bt * m * n));
   for (int64_t t = 0; t < bt; t++)
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < n; j++) {
@@ -113,12 +119,15 @@ static void test_linear_and_empty(nc_device *dev, nc_dtype dt) {
   const int64_t r = 10, in = 33, out = 70;
   double *x = ref_random(r * in), *w = ref_random(out * in), *bias = ref_random(out);
   int64_t sx[3] = {2, 5, in}, sw[2] = {out, in};
-  nc_tensor *tx = stored(dev, dt, 3, sx, x), *tw = stored(dev, dt, 2, sw, w), *tb = stored(dev, dt, 1, &out, bias);
-  double *want = malloc(sizeof(double) * (size_t)(r * out)), *absum = malloc(sizeof(double) * (size_t)(r * out));
+  nc_tensor *tx = stored(dev, dt, 3, sx, x), *tw = stored(dev, dt, 2, sw, w),
+            *tb = stored(dev, dt, 1, &out, bias);
+  double *want = malloc(sizeof(double) * (size_t)(r * out)),
+         *absum = malloc(sizeof(double) * (size_t)(r * out));
   for (int64_t i = 0; i < r; i++)
     for (int64_t o = 0; o < out; o++) {
       double s = bias[o], sabs = fabs(bias[o]);
-      for (int64_t p = 0; p < in; p++) s += x[i * in + p] * w[o * in + p], sabs += fabs(x[i * in + p] * w[o * in + p]);
+      for (int64_t p = 0; p < in; p++)
+        s += x[i * in + p] * w[o * in + p], sabs += fabs(x[i * in + p] * w[o * in + p]);
       want[i * out + o] = s;
       absum[i * out + o] = sabs;
     }

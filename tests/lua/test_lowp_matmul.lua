@@ -140,8 +140,8 @@ function TestLowpMatmul:test_k_zero()
       local y = nc.linear(a, nc.zeros({4, 0}, {dtype = dt, device = d}), bias)
       lu.assertEquals(y.dtype, dt)
       for i = 1, 3 do lu.assertEquals(y:float():tolist()[i], {1.5, -2, 0.25, 3}) end
-      lu.assertEquals(nc.zeros({0, 5}, {dtype = dt, device = d}):matmul(nc.zeros({5, 2}, {dtype = dt, device = d})).shape,
-        {0, 2})
+      local o = {dtype = dt, device = d}
+      lu.assertEquals(nc.zeros({0, 5}, o):matmul(nc.zeros({5, 2}, o)).shape, {0, 2})
     end
   end
 end
@@ -160,7 +160,8 @@ function TestLowpMatmul:test_rounded_once()
         return a:matmul(b):float():view({-1}):tolist()
       end
       -- B + 1 + 1 in any order is B + 2: a running sum in dt would stay at B
-      lu.assertEquals(mm({{B, 1, 1}, {1, B, 1}, {1, 1, B}}, {{1}, {1}, {1}}), {B + 2, B + 2, B + 2}, dt .. " on " .. d.spec)
+      lu.assertEquals(mm({{B, 1, 1}, {1, B, 1}, {1, 1, B}}, {{1}, {1}, {1}}), {B + 2, B + 2, B + 2},
+        dt .. " on " .. d.spec)
       -- ties go to the even neighbour: B + 1 -> B, B + 3 -> B + 4, B + 5 -> B + 4, -(B + 3) -> -(B + 4)
       lu.assertEquals(mm({{B, 1, 0}, {B, 3, 0}, {B, 1, 4}}, {{1}, {1}, {1}}), {B, B + 4, B + 4}, dt .. " ties")
       lu.assertEquals(mm({{-B, -1, -2}}, {{1}, {1}, {1}}), {-(B + 4)}, dt .. " negative tie")
@@ -269,7 +270,8 @@ for r in (a @ w.t(), F.linear(a, w, bias)):
 function TestLowpMatmul:test_against_pytorch()
   local py = H.python("torch")
   if not py then
-    lu.skip("PyTorch is not installed for python3 (Debian: python3-torch): the comparison with torch's bfloat16 matmul did not run")
+    lu.skip("PyTorch is not installed for python3 (Debian: python3-torch): "
+      .. "the comparison with torch's bfloat16 matmul did not run")
   end
   local m, k, n = 37, 129, 23
   local a, w, bias = rand("bfloat16", {m, k}), rand("bfloat16", {n, k}), rand("bfloat16", {n})

@@ -14,7 +14,8 @@
 
 /* The rows x cols matrix of dt at s (row stride sr, column stride sc) into the dense row-major
  * float32 d; a column-major source (sr == 1) is read along its columns. */
-static void widen(nc_dtype dt, float *d, const uint16_t *s, int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+static void widen(nc_dtype dt, float *d, const uint16_t *s, int64_t rows, int64_t cols, int64_t sr,
+                  int64_t sc) {
   const bool par = rows * cols > NC_CPU_PARALLEL_MIN;
   if (sc != 1 && sr == 1)
     NC_CPU_PARALLEL_FOR(par, , j, cols, { nc_cpu_half_to_f32(dt, d + j, cols, s + j * sc, 1, rows); });
@@ -23,7 +24,8 @@ static void widen(nc_dtype dt, float *d, const uint16_t *s, int64_t rows, int64_
 }
 
 /* The reverse: the dense float32 s rounded into the rows x cols matrix of dt at d. */
-static void narrow(nc_dtype dt, uint16_t *d, const float *s, int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+static void narrow(nc_dtype dt, uint16_t *d, const float *s, int64_t rows, int64_t cols, int64_t sr,
+                   int64_t sc) {
   const bool par = rows * cols > NC_CPU_PARALLEL_MIN;
   if (sc != 1 && sr == 1)
     NC_CPU_PARALLEL_FOR(par, , j, cols, { nc_cpu_f32_to_half(dt, d + j * sc, 1, s + j, cols, rows); });
@@ -43,7 +45,8 @@ nc_status nc_cpu_gemm_lowp(const nc_gemm_desc *g) {
   float *fbias = bias ? malloc(sizeof(float) * (size_t)(bias_rows * n) + 1) : NULL;
   nc_status s = NC_OK;
   if (!fa || !fb || !fc || (bias && !fbias)) {
-    s = nc_error(NC_ERR_OOM, "out of host memory for the float32 temporaries of a %s GEMM", nc_dtype_name(dt));
+    s = nc_error(NC_ERR_OOM, "out of host memory for the float32 temporaries of a %s GEMM",
+                 nc_dtype_name(dt));
     goto done;
   }
   if (bias) widen(dt, fbias, bias + g->bias_off, bias_rows, n, g->bias_sm, g->bias_sn);

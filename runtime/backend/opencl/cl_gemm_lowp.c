@@ -41,7 +41,8 @@ nc_status nc_cl_gemm_lowp(const nc_gemm_desc *g) {
   if (s == NC_OK) s = widen(g->b, true, bb, k, n, g->b_off, g->b_sb, g->b_sk, g->b_sn, &fb, NULL);
   if (s == NC_OK && g->bias)
     s = widen(g->bias, true, 1, bias_rows, bias_cols, g->bias_off, 0, g->bias_sm, g->bias_sn, &fbias, NULL);
-  if (s == NC_OK) s = widen(g->c, g->beta != 0, g->batch, m, n, g->c_off, g->c_sb, g->c_sm, g->c_sn, &fc, &cv);
+  if (s == NC_OK)
+    s = widen(g->c, g->beta != 0, g->batch, m, n, g->c_off, g->c_sb, g->c_sm, g->c_sn, &fc, &cv);
   if (s == NC_OK) {
     nc_gemm_desc f = *g;
     f.a = fa, f.b = fb, f.c = fc, f.bias = fbias;
