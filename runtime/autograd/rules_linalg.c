@@ -1,7 +1,14 @@
 /* Matrix products: matmul (mm and bmm are its 2-D and 3-D cases) and linear. Gradients are
- * products with transposed views, read through their strides without copies. */
+ * products with transposed views, read through their strides without copies.
+ *
+ * Products of bfloat16 or float16 operands: the gradient of a storage-dtype value is float32
+ * (tape.c, grad_dtype), so their rules widen the saved operands (exactly) and the incoming
+ * gradient (float32 already, unless it is the seed or a gradient passed to backward) to float32
+ * and multiply in float32: the input gradients are float32, with no rounding to the storage
+ * dtype. */
 #include "core/check.h"
 #include "netcl/autograd_ops.h"
+#include "netcl/copy.h"
 #include "netcl/linalg.h"
 #include "record.h"
 #include "scope.h"
@@ -10,6 +17,13 @@ static nc_tensor *matmul(ag_scope *S, nc_tensor *a, nc_tensor *b) {
   if (!ag_ok(S)) return NULL;
   nc_tensor *r = NULL;
   return ag_take(S, nc_matmul(a, b, &r), &r);
+}
+
+/* t as float32 when it has a storage dtype (bfloat16, float16), else t itself. */
+static nc_tensor *widened(ag_scope *S, nc_tensor *t) {
+  if (!ag_ok(S) || !nc_dtype_is_storage(t->dtype)) return t;
+  nc_tensor *r = NULL;
+  return ag_take(S, nc_to(t, nc_tensor_device(t), NC_FLOAT32, &r), &r);
 }
 
 /* t with its last two dims swapped (a view). */
@@ -29,7 +43,8 @@ static nc_tensor *unsqueeze(ag_scope *S, nc_tensor *t, int dim) {
  * then da = g b^T and db = a^T g, summed over broadcast batch dims, and viewed back. */
 static nc_status matmul_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
-  nc_tensor *a = ag_saved(&S, c, 0), *b = ag_saved(&S, c, 1);
+  nc_tensor *a = widened(&S, ag_saved(&S, c, 0)), *b = widened(&S, ag_saved(&S, c, 1));
+  g = widened(&S, g);
   if (!ag_ok(&S)) return ag_end(&S);
   nc_tensor *a2 = a->ndim == 1 ? unsqueeze(&S, a, 0) : a, *b2 = b->ndim == 1 ? unsqueeze(&S, b, 1) : b;
   nc_tensor *g2 = g;
@@ -82,7 +97,8 @@ nc_status nc_ag_bmm(nc_tape *t, nc_node *a, nc_node *b, nc_node **out) {
 /* y = x W^T + b: dx = g W, dW = g^T x over all leading positions, db = g summed over them. */
 static nc_status linear_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
-  nc_tensor *x = ag_saved(&S, c, 0), *w = ag_saved(&S, c, 1);
+  nc_tensor *x = widened(&S, ag_saved(&S, c, 0)), *w = widened(&S, ag_saved(&S, c, 1));
+  g = widened(&S, g);
   if (!ag_ok(&S)) return ag_end(&S);
   int64_t out = w->shape[0], in = w->shape[1];
   if (nc_ag_needs_grad(c, 0)) gi[0] = ag_keep(&S, matmul(&S, g, w));

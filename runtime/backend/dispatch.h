@@ -19,7 +19,9 @@
 /* One batched matrix product, C[b] = alpha * A[b] @ B[b] + beta * C[b] (+ bias), over raw
  * layouts: the tensors give storage and dtype (one floating dtype for all), the fields give
  * element offsets and strides, so transposed or broadcast operands need no copy. When beta is
- * 0, C is not read. bias (may be NULL) adds bias[bias_off + m*bias_sm + n*bias_sn]. C's
+ * 0, C is not read. For bfloat16 and float16, each product of stored values is summed in float32
+ * (at least), alpha, beta and bias apply in float32, and the result is rounded once into C (to
+ * nearest even). bias (may be NULL) adds bias[bias_off + m*bias_sm + n*bias_sn]. C's
  * elements do not overlap (the ops layer allocates it). */
 typedef struct {
   const nc_tensor *a, *b, *bias;

@@ -1,5 +1,7 @@
 /* matmul, mm, bmm, linear, gemm: shape rules, output allocation, and the reduction of any
- * batched, broadcast, transposed product to backend GEMM calls over raw strides. */
+ * batched, broadcast, transposed product to backend GEMM calls over raw strides. Operands are
+ * float32, float64, bfloat16 or float16 (all of one dtype); the backends take the storage
+ * dtypes as they are (docs/linalg.md, "Products of bfloat16 and float16"). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +22,14 @@ static void shape_str(const nc_tensor *t, char *buf, size_t n) {
   if (len < n) snprintf(buf + len, n - len, "]");
 }
 
+/* Operands of one float dtype: float32, float64, or a storage dtype (bfloat16, float16), whose
+ * products the backends sum in float32 and round once into the result of that dtype. Nothing is
+ * converted here: a mixed pair is an error. */
 static nc_status check_operands(const nc_tensor *a, const nc_tensor *b) {
-  NC_TRY(nc_check_not_storage(a, b));
   if (a->dtype != b->dtype || !nc_dtype_is_float(a->dtype))
-    return nc_error(NC_ERR_DTYPE, "expected float32 or float64 operands of one dtype, got %s and %s",
+    return nc_error(NC_ERR_DTYPE,
+                    "expected operands of one float dtype (float32, float64, bfloat16 or float16), "
+                    "got %s and %s",
                     nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));
   if (nc_tensor_device(a) != nc_tensor_device(b))
     return nc_error(NC_ERR_DEVICE, "operands are on different devices (%s and %s)",

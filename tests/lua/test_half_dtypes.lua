@@ -1,7 +1,8 @@
 -- The storage dtypes bfloat16 and float16 on the device under test: conversions against a
 -- reference written here from the formats' definitions (nearest value by search, ties to even)
 -- and bit for bit against the CPU backend; every pattern widened; conversions with the other
--- dtypes; views, copies, transfers and reads; the storage-only error of compute ops; safetensors
+-- dtypes; views, copies, transfers and reads; the storage-only error of compute ops (other than
+-- the matrix products, tests/lua/test_lowp_matmul.lua); safetensors
 -- and npy files; optimizers stepping a float32 master copy. NumPy's float16, when python3 has
 -- numpy, is a second reference.
 local lu = require "luaunit"
@@ -273,7 +274,6 @@ function TestStorage.test_compute_ops_refuse_storage_dtypes()
     local ops = {
       add = function() return t + t end, mul = function() return t * 2 end, exp = function() return t:exp() end,
       sum = function() return t:sum() end, max = function() return t:max() end, argmax = function() return t:argmax() end,
-      matmul = function() return t:matmul(t) end, linear = function() return nc.linear(f, t) end,
       softmax = function() return t:softmax(1) end, sort = function() return t:sort(1) end,
       eq = function() return t:eq(t) end, where = function() return nc.where(f:gt(0), t, t) end,
       cumsum = function() return t:cumsum(1) end, relu = function() return nc.relu(t) end,
@@ -285,8 +285,11 @@ function TestStorage.test_compute_ops_refuse_storage_dtypes()
     for name, fn in pairs(ops) do
       H.assert_error(fn, "netcl." .. name:gsub("_$", ""), "dtype " .. dt .. " " .. msg)
     end
-    -- a mixed op refuses too: nothing is converted behind the user's back
+    -- a mixed op refuses too: nothing is converted behind the user's back (the products take
+    -- storage-dtype operands, all of one dtype: tests/lua/test_lowp_matmul.lua)
     H.assert_error(function() return f + t end, "netcl.add", msg)
+    H.assert_error(function() return nc.linear(f, t) end, "netcl.linear", "expected operands of one float dtype")
+    lu.assertEquals(t:matmul(t).dtype, dt)
     lu.assertEquals((t:float() + f).dtype, "float32")
   end
 end

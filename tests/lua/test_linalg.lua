@@ -115,7 +115,7 @@ function TestMatmul:test_errors()
   lu.assertErrorMsgContains("netcl.matmul: inner dimensions 3 and 4 do not match ([2,3] @ [4,5])",
                             function() return a:matmul(b) end)
   lu.assertErrorMsgContains("netcl.bmm: bmm needs 3-D operands", function() return a:bmm(b) end)
-  lu.assertErrorMsgContains("netcl.matmul: expected float32 or float64 operands",
+  lu.assertErrorMsgContains("netcl.matmul: expected operands of one float dtype (float32, float64, bfloat16 or float16), got float32 and int64",
                             function() return a:matmul(nc.zeros({3, 2}, {dtype = "int64", device = dev})) end)
 end
 

@@ -23,6 +23,11 @@ nc_status nc_cpu_random(nc_tensor *t, int kind, uint64_t seed, uint64_t offset, 
 /* fill and copy where a storage dtype (bfloat16, float16) is involved (cpu_half.c). */
 nc_status nc_cpu_fill_half(nc_tensor *t, double v);
 nc_status nc_cpu_copy_half(nc_tensor *dst, const nc_tensor *src);
+/* The row conversions those use (cpu_half.c), for backend code that converts by itself (the
+ * bfloat16 and float16 GEMM): n elements of storage dtype dt at s (stride ss) into float32 at d
+ * (stride ds), exactly; and float32 into dt, rounded to nearest, ties to even. */
+void nc_cpu_half_to_f32(nc_dtype dt, float *d, int64_t ds, const uint16_t *s, int64_t ss, int64_t n);
+void nc_cpu_f32_to_half(nc_dtype dt, uint16_t *d, int64_t ds, const float *s, int64_t ss, int64_t n);
 
 /* Ops defined by their op-table row (KERNEL(name, sig)): nc_cpu_<name>, one per row. */
 #define NC_CPU_KDECL_ENTRY(...)

@@ -43,6 +43,14 @@ NC_CPU_CLONES static void decode_row(nc_dtype dt, float *d, int64_t ds, const ui
   }
 }
 
+void nc_cpu_half_to_f32(nc_dtype dt, float *d, int64_t ds, const uint16_t *s, int64_t ss, int64_t n) {
+  decode_row(dt, d, ds, s, ss, n);
+}
+
+void nc_cpu_f32_to_half(nc_dtype dt, uint16_t *d, int64_t ds, const float *s, int64_t ss, int64_t n) {
+  encode_row(dt, d, ds, s, ss, n);
+}
+
 /* n elements of a non-storage dtype, from element offset o with stride st, into float32 (the
  * conversion C's casts make; float64 rounds to nearest). */
 static void load_floats(float *buf, nc_dtype dt, const char *base, int64_t o, int64_t st, int64_t n) {

@@ -16,7 +16,14 @@ nc_status nc_cpu_dgemm(int64_t m, int64_t n, int64_t k, double alpha, const doub
                        int64_t sak, const double *b, int64_t sbk, int64_t sbn, double beta, double *c,
                        int64_t csm, int64_t csn);
 
+/* float32 and float64 products of a descriptor (cpu_gemm.c). */
 nc_status nc_cpu_gemm(const nc_gemm_desc *g);
+/* bfloat16 and float16 products (cpu_gemm_lowp.c): through float32 and nc_cpu_sgemm, the result
+ * rounded once into C. */
+nc_status nc_cpu_gemm_lowp(const nc_gemm_desc *g);
+/* The backend's GEMM entry (cpu_gemm_lowp.c): nc_cpu_gemm_lowp for the storage dtypes, else
+ * nc_cpu_gemm. */
+nc_status nc_cpu_gemm_entry(const nc_gemm_desc *g);
 nc_status nc_cpu_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w,
                         const nc_tensor *bias, nc_tensor *y);
 nc_status nc_cpu_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,

@@ -46,7 +46,7 @@ static void fill_dispatch(void) {
       {NC_ENTRY_INDEX, NC_BACKEND_FN(nc_cl_index)},
       {NC_ENTRY_SORT, NC_BACKEND_FN(nc_cl_sort)},
       {NC_ENTRY_SAMPLE, NC_BACKEND_FN(nc_cl_sample)},
-      {NC_ENTRY_GEMM, NC_BACKEND_FN(nc_cl_gemm)},
+      {NC_ENTRY_GEMM, NC_BACKEND_FN(nc_cl_gemm_entry)},
       {NC_ENTRY_CONV2D, NC_BACKEND_FN(nc_cl_conv2d)},
       {NC_ENTRY_CONV2D_BWD_INPUT, NC_BACKEND_FN(nc_cl_conv2d_backward_input)},
       {NC_ENTRY_CONV2D_BWD_WEIGHT, NC_BACKEND_FN(nc_cl_conv2d_backward_weight)},

@@ -38,7 +38,14 @@ extern const int nc_gemm_candidate_count;
 /* Runs g with an explicit variant (the tuner's measurements). */
 nc_status nc_cl_gemm_with(const nc_gemm_desc *g, const nc_gemm_config *cfg);
 
+/* float32 and float64 products: the large-tile kernel where it fits, else the tuned variant. */
 nc_status nc_cl_gemm(const nc_gemm_desc *g);
+/* bfloat16 and float16 products (cl_gemm_lowp.c): through float32 temporaries and nc_cl_gemm, the
+ * result rounded once into C. */
+nc_status nc_cl_gemm_lowp(const nc_gemm_desc *g);
+/* The backend's GEMM entry (cl_gemm_lowp.c): nc_cl_gemm_lowp for the storage dtypes, else
+ * nc_cl_gemm. */
+nc_status nc_cl_gemm_entry(const nc_gemm_desc *g);
 
 /* The large-tile float32 kernel (kernels/gemm_fast.cl): whether g suits it (float32; A with
  * unit stride along K or M, B along N or K; every extent and offset reach within a batch

@@ -23,7 +23,9 @@ extern "C" {
 #define NC_DT_NUM (NC_DT_FLOAT | NC_DT_INT)
 #define NC_DT_ALL (NC_DT_NUM | NC_DT_BOOL)
 /* The storage dtypes (nc_dtype_is_storage): only ops that move elements take them (fill, copy,
- * views and the copies that make layouts); the dispatch layer refuses them to every other op. */
+ * views and the copies that make layouts), and the matrix products (matmul, mm, bmm, linear,
+ * whose backends sum in float32 and round once into the result: docs/linalg.md); the dispatch
+ * layer refuses them to every other op. */
 #define NC_DT_STORAGE ((1u << NC_BFLOAT16) | (1u << NC_FLOAT16))
 #define NC_DT_MOVE (NC_DT_ALL | NC_DT_STORAGE)
 
@@ -163,10 +165,10 @@ typedef enum {
   X(RANDINT, "randint", RANDOM, 0, NC_DT_ALL, NC_RES_ARG, ENTRY(SAMPLE), NODIFF, "random.cl:randint_<T>", "cpu_sample")           \
   X(RANDPERM, "randperm", RANDOM, 0, NC_DT_NUM, NC_RES_ARG, ENTRY(NONE), NODIFF,                                                \
     "random.cl:randint_int64, sort.cl (sorts random keys)", "cpu_sample, cpu_sort") \
-  X(MATMUL, "matmul", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_matmul), "gemm.cl:gemm", "cpu_gemm")                         \
-  X(MM, "mm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_mm), "gemm.cl:gemm", "cpu_gemm")                                 \
-  X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_bmm), "gemm.cl:gemm", "cpu_gemm")                               \
-  X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_linear), "gemm.cl:gemm", "cpu_gemm")                         \
+  X(MATMUL, "matmul", LINALG, 2, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_matmul), "gemm.cl:gemm", "cpu_gemm")                         \
+  X(MM, "mm", LINALG, 2, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_mm), "gemm.cl:gemm", "cpu_gemm")                                 \
+  X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_bmm), "gemm.cl:gemm", "cpu_gemm")                               \
+  X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_linear), "gemm.cl:gemm", "cpu_gemm")                         \
   X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D), DIFF(nc_ag_conv2d), "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
   X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D_BWD_INPUT), NODIFF, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
   X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D_BWD_WEIGHT), NODIFF, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
