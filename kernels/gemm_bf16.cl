@@ -20,9 +20,9 @@
  *
  * The host launches it only where every operand row starts 16-byte aligned (offsets, leading
  * dimensions and batch strides multiples of 8 values), and element indices fit in 32 bits.
- * Under the test hook NETCL_MMA_EMULATE=1 (PoCL in CI) the copies are plain, each lane reads
- * what ldmatrix would give it from the row offsets the naming lanes compute (the same address
- * arithmetic as on the GPU), and mma.sync is kernels/mma.cl's emulation. */
+ * Under the test hook NETCL_MMA_EMULATE=1 (PoCL in CI) the copies are plain, and each lane
+ * computes its results of each mma.sync from what ldmatrix would give the lanes holding the
+ * values (HB_REG: the same address arithmetic as on the GPU, with no exchange between lanes). */
 
 #define HB_BM 128
 #define HB_BN 128
@@ -71,30 +71,15 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 }
 #define HB_COMMIT()
 #define HB_WAIT()
-/* ldmatrix emulated: lane l takes from matrix i row l / 4, values 2 (l % 4) and 2 (l % 4) + 1
- * (plain), or value l / 4 of rows 2 (l % 4) and 2 (l % 4) + 1 (.trans), the lower value in the
- * low half, each row where the lane naming it (OFF of that lane) puts it. */
-#define HB_LD(r, T, OFF)                                                                           \
-  for (int e_ = 0; e_ < 4; e_++) {                                                               \
-    uint lo_, hi_;                                                                               \
-    if (T) {                                                                                     \
-      lo_ = smem[OFF(e_ * 8 + 2 * t) + g];                                                       \
-      hi_ = smem[OFF(e_ * 8 + 2 * t + 1) + g];                                                   \
-    } else {                                                                                     \
-      lo_ = smem[OFF(e_ * 8 + g) + 2 * t];                                                       \
-      hi_ = smem[OFF(e_ * 8 + g) + 2 * t + 1];                                                   \
-    }                                                                                            \
-    r[e_] = lo_ | (hi_ << 16);                                                                   \
-  }
-#endif
-
-/* Loops whose bodies hold ldmatrix or mma.sync: unrolled (fragments and accumulators stay in
- * registers), except under the emulation, whose barriers make an unrolled kernel take PoCL many
- * minutes to compile. */
-#ifdef NC_MMA_EMULATE
-#define HB_UNROLL _Pragma("unroll 1")
-#else
-#define HB_UNROLL _Pragma("unroll")
+/* What ldmatrix.x4 gives lane L in register reg (HB_LD), each row where the lane naming it puts
+ * it (OFF of that lane, the same address arithmetic as on the GPU): plain, from matrix reg row
+ * L / 4 its values 2 (L % 4) and 2 (L % 4) + 1; .trans (T), value L / 4 of rows 2 (L % 4) and
+ * 2 (L % 4) + 1; the lower value in the low half. */
+#define HB_REG(L, reg, T, OFF)                                                                     \
+  ((T) ? (uint)smem[OFF((reg) * 8 + 2 * ((L) & 3)) + ((L) >> 2)] |                                 \
+             ((uint)smem[OFF((reg) * 8 + 2 * ((L) & 3) + 1) + ((L) >> 2)] << 16)                   \
+       : (uint)smem[OFF((reg) * 8 + ((L) >> 2)) + 2 * ((L) & 3)] |                                 \
+             ((uint)smem[OFF((reg) * 8 + ((L) >> 2)) + 2 * ((L) & 3) + 1] << 16))
 #endif
 
 /* chunk positions: a K-major operand's row r, chunk c (of 4); an M- or N-major one's row k,
@@ -145,12 +130,58 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
       if (B_K) { HB_LD(fb[j_], 0, HB_B_KMAJ) } else { HB_LD(fb[j_], 1, HB_B_NMAJ) }              \
     }                                                                                            \
   }
+#ifndef NC_MMA_EMULATE
 #define HB_PRODUCTS(fa, fb)                                                                        \
-  HB_UNROLL for (int i = 0; i < 4; i++)                                                          \
-    HB_UNROLL for (int j = 0; j < 8; j++) {                                              \
+  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
+    _Pragma("unroll") for (int j = 0; j < 8; j++) {                                              \
       const uint b_[2] = {fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]};                  \
       MMA_SYNC(acc[i][j], fa[i], b_);                                                            \
     }
+/* The products of stage st: both k steps' fragments, then their mma.sync. */
+#define HB_STEP(st, A_K, B_K)                                                                      \
+  {                                                                                              \
+    uint fa0[4][4], fb0[4][4], fa1[4][4], fb1[4][4];                                             \
+    HB_FRAGS(st, 0, A_K, B_K, fa0, fb0)                                                          \
+    HB_FRAGS(st, 1, A_K, B_K, fa1, fb1)                                                          \
+    HB_PRODUCTS(fa0, fb0)                                                                        \
+    HB_PRODUCTS(fa1, fb1)                                                                        \
+  }
+#else
+/* The emulation's products: each lane sums its four results of each mma over k, with A at (r, k)
+ * and B at (k, n) taken from the register of the lane that holds it (mma.cl's fragment layout)
+ * as HB_REG gives it, so no lane waits on another. */
+#define HB_HALF(u, hi) as_float((hi) ? ((u) & 0xffff0000u) : ((u) << 16))
+#define HB_EA(r, k)                                                                                \
+  HB_HALF(a_k_ ? HB_REG(((r) % 8) * 4 + ((k) % 8) / 2, ((k) >= 8 ? 2 : 0) + ((r) >= 8 ? 1 : 0), 0, HB_A_KMAJ) \
+               : HB_REG(((r) % 8) * 4 + ((k) % 8) / 2, ((k) >= 8 ? 2 : 0) + ((r) >= 8 ? 1 : 0), 1, HB_A_MMAJ), \
+          (k) & 1)
+#define HB_EB(n, k)                                                                                \
+  HB_HALF(b_k_ ? HB_REG((n) * 4 + ((k) % 8) / 2, jo_ * 2 + ((k) >= 8 ? 1 : 0), 0, HB_B_KMAJ)      \
+               : HB_REG((n) * 4 + ((k) % 8) / 2, jo_ * 2 + ((k) >= 8 ? 1 : 0), 1, HB_B_NMAJ),      \
+          (k) & 1)
+#define HB_STEP(st, A_K, B_K)                                                                      \
+  {                                                                                              \
+    const int so_ = (st) * HB_STAGE, a_k_ = (A_K), b_k_ = (B_K);                                 \
+    _Pragma("unroll 1") for (int s_ = 0; s_ < 2; s_++)                                                               \
+      _Pragma("unroll 1") for (int i_ = 0; i_ < 4; i_++)                                                             \
+        _Pragma("unroll 1") for (int j_ = 0; j_ < 4; j_++)                                                           \
+          _Pragma("unroll 1") for (int jo_ = 0; jo_ < 2; jo_++)                                                      \
+            _Pragma("unroll 1") for (int e = 0; e < 4; e++) {                                                        \
+              const int r = (e >= 2 ? 8 : 0) + g, n = 2 * t + (e & 1);                           \
+              float v_ = acc[i_][j_ * 2 + jo_][e];                                               \
+              _Pragma("unroll 1") for (int k = 0; k < 16; k++) v_ = fma(HB_EA(r, k), HB_EB(n, k), v_);               \
+              acc[i_][j_ * 2 + jo_][e] = v_;                                                     \
+            }                                                                                    \
+  }
+#endif
+
+/* The accumulator and epilogue loops: unrolled (the accumulators stay in registers), except in
+ * the emulation, whose PoCL build takes minutes unrolled. */
+#ifdef NC_MMA_EMULATE
+#define HB_UNROLL _Pragma("unroll 1")
+#else
+#define HB_UNROLL _Pragma("unroll")
+#endif
 
 #define HB_BODY(A_K, B_K)                                                                          \
   const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
@@ -163,14 +194,12 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   __global const ushort *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);        \
   __local uint4 smem4_[HB_STAGES * HB_STAGE / 8];                                                \
   __local ushort *smem = (__local ushort *)smem4_;                                               \
-  MMA_SCRATCH(HB_ITEMS)                                                                          \
   float acc[4][8][4];                                                                            \
-  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
-    _Pragma("unroll") for (int j = 0; j < 8; j++)                                                \
-      _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
-  uint fa0[4][4], fb0[4][4], fa1[4][4], fb1[4][4];                                               \
+  HB_UNROLL for (int i = 0; i < 4; i++)                                                  \
+    HB_UNROLL for (int j = 0; j < 8; j++)                                                \
+      HB_UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
   const int ntiles = (K + HB_BK - 1) / HB_BK;                                                    \
-  _Pragma("unroll") for (int s = 0; s < HB_STAGES - 1; s++) {                                    \
+  HB_UNROLL for (int s = 0; s < HB_STAGES - 1; s++) {                                    \
     if (s < ntiles) HB_LOAD(s, s, A_K, B_K)                                                      \
     HB_COMMIT();                                                                                 \
   }                                                                                              \
@@ -181,19 +210,16 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
     /* the stage read at kt - 1 is free: every work-item passed the barrier after reading it */  \
     if (kt + HB_STAGES - 1 < ntiles) HB_LOAD(st == 0 ? HB_STAGES - 1 : st - 1, kt + HB_STAGES - 1, A_K, B_K) \
     HB_COMMIT();                                                                                 \
-    HB_FRAGS(st, 0, A_K, B_K, fa0, fb0)                                                          \
-    HB_FRAGS(st, 1, A_K, B_K, fa1, fb1)                                                          \
-    HB_PRODUCTS(fa0, fb0)                                                                        \
-    HB_PRODUCTS(fa1, fb1)                                                                        \
+    HB_STEP(st, A_K, B_K)                                                                        \
     st = st == HB_STAGES - 1 ? 0 : st + 1;                                                       \
   }                                                                                              \
   __global ushort *Cb = C + c_off + bi * c_sb;                                                   \
   __global const ushort *biasb = bias + bias_off;                                                \
-  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
-    _Pragma("unroll") for (int h = 0; h < 2; h++) {                                              \
+  HB_UNROLL for (int i = 0; i < 4; i++)                                                  \
+    HB_UNROLL for (int h = 0; h < 2; h++) {                                              \
       const int m = m0 + wm * 64 + i * 16 + h * 8 + g;                                           \
-      _Pragma("unroll") for (int j = 0; j < 8; j++)                                              \
-        _Pragma("unroll") for (int e = 0; e < 2; e++) {                                          \
+      HB_UNROLL for (int j = 0; j < 8; j++)                                              \
+        HB_UNROLL for (int e = 0; e < 2; e++) {                                          \
           const int n = n0 + wn * 64 + j * 8 + t * 2 + e;                                        \
           if (m < M && n < N) {                                                                  \
             __global ushort *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                          \

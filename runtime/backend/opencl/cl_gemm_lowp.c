@@ -1,7 +1,9 @@
 /* bfloat16 and float16 products on OpenCL, and the backend's GEMM entry (registered in
  * cl_discover.c), which sends them here and float32 and float64 ones to nc_cl_gemm (cl_tune.c).
  *
- * On devices without a native kernel for them: A and B, read through the descriptor's layout
+ * bfloat16 products take the tensor-core kernel kernels/gemm_bf16.cl where the device has
+ * bfloat16 mma.sync and the operands' rows are 16-byte aligned (nc_cl_gemm_bf16_mma, cl_gemm.c).
+ * Otherwise: A and B, read through the descriptor's layout
  * (offsets, batch, row and column strides), are widened into contiguous float32 temporaries by
  * the backend's conversion copies (kernels/half.cl), and so are C (when beta is not 0) and the
  * bias; the float32 GEMM runs on those, summing the exact products in float32 and applying
@@ -31,7 +33,8 @@ static nc_status widen(const nc_tensor *t, bool copy, int64_t batch, int64_t row
 }
 
 nc_status nc_cl_gemm_lowp(const nc_gemm_desc *g) {
-  /* NATIVE-BF16-HOOK */
+  nc_status native = NC_OK;
+  if (nc_cl_gemm_bf16_mma(g, &native)) return native;
   const int64_t m = g->m, n = g->n, k = g->k;
   const int64_t ba = g->a_sb != 0 ? g->batch : 1, bb = g->b_sb != 0 ? g->batch : 1;
   /* the bias as the rows and columns it has: [1, n] when broadcast over M, and so on */
