@@ -79,6 +79,36 @@ function TestLowpMatmul:test_shapes_and_layouts()
   end
 end
 
+-- Operands whose rows all start 16-byte aligned (extents and offsets multiples of 8 values): the
+-- bfloat16 ones take the tensor-core kernel on NVIDIA devices (kernels/gemm_bf16.cl; under
+-- NETCL_MMA_EMULATE=1 on any OpenCL device), with M and N past one 128 x 128 tile and K past its
+-- 32-deep steps, in all four layouts, batched, broadcast, with a bias and at an offset.
+function TestLowpMatmul:test_aligned_operands()
+  for _, dt in ipairs(DTYPES) do
+    for _, s in ipairs({{136, 200, 40}, {264, 72, 520}, {8, 8, 8}, {128, 256, 32}}) do
+      local m, n, k = s[1], s[2], s[3]
+      for layout = 0, 3 do
+        local ta, tb = layout & 1 == 1, layout & 2 == 2
+        check_product(dt, operand(dt, m, k, ta), operand(dt, k, n, tb), function(x, y) return x:matmul(y) end,
+          string.format("aligned %dx%dx%d ta=%s tb=%s", m, n, k, ta, tb))
+      end
+    end
+    check_product(dt, rand(dt, {3, 136, 48}), rand(dt, {3, 48, 144}), function(x, y) return x:bmm(y) end,
+      "aligned bmm")
+    check_product(dt, rand(dt, {2, 64, 48}), rand(dt, {80, 48}):t(), function(x, y) return x:matmul(y) end,
+      "aligned 3-D @ transposed 2-D")
+    -- rows 8 values into the storage
+    check_product(dt, rand(dt, {9, 64}):narrow(1, 2, 8), rand(dt, {64, 24}), function(x, y) return x:matmul(y) end,
+      "aligned at an offset")
+    local w, bias, x = rand(dt, {80, 48}), rand(dt, {80}), rand(dt, {2, 64, 48})
+    local ref = f64(x):matmul(f64(w):t()) + f64(bias)
+    local absum = f64(x):abs():matmul(f64(w):abs():t()) + f64(bias):abs()
+    for _, d in ipairs(DEVICES) do
+      check(nc.linear(x:to(d), w:to(d), bias:to(d)), ref, absum, dt, "aligned linear with bias " .. dt .. " on " .. d.spec)
+    end
+  end
+end
+
 function TestLowpMatmul:test_batched_and_broadcast()
   for _, dt in ipairs(DTYPES) do
     check_product(dt, rand(dt, {3, 20, 9}), rand(dt, {3, 9, 11}), function(x, y) return x:bmm(y) end, "bmm")
