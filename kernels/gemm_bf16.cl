@@ -28,7 +28,12 @@
 #define HB_BN 128
 #define HB_BK 32
 #define HB_STAGES 3
-#define HB_ITEMS 128
+#ifndef HB_WARPS_N
+#define HB_WARPS_N 2 /* warps along N: 2 (each 64 x 64), or 4 (64 x 32; a diagnostic build) */
+#endif
+#define HB_ITEMS (64 * HB_WARPS_N)
+#define HB_WN (HB_BN / HB_WARPS_N) /* a warp's columns */
+#define HB_FJ (HB_WN / 8)          /* its column blocks of 8 */
 #define HB_STAGE ((HB_BM + HB_BN) * HB_BK) /* values (ushort) per stage */
 
 /* The arguments: GEMM_ARGS of kernels/mma.cl with bfloat16 tensors and float scalars. */
@@ -118,32 +123,42 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
  * lane L names, for fragment i_ or j_ of k step s_ at stage offset so_: */
 #define HB_A_KMAJ(L) (so_ + HB_KPOS(wm * 64 + i_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, s_ * 2 + ((L) >> 4)))
 #define HB_A_MMAJ(L) (so_ + HB_NPOS(s_ * 16 + ((L) & 7) + ((L) >> 4) * 8, wm * 8 + i_ * 2 + (((L) >> 3) & 1)))
-#define HB_B_KMAJ(L) (so_ + HB_BM * HB_BK + HB_KPOS(wn * 64 + j_ * 16 + ((L) & 7) + ((L) >> 4) * 8, s_ * 2 + (((L) >> 3) & 1)))
-#define HB_B_NMAJ(L) (so_ + HB_BM * HB_BK + HB_NPOS(s_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, wn * 8 + j_ * 2 + ((L) >> 4)))
+#define HB_B_KMAJ(L) (so_ + HB_BM * HB_BK + HB_KPOS(wn * HB_WN + j_ * 16 + ((L) & 7) + ((L) >> 4) * 8, s_ * 2 + (((L) >> 3) & 1)))
+#define HB_B_NMAJ(L) (so_ + HB_BM * HB_BK + HB_NPOS(s_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, wn * (HB_WN / 8) + j_ * 2 + ((L) >> 4)))
 #define HB_FRAGS(st, s, A_K, B_K, fa, fb)                                                          \
   {                                                                                              \
     const int so_ = (st) * HB_STAGE, s_ = (s);                                                   \
     _Pragma("unroll") for (int i_ = 0; i_ < 4; i_++) {                                           \
       if (A_K) { HB_LD(fa[i_], 0, HB_A_KMAJ) } else { HB_LD(fa[i_], 1, HB_A_MMAJ) }              \
     }                                                                                            \
-    _Pragma("unroll") for (int j_ = 0; j_ < 4; j_++) {                                           \
+    _Pragma("unroll") for (int j_ = 0; j_ < HB_FJ / 2; j_++) {                                   \
       if (B_K) { HB_LD(fb[j_], 0, HB_B_KMAJ) } else { HB_LD(fb[j_], 1, HB_B_NMAJ) }              \
     }                                                                                            \
   }
 #ifndef NC_MMA_EMULATE
+/* the second k step's fragments before the first step's products (default), or after them
+ * (-DHB_FRAG_LATE=1, a diagnostic build: fewer registers live) */
+#ifdef HB_FRAG_LATE
+#define HB_FRAGS_EARLY(st, s, A_K, B_K, fa, fb)
+#define HB_FRAGS_LATE(st, s, A_K, B_K, fa, fb) HB_FRAGS(st, s, A_K, B_K, fa, fb)
+#else
+#define HB_FRAGS_EARLY(st, s, A_K, B_K, fa, fb) HB_FRAGS(st, s, A_K, B_K, fa, fb)
+#define HB_FRAGS_LATE(st, s, A_K, B_K, fa, fb)
+#endif
 #define HB_PRODUCTS(fa, fb)                                                                        \
   _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
-    _Pragma("unroll") for (int j = 0; j < 8; j++) {                                              \
+    _Pragma("unroll") for (int j = 0; j < HB_FJ; j++) {                                          \
       const uint b_[2] = {fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]};                  \
       MMA_SYNC(acc[i][j], fa[i], b_);                                                            \
     }
 /* The products of stage st: both k steps' fragments, then their mma.sync. */
 #define HB_STEP(st, A_K, B_K)                                                                      \
   {                                                                                              \
-    uint fa0[4][4], fb0[4][4], fa1[4][4], fb1[4][4];                                             \
+    uint fa0[4][4], fb0[HB_FJ / 2][4], fa1[4][4], fb1[HB_FJ / 2][4];                                             \
     HB_FRAGS(st, 0, A_K, B_K, fa0, fb0)                                                          \
-    HB_FRAGS(st, 1, A_K, B_K, fa1, fb1)                                                          \
+    HB_FRAGS_EARLY(st, 1, A_K, B_K, fa1, fb1)                                                    \
     HB_PRODUCTS(fa0, fb0)                                                                        \
+    HB_FRAGS_LATE(st, 1, A_K, B_K, fa1, fb1)                                                     \
     HB_PRODUCTS(fa1, fb1)                                                                        \
   }
 #else
@@ -164,7 +179,7 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
     const int so_ = (st) * HB_STAGE, a_k_ = (A_K), b_k_ = (B_K);                                 \
     _Pragma("unroll 1") for (int s_ = 0; s_ < 2; s_++)                                                               \
       _Pragma("unroll 1") for (int i_ = 0; i_ < 4; i_++)                                                             \
-        _Pragma("unroll 1") for (int j_ = 0; j_ < 4; j_++)                                                           \
+        _Pragma("unroll 1") for (int j_ = 0; j_ < HB_FJ / 2; j_++)                                                           \
           _Pragma("unroll 1") for (int jo_ = 0; jo_ < 2; jo_++)                                                      \
             _Pragma("unroll 1") for (int e = 0; e < 4; e++) {                                                        \
               const int r = (e >= 2 ? 8 : 0) + g, n = 2 * t + (e & 1);                           \
@@ -185,7 +200,7 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 
 #define HB_BODY(A_K, B_K)                                                                          \
   const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
-  const int wm = warp >> 1, wn = warp & 1;                                                       \
+  const int wm = warp / HB_WARPS_N, wn = warp % HB_WARPS_N;                                                       \
   const long bi = get_group_id(2);                                                               \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
   const int m0 = get_group_id(1) * HB_BM, n0 = get_group_id(0) * HB_BN;                          \
@@ -194,9 +209,9 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   __global const ushort *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);        \
   __local uint4 smem4_[HB_STAGES * HB_STAGE / 8];                                                \
   __local ushort *smem = (__local ushort *)smem4_;                                               \
-  float acc[4][8][4];                                                                            \
+  float acc[4][HB_FJ][4];                                                                            \
   HB_UNROLL for (int i = 0; i < 4; i++)                                                  \
-    HB_UNROLL for (int j = 0; j < 8; j++)                                                \
+    HB_UNROLL for (int j = 0; j < HB_FJ; j++)                                            \
       HB_UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
   const int ntiles = (K + HB_BK - 1) / HB_BK;                                                    \
   HB_UNROLL for (int s = 0; s < HB_STAGES - 1; s++) {                                    \
@@ -218,9 +233,9 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   HB_UNROLL for (int i = 0; i < 4; i++)                                                  \
     HB_UNROLL for (int h = 0; h < 2; h++) {                                              \
       const int m = m0 + wm * 64 + i * 16 + h * 8 + g;                                           \
-      HB_UNROLL for (int j = 0; j < 8; j++)                                              \
+      HB_UNROLL for (int j = 0; j < HB_FJ; j++)                                          \
         HB_UNROLL for (int e = 0; e < 2; e++) {                                          \
-          const int n = n0 + wn * 64 + j * 8 + t * 2 + e;                                        \
+          const int n = n0 + wn * HB_WN + j * 8 + t * 2 + e;                                        \
           if (m < M && n < N) {                                                                  \
             __global ushort *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                          \
             float o_ = acc[i][j][2 * h + e] * alpha;                                             \

@@ -7,7 +7,7 @@
  *   ./kernel_probe gemm kernels OUTDIR "" "-DSOME_MACRO=1" "+maxnreg=128" ...
  *   ./kernel_probe softmax kernels OUTDIR ""
  *
- * gemm: gemm_fast_l_rr (NETCL_PROBE_KERNEL another gemm_fast_* or gemm_mma_* kernel; its
+ * gemm: gemm_fast_l_rr (NETCL_PROBE_KERNEL another gemm_fast_*, gemm_mma_* or gemm_bf16_* kernel; its
  * file and mma.cl make the program) on row-major 4096^3
  * (NETCL_PROBE_N another size): GFLOP/s (median of 15) and the largest error of 256 sampled
  * results against a float64 dot product, relative to the sum of the products' magnitudes.
@@ -24,6 +24,7 @@
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,9 +99,20 @@ static void run_gemm(cl_context ctx, cl_command_queue q, cl_program prog, const 
   float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * n * n);
   unsigned s = 7;
   for (long i = 0; i < n * n; i++) a[i] = frand(&s), b[i] = frand(&s);
+  /* gemm_bf16_*: bfloat16 operands and result (the values truncated to bfloat16, kept in a and b
+   * for the reference) */
+  const int bf = strncmp(name, "gemm_bf16_", 10) == 0;
+  uint16_t *ha = malloc(sizeof(uint16_t) * n * n), *hb = malloc(sizeof(uint16_t) * n * n);
+  for (long i = 0; bf && i < n * n; i++) {
+    uint32_t u;
+    memcpy(&u, &a[i], 4), ha[i] = (uint16_t)(u >> 16), u &= 0xffff0000u, memcpy(&a[i], &u, 4);
+    memcpy(&u, &b[i], 4), hb[i] = (uint16_t)(u >> 16), u &= 0xffff0000u, memcpy(&b[i], &u, 4);
+  }
   cl_mem A = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof(float) * n * n, a, &err);
   CK(err);
+  if (bf) CK(clEnqueueWriteBuffer(q, A, CL_TRUE, 0, sizeof(uint16_t) * n * n, ha, 0, NULL, NULL));
   cl_mem B = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof(float) * n * n, b, &err);
+  if (bf) CK(clEnqueueWriteBuffer(q, B, CL_TRUE, 0, sizeof(uint16_t) * n * n, hb, 0, NULL, NULL));
   CK(err);
   cl_mem C = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof(float) * n * n, NULL, &err);
   CK(err);
@@ -122,10 +134,17 @@ static void run_gemm(cl_context ctx, cl_command_queue q, cl_program prog, const 
   const char tl = strncmp(name, "gemm_fast_", 10) == 0 ? name[10] : 'l';
   const long bm = tl == 's' ? 64 : 128, bn = tl == 'l' ? 128 : 64;
   const char *lenv = getenv("NETCL_PROBE_LOCAL");
-  const size_t items = lenv ? (size_t)atol(lenv) : strncmp(name, "gemm_mma_", 9) == 0 ? 128 : 256;
+  const size_t items = lenv ? (size_t)atol(lenv) : strncmp(name, "gemm_mma_", 9) == 0 || bf ? 128 : 256;
   size_t global[3] = {(size_t)((n + bn - 1) / bn) * items, (size_t)((n + bm - 1) / bm), 1}, local[3] = {items, 1, 1};
   double t = time_kernel(q, k, 3, global, local, 15);
   CK(clEnqueueReadBuffer(q, C, CL_TRUE, 0, sizeof(float) * n * n, c, 0, NULL, NULL));
+  if (bf) /* the bfloat16 results, widened (from the end: c holds them in its first half) */
+    for (long i = n * n - 1; i >= 0; i--) {
+      uint16_t h;
+      memcpy(&h, (char *)c + 2 * i, 2);
+      const uint32_t u = (uint32_t)h << 16;
+      memcpy(&c[i], &u, 4);
+    }
   double worst = 0;
   for (int e = 0; e < 256; e++) {
     long r = (e * 7919L) % n, col = (e * 104729L) % n;
@@ -139,7 +158,7 @@ static void run_gemm(cl_context ctx, cl_command_queue q, cl_program prog, const 
   printf("  %s n=%ld: %.3f ms, %.0f GFLOP/s, max rel err %.2e\n", name, n, t * 1e3, 2.0 * n * n * n / t * 1e-9, worst);
   clReleaseKernel(k);
   clReleaseMemObject(A), clReleaseMemObject(B), clReleaseMemObject(C);
-  free(a), free(b), free(c);
+  free(a), free(b), free(c), free(ha), free(hb);
 }
 
 static void run_softmax(cl_context ctx, cl_command_queue q, cl_program prog, const char *name) {
@@ -230,9 +249,10 @@ int main(int argc, char **argv) {
   CK(err);
   const char *prelude = "enum nc_op { NC_OP_PROBE_, NC_OP_LOG_SOFTMAX };\n";
   const char *kname = getenv("NETCL_PROBE_KERNEL") ? getenv("NETCL_PROBE_KERNEL") : gemm ? "gemm_fast_l_rr" : "softmax_warp_32";
-  const int mma = strncmp(kname, "gemm_mma_", 9) == 0;
+  const int mma = strncmp(kname, "gemm_mma_", 9) == 0, bf = strncmp(kname, "gemm_bf16_", 10) == 0;
   char *srcs[5] = {(char *)prelude, slurp(argv[2], "common.cl"), slurp(argv[2], gemm ? "mma.cl" : "softmax_warp.cl"),
-                   gemm && !mma ? slurp(argv[2], "gemm_fast.cl") : "", mma ? slurp(argv[2], "gemm_mma.cl") : ""};
+                   gemm && !mma && !bf ? slurp(argv[2], "gemm_fast.cl") : "",
+                   mma ? slurp(argv[2], "gemm_mma.cl") : bf ? slurp(argv[2], "gemm_bf16.cl") : ""};
   for (int v = 4; v <= argc; v++) {
     const char *extra = v < argc ? argv[v] : NULL;
     if (!extra && argc > 4) break; /* no options given: one build with none */
