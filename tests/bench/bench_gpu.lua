@@ -18,6 +18,8 @@
 --                     float32 tensors), against PyTorch on bfloat16 tensors (cuBLAS and cuDNN
 --                     BF16) and ResNet18 training under torch.autocast(dtype=torch.bfloat16);
 --                     only on a device with bf16_mma
+--   gemm*_bf16_tensors  GEMM 4096/8192 on bfloat16 tensors (result bfloat16), against PyTorch's
+--                     bfloat16 GEMM; only on a device with bf16_mma
 -- NETCL_BENCH_QUICK=1 runs smaller shapes (a smoke run on slow devices such as PoCL).
 local nc = require "netcl"
 local nn = require "netcl.nn"
@@ -140,6 +142,15 @@ end
 local TF32, BF16 = dev.tf32, dev.bf16_mma
 tensor_cores(TF32, "high", "_tf32", "tf32")
 tensor_cores(BF16, "medium", "_bf16", "bfloat16")
+-- products of bfloat16 tensors (kernels/gemm_bf16.cl on NVIDIA; any precision mode), against
+-- PyTorch's bfloat16 products (the sgemm*_bf16 reference)
+if BF16 then
+  for _, n in ipairs(QUICK and S.gemm or {4096, 8192}) do
+    local a, b = randn({n, n}):to("bfloat16"), randn({n, n}):to("bfloat16")
+    local t = best_of(n >= 8192 and 3 or 5, function() return a:matmul(b) end)
+    record("gemm" .. n .. "_bf16_tensors", 2 * n ^ 3 / t * 1e-9, "GFLOP/s")
+  end
+end
 
 -- PyTorch on the same GPU
 local script = ([[
@@ -282,7 +293,7 @@ else
 end
 for _, name in ipairs(order) do
   local r = results[name]
-  local t = ref[name]
+  local t = ref[name] or ref[(name:gsub("^gemm(%d+)_bf16_tensors$", "sgemm%1_bf16"))]
   local ratio = t and (r.unit == "ms" and t / r.value or r.value / t)
   print(string.format('{"bench":"gpu","case":"%s","device":"%s","unit":"%s","netcl":%.3f%s}', name, tostring(dev),
     r.unit, r.value, t and string.format(',"torch":%.3f,"torch_device":"%s","ratio":%.3f', t, ref.device, ratio) or ""))
