@@ -24,14 +24,22 @@
  * computes its results of each mma.sync from what ldmatrix would give the lanes holding the
  * values (HB_REG: the same address arithmetic as on the GPU, with no exchange between lanes). */
 
+/* The tile (diagnostic builds set another: -DHB_BN=256, -DHB_BK=16, -DHB_STAGES=2..4; local
+ * memory holds HB_STAGES x (HB_BM + HB_BN) x HB_BK values, at most 48 KB) */
 #define HB_BM 128
+#ifndef HB_BN
 #define HB_BN 128
-#define HB_BK 32
+#endif
+#ifndef HB_BK
+#define HB_BK 32 /* 32 or 16 */
+#endif
+#ifndef HB_STAGES
 #define HB_STAGES 3
+#endif
 #ifndef HB_WARPS_N
 #define HB_WARPS_N 2 /* warps along N: 2 (each 64 x 64), or 4 (64 x 32; a diagnostic build) */
 #endif
-#define HB_ITEMS (64 * HB_WARPS_N)
+#define HB_ITEMS (64 * HB_WARPS_N)     /* two warps along M */
 #define HB_WN (HB_BN / HB_WARPS_N) /* a warp's columns */
 #define HB_FJ (HB_WN / 8)          /* its column blocks of 8 */
 #define HB_STAGE ((HB_BM + HB_BN) * HB_BK) /* values (ushort) per stage */
@@ -58,7 +66,19 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
                    : "memory");
 }
 #define HB_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
-#define HB_WAIT() __asm__ volatile("cp.async.wait_group 1;" ::: "memory") /* all but the newest group */
+/* until at most HB_STAGES - 2 groups are in flight: the current tile has landed */
+#define HB_WAIT_(n) __asm__ volatile("cp.async.wait_group " #n ";" ::: "memory")
+#define HB_WAITN(n) HB_WAIT_(n)
+#define HB_WAIT() HB_WAITN(HB_INFLIGHT)
+#if HB_STAGES == 2
+#define HB_INFLIGHT 0
+#elif HB_STAGES == 3
+#define HB_INFLIGHT 1
+#elif HB_STAGES == 4
+#define HB_INFLIGHT 2
+#else
+#error "gemm_bf16.cl: HB_STAGES is 2, 3 or 4"
+#endif
 /* ldmatrix.x4 into r[0..3]: lane L names the row at smem + OFF(L) of matrix L / 8 (OFF a macro
  * of the lane); .trans when T */
 #define HB_LD(r, T, OFF)                                                                           \
@@ -89,8 +109,15 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 
 /* chunk positions: a K-major operand's row r, chunk c (of 4); an M- or N-major one's row k,
  * chunk c (of 16); in values */
-#define HB_KPOS(r, c) ((r) * HB_BK + (((c) ^ (((r) >> 1) & 3)) << 3))
-#define HB_NPOS(k, c) ((k) * 128 + (((c) ^ ((k) & 7)) << 3))
+#if HB_BK == 32
+#define HB_KSWZ(r) (((r) >> 1) & 3)
+#define HB_KSH 2 /* log2 of a K-major row's chunks */
+#else
+#define HB_KSWZ(r) (((r) >> 2) & 1)
+#define HB_KSH 1
+#endif
+#define HB_KPOS(r, c) ((r) * HB_BK + (((c) ^ HB_KSWZ(r)) << 3))
+#define HB_NPOS(k, c, W) ((k) * (W) + (((c) ^ ((k) & 7)) << 3))
 
 /* Copies K tile kt (k0 = kt * 32) of both operands into stage st: 512 chunks of each, four per
  * work-item. Ab is A at row m0 (K-major) or column m0 (M-major), Bb likewise for B at n0. */
@@ -98,22 +125,25 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   {                                                                                              \
     const int k0_ = (kt) * HB_BK;                                                                 \
     __local ushort *sa_ = smem + (st) * HB_STAGE, *sb_ = sa_ + HB_BM * HB_BK;                     \
-    _Pragma("unroll") for (int i_ = 0; i_ < 512 / HB_ITEMS; i_++) {                               \
+    _Pragma("unroll") for (int i_ = 0; i_ < HB_BM * HB_BK / 8 / HB_ITEMS; i_++) {                 \
       const int c_ = lid + i_ * HB_ITEMS;                                                        \
-      HB_COPY(A_K, sa_, Ab, lda, M - m0)                                                         \
-      HB_COPY(B_K, sb_, Bb, ldb, N - n0)                                                         \
+      HB_COPY(A_K, sa_, Ab, lda, M - m0, HB_BM)                                                  \
+    }                                                                                            \
+    _Pragma("unroll") for (int i_ = 0; i_ < HB_BN * HB_BK / 8 / HB_ITEMS; i_++) {                 \
+      const int c_ = lid + i_ * HB_ITEMS;                                                        \
+      HB_COPY(B_K, sb_, Bb, ldb, N - n0, HB_BN)                                                  \
     }                                                                                            \
   }
 /* Chunk c_ of one operand's K tile at k0_: K-major (row r_ of 4 chunks) or M/N-major (row r_ = k
  * of 16 chunks); left: the rows or columns left from the tile's first one */
-#define HB_COPY(KMAJ, s_, base, ld, left)                                                          \
+#define HB_COPY(KMAJ, s_, base, ld, left, W)                                                       \
   {                                                                                              \
-    const int r_ = (KMAJ) ? c_ >> 2 : c_ >> 4, q_ = (KMAJ) ? c_ & 3 : c_ & 15;                    \
+    const int r_ = (KMAJ) ? c_ >> HB_KSH : c_ / ((W) / 8), q_ = (KMAJ) ? c_ & (HB_BK / 8 - 1) : c_ % ((W) / 8); \
     const int k_ = k0_ + ((KMAJ) ? q_ * 8 : r_);                                                 \
     const int by_ = (KMAJ) ? (r_ < (left) ? clamp((K - k_) * 2, 0, 16) : 0)                      \
                            : (k_ < K ? clamp(((left) - q_ * 8) * 2, 0, 16) : 0);                 \
     __global const ushort *src_ = (KMAJ) ? (base) + r_ * (ld) + k_ : (base) + k_ * (ld) + q_ * 8; \
-    hb_copy16(s_ + ((KMAJ) ? HB_KPOS(r_, q_) : HB_NPOS(r_, q_)), by_ ? src_ : (base), by_);      \
+    hb_copy16(s_ + ((KMAJ) ? HB_KPOS(r_, q_) : HB_NPOS(r_, q_, W)), by_ ? src_ : (base), by_);      \
   }
 
 /* The fragments of k step s (16 deep) of stage st: fa[i] (4 registers: rows wm*64 + 16i ..),
@@ -122,9 +152,9 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
  * (k 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). The offsets (in values) of the row
  * lane L names, for fragment i_ or j_ of k step s_ at stage offset so_: */
 #define HB_A_KMAJ(L) (so_ + HB_KPOS(wm * 64 + i_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, s_ * 2 + ((L) >> 4)))
-#define HB_A_MMAJ(L) (so_ + HB_NPOS(s_ * 16 + ((L) & 7) + ((L) >> 4) * 8, wm * 8 + i_ * 2 + (((L) >> 3) & 1)))
+#define HB_A_MMAJ(L) (so_ + HB_NPOS(s_ * 16 + ((L) & 7) + ((L) >> 4) * 8, wm * 8 + i_ * 2 + (((L) >> 3) & 1), HB_BM))
 #define HB_B_KMAJ(L) (so_ + HB_BM * HB_BK + HB_KPOS(wn * HB_WN + j_ * 16 + ((L) & 7) + ((L) >> 4) * 8, s_ * 2 + (((L) >> 3) & 1)))
-#define HB_B_NMAJ(L) (so_ + HB_BM * HB_BK + HB_NPOS(s_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, wn * (HB_WN / 8) + j_ * 2 + ((L) >> 4)))
+#define HB_B_NMAJ(L) (so_ + HB_BM * HB_BK + HB_NPOS(s_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, wn * (HB_WN / 8) + j_ * 2 + ((L) >> 4), HB_BN))
 #define HB_FRAGS(st, s, A_K, B_K, fa, fb)                                                          \
   {                                                                                              \
     const int so_ = (st) * HB_STAGE, s_ = (s);                                                   \
@@ -151,15 +181,21 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
       const uint b_[2] = {fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]};                  \
       MMA_SYNC(acc[i][j], fa[i], b_);                                                            \
     }
+#if HB_BK == 32
+#define HB_STEP2(st, A_K, B_K)                                                                     \
+  HB_FRAGS_EARLY(st, 1, A_K, B_K, fa1, fb1)                                                      \
+  HB_PRODUCTS(fa0, fb0)                                                                          \
+  HB_FRAGS_LATE(st, 1, A_K, B_K, fa1, fb1)                                                       \
+  HB_PRODUCTS(fa1, fb1)
+#else
+#define HB_STEP2(st, A_K, B_K) HB_PRODUCTS(fa0, fb0)
+#endif
 /* The products of stage st: both k steps' fragments, then their mma.sync. */
 #define HB_STEP(st, A_K, B_K)                                                                      \
   {                                                                                              \
     uint fa0[4][4], fb0[HB_FJ / 2][4], fa1[4][4], fb1[HB_FJ / 2][4];                                             \
     HB_FRAGS(st, 0, A_K, B_K, fa0, fb0)                                                          \
-    HB_FRAGS_EARLY(st, 1, A_K, B_K, fa1, fb1)                                                    \
-    HB_PRODUCTS(fa0, fb0)                                                                        \
-    HB_FRAGS_LATE(st, 1, A_K, B_K, fa1, fb1)                                                     \
-    HB_PRODUCTS(fa1, fb1)                                                                        \
+    HB_STEP2(st, A_K, B_K)                                                                       \
   }
 #else
 /* The emulation's products: each lane sums its four results of each mma over k, with A at (r, k)
@@ -177,7 +213,7 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 #define HB_STEP(st, A_K, B_K)                                                                      \
   {                                                                                              \
     const int so_ = (st) * HB_STAGE, a_k_ = (A_K), b_k_ = (B_K);                                 \
-    _Pragma("unroll 1") for (int s_ = 0; s_ < 2; s_++)                                                               \
+    _Pragma("unroll 1") for (int s_ = 0; s_ < HB_BK / 16; s_++)                                                               \
       _Pragma("unroll 1") for (int i_ = 0; i_ < 4; i_++)                                                             \
         _Pragma("unroll 1") for (int j_ = 0; j_ < HB_FJ / 2; j_++)                                                           \
           _Pragma("unroll 1") for (int jo_ = 0; jo_ < 2; jo_++)                                                      \

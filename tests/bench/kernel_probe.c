@@ -132,7 +132,8 @@ static void run_gemm(cl_context ctx, cl_command_queue q, cl_program prog, const 
    * 128 x 128 with groups of 128 (NETCL_PROBE_LOCAL: another size, for a build with another
    * -DTC_WARPS_N) */
   const char tl = strncmp(name, "gemm_fast_", 10) == 0 ? name[10] : 'l';
-  const long bm = tl == 's' ? 64 : 128, bn = tl == 'l' ? 128 : 64;
+  const char *bnenv = getenv("NETCL_PROBE_BN"); /* another tile width (a gemm_bf16 -DHB_BN build) */
+  const long bm = tl == 's' ? 64 : 128, bn = bnenv ? atol(bnenv) : tl == 'l' ? 128 : 64;
   const char *lenv = getenv("NETCL_PROBE_LOCAL");
   const size_t items = lenv ? (size_t)atol(lenv) : strncmp(name, "gemm_mma_", 9) == 0 || bf ? 128 : 256;
   size_t global[3] = {(size_t)((n + bn - 1) / bn) * items, (size_t)((n + bm - 1) / bm), 1}, local[3] = {items, 1, 1};
