@@ -1,7 +1,7 @@
 /* GEMM of bfloat16 and float16 operands through the C API (nc_gemm's alpha and beta, which the
  * Lua API does not expose, and nc_mm / nc_linear) on every device and on the blocked C GEMM:
- * against float64 sums of the stored values, within u |want| + 1e-6 (sum of |terms|), u = 2^-8
- * (bfloat16) or 2^-11 (float16). Cases: C = alpha A B^T + beta C into a transposed C, beta 0 over
+ * against float64 sums of the stored values, within u |want| + 1e-6 (sum of |terms|) + tiny,
+ * u = 2^-8 (bfloat16) or 2^-11 (float16), tiny half the subnormal spacing. Cases: C = alpha A B^T + beta C into a transposed C, beta 0 over
  * NaN, a batch with B broadcast, K = 0, a linear with bias, and mixed dtypes refused. */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,8 @@ static nc_tensor *stored(nc_device *dev, nc_dtype dt, int ndim, const int64_t *s
 }
 
 static double unit(nc_dtype dt) { return dt == NC_BFLOAT16 ? 0x1p-8 : 0x1p-11; }
+/* half the spacing of the dtype's subnormals (a result below the smallest normal rounds to it) */
+static double tiny(nc_dtype dt) { return dt == NC_BFLOAT16 ? 0x1p-134 : 0x1p-25; }
 
 /* Checks t (dtype dt, any layout) against want[n] within the bound, absum[n] the sums of |terms|. */
 static void check_values(const char *what, nc_device *dev, nc_dtype dt, nc_tensor *t, const double *want,
@@ -33,7 +35,7 @@ static void check_values(const char *what, nc_device *dev, nc_dtype dt, nc_tenso
   double *got = f ? ref_values(f) : NULL;
   int bad = 0;
   for (int64_t i = 0; got && i < n; i++) {
-    const double d = fabs(got[i] - want[i]), bound = unit(dt) * fabs(want[i]) + 1e-6 * absum[i];
+    const double d = fabs(got[i] - want[i]), bound = unit(dt) * fabs(want[i]) + 1e-6 * absum[i] + tiny(dt);
     if (!(d <= bound) && bad++ < 3)
       fprintf(stderr, "%s %s on %s: element %lld: got %.9g, want %.9g\n", what, nc_dtype_name(dt),
               nc_device_info_of(dev)->spec, (long long)i, got[i], want[i]);

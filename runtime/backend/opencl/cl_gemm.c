@@ -345,6 +345,10 @@ bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
   const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
   if (!rows_aligned_bf16(g->a_off, lda, g->a_sb, g->batch) || !rows_aligned_bf16(g->b_off, ldb, g->b_sb, g->batch))
     return false;
+  /* Few tiles over a long K (a weight gradient) would leave most compute units idle: the float32
+   * path (the caller's) splits K over work-groups instead (k_splits). */
+  const int64_t tiles = ((g->m + 127) / 128) * ((g->n + 127) / 128) * g->batch;
+  if (tiles < nc_cl_compute_units(dev) && g->k >= 1024) return false;
   const int layout = (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1);
   const nc_cl_handle *k;
   if (!tensor_core_kernel(dev, NC_CL_K_GEMM_BF16_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->gemm_bf16, &k)) return false;

@@ -67,8 +67,9 @@ bool nc_cl_mma_emulated(void);
 bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g);
 /* A product of bfloat16 tensors on the tensor-core kernel kernels/gemm_bf16.cl, where the device
  * has bfloat16 mma.sync (or the test hook NETCL_MMA_EMULATE=1) and g suits it (contiguous rows or
- * columns, rows 16-byte aligned, K > 0): whether it was launched, with its status in *st. Other
- * bfloat16 products are left to the caller. */
+ * columns, rows 16-byte aligned, K > 0, and not fewer tiles than compute units over a K of 1024
+ * or more, which the float32 path splits along K): whether it was launched, with its status in
+ * *st. Other bfloat16 products are left to the caller. */
 bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st);
 /* Splits of a long K for a product of `tiles` work-groups (cl_gemm.c): enough for about two
  * work-groups per compute unit, each with at least 32 K tiles of 16, at most max_splits; *kchunk
