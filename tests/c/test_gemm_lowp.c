@@ -1,8 +1,9 @@
 /* GEMM of bfloat16 and float16 operands through the C API (nc_gemm's alpha and beta, which the
  * Lua API does not expose, and nc_mm / nc_linear) on every device and on the blocked C GEMM:
  * against float64 sums of the stored values, within u |want| + 1e-6 (sum of |terms|) + tiny,
- * u = 2^-8 (bfloat16) or 2^-11 (float16), tiny half the subnormal spacing. Cases: C = alpha A B^T + beta C into a transposed C, beta 0 over
- * NaN, a batch with B broadcast, K = 0, a linear with bias, and mixed dtypes refused. */
+ * u = 2^-8 (bfloat16) or 2^-11 (float16), tiny half the subnormal spacing. Cases:
+ * C = alpha A B^T + beta C into a transposed C, beta 0 over NaN, a batch with B broadcast,
+ * K = 0, a linear with bias, and mixed dtypes refused. */
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
