@@ -264,10 +264,10 @@ static nc_cl_slot layout_slot(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   return (nc_cl_slot)(fast_tiles[tile].slot + (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1));
 }
 
-/* Every row of the operand starts 16-byte aligned: its offset, leading dimension and batch
- * stride are multiples of 4 floats (buffers themselves are aligned). */
-static bool rows_aligned(int64_t off, int64_t ld, int64_t sb, int64_t batch) {
-  return off % 4 == 0 && ld % 4 == 0 && (batch == 1 || sb % 4 == 0);
+/* Every row of the operand starts 16-byte aligned (buffers themselves are): its offset, leading
+ * dimension and batch stride are multiples of per16 elements (4 floats, 8 bfloat16 values). */
+static bool rows_aligned(int64_t off, int64_t ld, int64_t sb, int64_t batch, int64_t per16) {
+  return off % per16 == 0 && ld % per16 == 0 && (batch == 1 || sb % per16 == 0);
 }
 
 /* The work-group size of kernels/gemm_mma.cl (its TC_ITEMS: four warps). */
@@ -281,7 +281,8 @@ static bool mma_async_kernel(const nc_gemm_desc *g, nc_device *dev, const nc_cl_
   if (g->precision == NC_PRECISION_HIGHEST || !dev->info.tf32 || !__atomic_load_n(&cd->mma_async, __ATOMIC_ACQUIRE))
     return false;
   const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
-  if (!rows_aligned(g->a_off, lda, g->a_sb, g->batch) || !rows_aligned(g->b_off, ldb, g->b_sb, g->batch)) return false;
+  if (!rows_aligned(g->a_off, lda, g->a_sb, g->batch, 4) || !rows_aligned(g->b_off, ldb, g->b_sb, g->batch, 4))
+    return false;
   const int layout = (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1);
   if (g->precision == NC_PRECISION_MEDIUM && dev->info.bf16_mma &&
       tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_BF_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->mma_async, out))
@@ -330,12 +331,6 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
 
 _Static_assert(NC_CL_K_GEMM_BF16_CC - NC_CL_K_GEMM_BF16_RR == 3, "gemm_bf16_<layout>: rr, rc, cr, cc");
 
-/* Every row of an operand starts 16-byte aligned: offset, leading dimension and batch stride
- * multiples of 8 bfloat16 values. */
-static bool rows_aligned_bf16(int64_t off, int64_t ld, int64_t sb, int64_t batch) {
-  return off % 8 == 0 && ld % 8 == 0 && (batch == 1 || sb % 8 == 0);
-}
-
 bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
   nc_device *dev = nc_tensor_device(g->c);
   nc_cl_device *cd = dev->impl;
@@ -343,7 +338,7 @@ bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
     return false;
   if (g->k <= 0 || !layout_fits(g)) return false;
   const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
-  if (!rows_aligned_bf16(g->a_off, lda, g->a_sb, g->batch) || !rows_aligned_bf16(g->b_off, ldb, g->b_sb, g->batch))
+  if (!rows_aligned(g->a_off, lda, g->a_sb, g->batch, 8) || !rows_aligned(g->b_off, ldb, g->b_sb, g->batch, 8))
     return false;
   /* Few tiles over a long K (a weight gradient) would leave most compute units idle: the float32
    * path (the caller's) splits K over work-groups instead (k_splits). */
