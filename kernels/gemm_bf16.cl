@@ -37,11 +37,11 @@
 #define HB_STAGES 3
 #endif
 #ifndef HB_WARPS_N
-#define HB_WARPS_N 2 /* warps along N: 2 (each 64 x 64), or 4 (64 x 32; a diagnostic build) */
+#define HB_WARPS_N 2 /* warps along N: HB_BN / 64 (each 64 wide), or 4 in a 128-wide tile (32 wide) */
 #endif
-#define HB_ITEMS (64 * HB_WARPS_N)     /* two warps along M */
-#define HB_WN (HB_BN / HB_WARPS_N) /* a warp's columns */
-#define HB_FJ (HB_WN / 8)          /* its column blocks of 8 */
+#define HB_ITEMS (64 * HB_WARPS_N)         /* two warps along M */
+#define HB_WN (HB_BN / HB_WARPS_N)         /* a warp's columns */
+#define HB_FJ (HB_WN / 8)                  /* its column blocks of 8 */
 #define HB_STAGE ((HB_BM + HB_BN) * HB_BK) /* values (ushort) per stage */
 
 /* The arguments: GEMM_ARGS of kernels/mma.cl with bfloat16 tensors and float scalars. */
@@ -119,8 +119,9 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 #define HB_KPOS(r, c) ((r) * HB_BK + (((c) ^ HB_KSWZ(r)) << 3))
 #define HB_NPOS(k, c, W) ((k) * (W) + (((c) ^ ((k) & 7)) << 3))
 
-/* Copies K tile kt (k0 = kt * 32) of both operands into stage st: 512 chunks of each, four per
- * work-item. Ab is A at row m0 (K-major) or column m0 (M-major), Bb likewise for B at n0. */
+/* Copies K tile kt (k0 = kt * HB_BK) of both operands into stage st, in 16-byte chunks (512 of
+ * each operand in the default tile, four per work-item). Ab is A at row m0 (K-major) or column m0
+ * (M-major), Bb likewise for B at n0. */
 #define HB_LOAD(st, kt, A_K, B_K)                                                                  \
   {                                                                                              \
     const int k0_ = (kt) * HB_BK;                                                                 \
@@ -134,8 +135,9 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
       HB_COPY(B_K, sb_, Bb, ldb, N - n0, HB_BN)                                                  \
     }                                                                                            \
   }
-/* Chunk c_ of one operand's K tile at k0_: K-major (row r_ of 4 chunks) or M/N-major (row r_ = k
- * of 16 chunks); left: the rows or columns left from the tile's first one */
+/* Chunk c_ of one operand's K tile at k0_: K-major (row r_ of HB_BK / 8 chunks) or M/N-major (row
+ * r_ = k of W / 8 chunks, W the tile's width); left: the rows or columns left from the tile's
+ * first one */
 #define HB_COPY(KMAJ, s_, base, ld, left, W)                                                       \
   {                                                                                              \
     const int r_ = (KMAJ) ? c_ >> HB_KSH : c_ / ((W) / 8), q_ = (KMAJ) ? c_ & (HB_BK / 8 - 1) : c_ % ((W) / 8); \
