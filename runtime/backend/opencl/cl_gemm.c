@@ -256,18 +256,22 @@ static int64_t k_splits(const nc_gemm_desc *g, nc_device *dev, nc_gemm_fast_tile
   return splits;
 }
 
-/* The kernel of a tile built for g's layout, from its rr slot: gemm_fast_l_<a><b>, where a is r
- * when A's rows are contiguous (a_sk == 1; the kernels test that first, as here), else c, and b
- * likewise for B (b_sn == 1). */
+/* g's layout as an offset from an rr slot (the kernels <name>_<a><b>: a is r when A's rows are
+ * contiguous, a_sk == 1, tested first as the kernels do, else c; b likewise for B, b_sn == 1). */
+static int layout_of(const nc_gemm_desc *g) { return (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1); }
+
+/* The kernel of a tile built for g's layout: gemm_fast_l_<a><b> for the 128 x 128 tile. */
 static nc_cl_slot layout_slot(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   if (tile != NC_GEMM_FAST_L) return fast_tiles[tile].slot;
-  return (nc_cl_slot)(fast_tiles[tile].slot + (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1));
+  return (nc_cl_slot)(fast_tiles[tile].slot + layout_of(g));
 }
 
-/* Every row of the operand starts 16-byte aligned (buffers themselves are): its offset, leading
- * dimension and batch stride are multiples of per16 elements (4 floats, 8 bfloat16 values). */
-static bool rows_aligned(int64_t off, int64_t ld, int64_t sb, int64_t batch, int64_t per16) {
-  return off % per16 == 0 && ld % per16 == 0 && (batch == 1 || sb % per16 == 0);
+/* Every row of both operands starts 16-byte aligned (buffers themselves are): their offsets,
+ * leading dimensions and batch strides are multiples of per16 elements (4 floats, 8 bfloat16). */
+static bool operands_aligned(const nc_gemm_desc *g, int64_t per16) {
+  const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
+  return g->a_off % per16 == 0 && lda % per16 == 0 && (g->batch == 1 || g->a_sb % per16 == 0) &&
+         g->b_off % per16 == 0 && ldb % per16 == 0 && (g->batch == 1 || g->b_sb % per16 == 0);
 }
 
 /* The work-group size of kernels/gemm_mma.cl (its TC_ITEMS: four warps). */
@@ -280,10 +284,8 @@ static bool mma_async_kernel(const nc_gemm_desc *g, nc_device *dev, const nc_cl_
   nc_cl_device *cd = dev->impl;
   if (g->precision == NC_PRECISION_HIGHEST || !dev->info.tf32 || !__atomic_load_n(&cd->mma_async, __ATOMIC_ACQUIRE))
     return false;
-  const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
-  if (!rows_aligned(g->a_off, lda, g->a_sb, g->batch, 4) || !rows_aligned(g->b_off, ldb, g->b_sb, g->batch, 4))
-    return false;
-  const int layout = (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1);
+  if (!operands_aligned(g, 4)) return false;
+  const int layout = layout_of(g);
   if (g->precision == NC_PRECISION_MEDIUM && dev->info.bf16_mma &&
       tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_BF_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->mma_async, out))
     return true;
@@ -331,23 +333,23 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
 
 _Static_assert(NC_CL_K_GEMM_BF16_CC - NC_CL_K_GEMM_BF16_RR == 3, "gemm_bf16_<layout>: rr, rc, cr, cc");
 
+/* The work-group size of kernels/gemm_bf16.cl (its HB_ITEMS: four warps). */
+enum { BF16_ITEMS = 128 };
+
 bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
   nc_device *dev = nc_tensor_device(g->c);
   nc_cl_device *cd = dev->impl;
   if (g->c->dtype != NC_BFLOAT16 || !dev->info.bf16_mma || !__atomic_load_n(&cd->gemm_bf16, __ATOMIC_ACQUIRE))
     return false;
   if (g->k <= 0 || !layout_fits(g)) return false;
-  const int64_t lda = g->a_sk == 1 ? g->a_sm : g->a_sk, ldb = g->b_sn == 1 ? g->b_sk : g->b_sn;
-  if (!rows_aligned(g->a_off, lda, g->a_sb, g->batch, 8) || !rows_aligned(g->b_off, ldb, g->b_sb, g->batch, 8))
-    return false;
+  if (!operands_aligned(g, 8)) return false;
   /* Few tiles over a long K (a weight gradient) would leave most compute units idle: the float32
    * path (the caller's) splits K over work-groups instead (k_splits). */
   const int64_t tiles = ((g->m + 127) / 128) * ((g->n + 127) / 128) * g->batch;
   if (tiles < nc_cl_compute_units(dev) && g->k >= 1024) return false;
-  const int layout = (g->a_sk == 1 ? 0 : 2) + (g->b_sn == 1 ? 0 : 1);
   const nc_cl_handle *k;
-  if (!tensor_core_kernel(dev, NC_CL_K_GEMM_BF16_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->gemm_bf16, &k)) return false;
-  *st = launch_fast(g, k, NC_GEMM_FAST_L, MMA_ASYNC_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb,
+  if (!tensor_core_kernel(dev, NC_CL_K_GEMM_BF16_RR + layout_of(g), "-DNC_MMA_BF16=1", 2, &cd->gemm_bf16, &k)) return false;
+  *st = launch_fast(g, k, NC_GEMM_FAST_L, BF16_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb,
                     nc_cl_mem(g->c), g->c_off, g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
   return true;
 }
