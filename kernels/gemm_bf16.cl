@@ -39,17 +39,33 @@
 #ifndef HB_WARPS_N
 #define HB_WARPS_N 2 /* warps along N: HB_BN / 64 (each 64 wide), or 4 in a 128-wide tile (32 wide) */
 #endif
+#ifndef HB_PIPE
+#define HB_PIPE (HB_BK == 32) /* fragments a k step ahead (HB_MAIN) */
+#endif
 #define HB_ITEMS (64 * HB_WARPS_N)         /* two warps along M */
 #define HB_WN (HB_BN / HB_WARPS_N)         /* a warp's columns */
 #define HB_FJ (HB_WN / 8)                  /* its column blocks of 8 */
 #define HB_STAGE ((HB_BM + HB_BN) * HB_BK) /* values (ushort) per stage */
 
-/* The arguments: GEMM_ARGS of kernels/mma.cl with bfloat16 tensors and float scalars. */
+/* C and the bias: bfloat16, or float32 with -DHB_OUT_F32=1 (the build behind "medium" products
+ * of float32 tensors, whose operands the host rounds to bfloat16 first: cl_gemm_lowp.c) */
+#ifdef HB_OUT_F32
+#define HB_CT float
+#define HB_CIN(v) (v)
+#define HB_COUT(x) (x)
+#else
+#define HB_CT ushort
+#define HB_CIN(v) HB_F(v)
+#define HB_COUT(x) HB_H(x)
+#endif
+
+/* The arguments: GEMM_ARGS of kernels/mma.cl with bfloat16 operands, HB_CT results and bias, and
+ * float scalars. */
 #define GEMM_ARGS_BF16                                                                                            \
   const long M_, const long N_, const long K_, __global const ushort *A, const long a_off, const long a_sb,      \
       const long a_sm, const long a_sk, __global const ushort *B, const long b_off, const long b_sb,             \
-      const long b_sk, const long b_sn, __global ushort *C, const long c_off, const long c_sb, const long c_sm,  \
-      const long c_sn, __global const ushort *bias, const long bias_off, const long bias_sm, const long bias_sn, \
+      const long b_sk, const long b_sn, __global HB_CT *C, const long c_off, const long c_sb, const long c_sm,  \
+      const long c_sn, __global const HB_CT *bias, const long bias_off, const long bias_sm, const long bias_sn, \
       const int has_bias, const float alpha, const float beta
 
 #ifdef NC_MMA_BF16
@@ -135,6 +151,10 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
       HB_COPY(B_K, sb_, Bb, ldb, N - n0, HB_BN)                                                  \
     }                                                                                            \
   }
+#ifdef HB_NOLOAD /* a diagnostic build with no copies (wrong results, for timing) */
+#undef HB_LOAD
+#define HB_LOAD(st, kt, A_K, B_K)
+#endif
 /* Chunk c_ of one operand's K tile at k0_: K-major (row r_ of HB_BK / 8 chunks) or M/N-major (row
  * r_ = k of W / 8 chunks, W the tile's width); left: the rows or columns left from the tile's
  * first one */
@@ -167,9 +187,8 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
       if (B_K) { HB_LD(fb[j_], 0, HB_B_KMAJ) } else { HB_LD(fb[j_], 1, HB_B_NMAJ) }              \
     }                                                                                            \
   }
-#ifndef NC_MMA_EMULATE
-/* the second k step's fragments before the first step's products (default), or after them
- * (-DHB_FRAG_LATE=1, a diagnostic build: fewer registers live) */
+/* In the unpipelined loop (-DHB_PIPE=0) the second k step's fragments come before the first
+ * step's products (default), or after them (-DHB_FRAG_LATE=1: fewer registers live). */
 #ifdef HB_FRAG_LATE
 #define HB_FRAGS_EARLY(st, s, A_K, B_K, fa, fb)
 #define HB_FRAGS_LATE(st, s, A_K, B_K, fa, fb) HB_FRAGS(st, s, A_K, B_K, fa, fb)
@@ -177,32 +196,23 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 #define HB_FRAGS_EARLY(st, s, A_K, B_K, fa, fb) HB_FRAGS(st, s, A_K, B_K, fa, fb)
 #define HB_FRAGS_LATE(st, s, A_K, B_K, fa, fb)
 #endif
-#define HB_PRODUCTS(fa, fb)                                                                        \
+
+/* HB_MMA(st, s, fa, fb): the products of k step s of stage st, whose fragments HB_FRAGS put in
+ * fa and fb. */
+#ifndef NC_MMA_EMULATE
+#define HB_MMA(st, s, fa, fb)                                                                      \
   _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
     _Pragma("unroll") for (int j = 0; j < HB_FJ; j++) {                                          \
       const uint b_[2] = {fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]};                  \
       MMA_SYNC(acc[i][j], fa[i], b_);                                                            \
     }
-#if HB_BK == 32
-#define HB_STEP2(st, A_K, B_K)                                                                     \
-  HB_FRAGS_EARLY(st, 1, A_K, B_K, fa1, fb1)                                                      \
-  HB_PRODUCTS(fa0, fb0)                                                                          \
-  HB_FRAGS_LATE(st, 1, A_K, B_K, fa1, fb1)                                                       \
-  HB_PRODUCTS(fa1, fb1)
-#else
-#define HB_STEP2(st, A_K, B_K) HB_PRODUCTS(fa0, fb0)
-#endif
-/* The products of stage st: both k steps' fragments, then their mma.sync. */
-#define HB_STEP(st, A_K, B_K)                                                                      \
-  {                                                                                              \
-    uint fa0[4][4], fb0[HB_FJ / 2][4], fa1[4][4], fb1[HB_FJ / 2][4];                                             \
-    HB_FRAGS(st, 0, A_K, B_K, fa0, fb0)                                                          \
-    HB_STEP2(st, A_K, B_K)                                                                       \
-  }
 #else
 /* The emulation's products: each lane sums its four results of each mma over k, with A at (r, k)
  * and B at (k, n) taken from the register of the lane that holds it (mma.cl's fragment layout)
- * as HB_REG gives it, so no lane waits on another. */
+ * as HB_REG gives it, so no lane waits on another; it reads local memory here, where the GPU's
+ * ldmatrix (HB_FRAGS, nothing under the emulation) read it before. */
+#undef HB_FRAGS
+#define HB_FRAGS(st, s, A_K, B_K, fa, fb) {}
 #define HB_HALF(u, hi) as_float((hi) ? ((u) & 0xffff0000u) : ((u) << 16))
 #define HB_EA(r, k)                                                                                \
   HB_HALF(a_k_ ? HB_REG(((r) % 8) * 4 + ((k) % 8) / 2, ((k) >= 8 ? 2 : 0) + ((r) >= 8 ? 1 : 0), 0, HB_A_KMAJ) \
@@ -212,19 +222,18 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   HB_HALF(b_k_ ? HB_REG((n) * 4 + ((k) % 8) / 2, jo_ * 2 + ((k) >= 8 ? 1 : 0), 0, HB_B_KMAJ)      \
                : HB_REG((n) * 4 + ((k) % 8) / 2, jo_ * 2 + ((k) >= 8 ? 1 : 0), 1, HB_B_NMAJ),      \
           (k) & 1)
-#define HB_STEP(st, A_K, B_K)                                                                      \
+#define HB_MMA(st, s, fa, fb)                                                                      \
   {                                                                                              \
-    const int so_ = (st) * HB_STAGE, a_k_ = (A_K), b_k_ = (B_K);                                 \
-    _Pragma("unroll 1") for (int s_ = 0; s_ < HB_BK / 16; s_++)                                                               \
-      _Pragma("unroll 1") for (int i_ = 0; i_ < 4; i_++)                                                             \
-        _Pragma("unroll 1") for (int j_ = 0; j_ < HB_FJ / 2; j_++)                                                           \
-          _Pragma("unroll 1") for (int jo_ = 0; jo_ < 2; jo_++)                                                      \
-            _Pragma("unroll 1") for (int e = 0; e < 4; e++) {                                                        \
-              const int r = (e >= 2 ? 8 : 0) + g, n = 2 * t + (e & 1);                           \
-              float v_ = acc[i_][j_ * 2 + jo_][e];                                               \
-              _Pragma("unroll 1") for (int k = 0; k < 16; k++) v_ = fma(HB_EA(r, k), HB_EB(n, k), v_);               \
-              acc[i_][j_ * 2 + jo_][e] = v_;                                                     \
-            }                                                                                    \
+    const int so_ = (st) * HB_STAGE, s_ = (s);                                                   \
+    _Pragma("unroll 1") for (int i_ = 0; i_ < 4; i_++)                                           \
+      _Pragma("unroll 1") for (int j_ = 0; j_ < HB_FJ / 2; j_++)                                 \
+        _Pragma("unroll 1") for (int jo_ = 0; jo_ < 2; jo_++)                                    \
+          _Pragma("unroll 1") for (int e = 0; e < 4; e++) {                                      \
+            const int r = (e >= 2 ? 8 : 0) + g, n = 2 * t + (e & 1);                             \
+            float v_ = acc[i_][j_ * 2 + jo_][e];                                                 \
+            _Pragma("unroll 1") for (int k = 0; k < 16; k++) v_ = fma(HB_EA(r, k), HB_EB(n, k), v_); \
+            acc[i_][j_ * 2 + jo_][e] = v_;                                                       \
+          }                                                                                      \
   }
 #endif
 
@@ -236,12 +245,90 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 #define HB_UNROLL _Pragma("unroll")
 #endif
 
+#define HB_PREV(st) ((st) == 0 ? HB_STAGES - 1 : (st) - 1)
+#define HB_NEXT(st) ((st) == HB_STAGES - 1 ? 0 : (st) + 1)
+#ifdef NC_MMA_EMULATE
+/* the emulation reads local memory in HB_MMA: every lane is done with a stage before the copies
+ * that refill it */
+#define HB_EMU_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#else
+#define HB_EMU_BARRIER()
+#endif
+#if HB_PIPE
+#if HB_BK != 32
+#error "gemm_bf16.cl: the pipelined loop (HB_PIPE) takes K tiles of 32"
+#endif
+/* The pipelined loop: fragments are read one k step ahead of the products that use them, across
+ * K tiles too. Per K tile: the second k step's fragments, the first step's products, the copies
+ * of the tile HB_STAGES - 1 ahead into the stage read in the previous K tile (every work-item
+ * read it before that tile's barrier), then the wait and barrier for the next tile, its first
+ * fragments, and the second step's products, which need nothing the barrier waited for. */
+#define HB_MAIN(A_K, B_K)                                                                          \
+  HB_WAIT();                                                                                     \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+  if (ntiles > 0) HB_FRAGS(0, 0, A_K, B_K, fa0, fb0)                                             \
+  int st = 0;                                                                                    \
+  for (int kt = 0; kt < ntiles; kt++) {                                                          \
+    HB_FRAGS(st, 1, A_K, B_K, fa1, fb1)                                                          \
+    HB_MMA(st, 0, fa0, fb0)                                                                      \
+    HB_EMU_BARRIER();                                                                            \
+    if (kt + HB_STAGES - 1 < ntiles) HB_LOAD(HB_PREV(st), kt + HB_STAGES - 1, A_K, B_K)          \
+    HB_COMMIT();                                                                                 \
+    HB_WAIT();                                                                                   \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    const int nx = HB_NEXT(st);                                                                  \
+    if (kt + 1 < ntiles) HB_FRAGS(nx, 0, A_K, B_K, fa0, fb0)                                     \
+    HB_MMA(st, 1, fa1, fb1)                                                                      \
+    st = nx;                                                                                     \
+  }
+#else
+/* The plain loop (-DHB_PIPE=0, a diagnostic build): per K tile the wait and barrier, the copies
+ * of the tile HB_STAGES - 1 ahead into the stage read in the previous K tile, then this tile's
+ * fragments and products. */
+#if HB_BK == 32
+#define HB_STEP2(st, A_K, B_K)                                                                     \
+  HB_FRAGS_EARLY(st, 1, A_K, B_K, fa1, fb1)                                                      \
+  HB_MMA(st, 0, fa0, fb0)                                                                        \
+  HB_FRAGS_LATE(st, 1, A_K, B_K, fa1, fb1)                                                       \
+  HB_MMA(st, 1, fa1, fb1)
+#else
+#define HB_STEP2(st, A_K, B_K) HB_MMA(st, 0, fa0, fb0)
+#endif
+#define HB_MAIN(A_K, B_K)                                                                          \
+  int st = 0;                                                                                    \
+  for (int kt = 0; kt < ntiles; kt++) {                                                          \
+    HB_WAIT();                                                                                   \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    if (kt + HB_STAGES - 1 < ntiles) HB_LOAD(HB_PREV(st), kt + HB_STAGES - 1, A_K, B_K)          \
+    HB_COMMIT();                                                                                 \
+    HB_FRAGS(st, 0, A_K, B_K, fa0, fb0)                                                          \
+    HB_STEP2(st, A_K, B_K)                                                                       \
+    st = HB_NEXT(st);                                                                            \
+  }
+#endif
+
+/* m0 and n0, the tile's first row and column: work-group (x, y) of the grid, or, with
+ * -DHB_GROUP=G (a diagnostic build), the work-groups in launch order walk G tile rows down
+ * before the next column, so that the groups running at once share operand tiles in L2. */
+#ifndef HB_GROUP
+#define HB_GROUP 0
+#endif
+#if HB_GROUP > 0
+#define HB_TILE_ORIGIN                                                                             \
+  const int nx_ = get_num_groups(0), ny_ = get_num_groups(1);                                    \
+  const int lin_ = get_group_id(1) * nx_ + get_group_id(0), per_ = HB_GROUP * nx_;               \
+  const int first_ = lin_ / per_ * HB_GROUP, rows_ = min(ny_ - first_, HB_GROUP);               \
+  const int m0 = (first_ + (lin_ % per_) % rows_) * HB_BM, n0 = (lin_ % per_) / rows_ * HB_BN;
+#else
+#define HB_TILE_ORIGIN const int m0 = get_group_id(1) * HB_BM, n0 = get_group_id(0) * HB_BN;
+#endif
+
 #define HB_BODY(A_K, B_K)                                                                          \
   const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
   const int wm = warp / HB_WARPS_N, wn = warp % HB_WARPS_N;                                                       \
   const long bi = get_group_id(2);                                                               \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
-  const int m0 = get_group_id(1) * HB_BM, n0 = get_group_id(0) * HB_BN;                          \
+  HB_TILE_ORIGIN                                                                                 \
   const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
   __global const ushort *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);        \
   __global const ushort *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);        \
@@ -251,23 +338,16 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   HB_UNROLL for (int i = 0; i < 4; i++)                                                  \
     HB_UNROLL for (int j = 0; j < HB_FJ; j++)                                            \
       HB_UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
-  const int ntiles = (K + HB_BK - 1) / HB_BK;                                                    \
-  HB_UNROLL for (int s = 0; s < HB_STAGES - 1; s++) {                                    \
+  const int ntiles = (K + HB_BK - 1) / HB_BK, a_k_ = (A_K), b_k_ = (B_K);                        \
+  (void)a_k_, (void)b_k_; /* the emulation's */                                                  \
+  uint fa0[4][4], fb0[HB_FJ / 2][4], fa1[4][4], fb1[HB_FJ / 2][4];                               \
+  HB_UNROLL for (int s = 0; s < HB_STAGES - 1; s++) {                                            \
     if (s < ntiles) HB_LOAD(s, s, A_K, B_K)                                                      \
     HB_COMMIT();                                                                                 \
   }                                                                                              \
-  int st = 0;                                                                                    \
-  for (int kt = 0; kt < ntiles; kt++) {                                                          \
-    HB_WAIT();                                                                                   \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
-    /* the stage read at kt - 1 is free: every work-item passed the barrier after reading it */  \
-    if (kt + HB_STAGES - 1 < ntiles) HB_LOAD(st == 0 ? HB_STAGES - 1 : st - 1, kt + HB_STAGES - 1, A_K, B_K) \
-    HB_COMMIT();                                                                                 \
-    HB_STEP(st, A_K, B_K)                                                                        \
-    st = st == HB_STAGES - 1 ? 0 : st + 1;                                                       \
-  }                                                                                              \
-  __global ushort *Cb = C + c_off + bi * c_sb;                                                   \
-  __global const ushort *biasb = bias + bias_off;                                                \
+  HB_MAIN(A_K, B_K)                                                                              \
+  __global HB_CT *Cb = C + c_off + bi * c_sb;                                                    \
+  __global const HB_CT *biasb = bias + bias_off;                                                 \
   HB_UNROLL for (int i = 0; i < 4; i++)                                                  \
     HB_UNROLL for (int h = 0; h < 2; h++) {                                              \
       const int m = m0 + wm * 64 + i * 16 + h * 8 + g;                                           \
@@ -275,11 +355,11 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
         HB_UNROLL for (int e = 0; e < 2; e++) {                                          \
           const int n = n0 + wn * HB_WN + j * 8 + t * 2 + e;                                        \
           if (m < M && n < N) {                                                                  \
-            __global ushort *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                          \
+            __global HB_CT *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                          \
             float o_ = acc[i][j][2 * h + e] * alpha;                                             \
-            if (beta != 0.0f) o_ += beta * HB_F(*p_);                                            \
-            if (has_bias) o_ += HB_F(biasb[(long)m * bias_sm + (long)n * bias_sn]);              \
-            *p_ = HB_H(o_);                                                                      \
+            if (beta != 0.0f) o_ += beta * HB_CIN(*p_);                                          \
+            if (has_bias) o_ += HB_CIN(biasb[(long)m * bias_sm + (long)n * bias_sn]);            \
+            *p_ = HB_COUT(o_);                                                                   \
           }                                                                                      \
         }                                                                                        \
     }

@@ -148,6 +148,10 @@ function TestMatmulPrecision:test_products_within_bound()
   local a64, b64 = rand({3, 70, 90}, 7):double(), rand({3, 90, 150}, 8):double()
   local got = with_precision(mode, function() return a64:float():to(dev):matmul(b64:float():to(dev)) end)
   within(got, a64:matmul(b64), a64:abs():matmul(b64:abs()), 90, "batched", mode)
+  -- one operand broadcast over the batch (batch stride 0), rows of odd length
+  local w64 = rand({90, 75}, 12):double()
+  got = with_precision(mode, function() return a64:float():to(dev):matmul(w64:float():to(dev)) end)
+  within(got, a64:matmul(w64), a64:abs():matmul(w64:abs()), 90, "batched times one matrix", mode)
   -- linear: x @ w^T + bias
   local x64, w64, bias64 = rand({150, 96}, 9):double(), rand({130, 96}, 10):double(), rand({130}, 11):double()
   got = with_precision(mode, function()

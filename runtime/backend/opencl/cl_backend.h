@@ -144,6 +144,10 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(GEMM_BF16_RC, "mma+gemm_bf16", "gemm_bf16_rc", TILED)                    \
   X(GEMM_BF16_CR, "mma+gemm_bf16", "gemm_bf16_cr", TILED)                    \
   X(GEMM_BF16_CC, "mma+gemm_bf16", "gemm_bf16_cc", TILED)                    \
+  X(GEMM_BF16F_RR, "mma+gemm_bf16", "gemm_bf16_rr", TILED)                   \
+  X(GEMM_BF16F_RC, "mma+gemm_bf16", "gemm_bf16_rc", TILED)                   \
+  X(GEMM_BF16F_CR, "mma+gemm_bf16", "gemm_bf16_cr", TILED)                   \
+  X(GEMM_BF16F_CC, "mma+gemm_bf16", "gemm_bf16_cc", TILED)                   \
   X(CONV_FAST_W, "mma+gemm_fast", "conv_fast_w", REAL)                       \
   X(CONV_TC_W, "mma+gemm_fast", "conv_fast_w", TILED)                        \
   X(CONV_BF_W, "mma+gemm_fast", "conv_fast_w", TILED)                        \

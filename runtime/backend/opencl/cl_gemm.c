@@ -331,24 +331,33 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
 
 /* ---- bfloat16 tensors: kernels/gemm_bf16.cl ---------------------------------------------------- */
 
-_Static_assert(NC_CL_K_GEMM_BF16_CC - NC_CL_K_GEMM_BF16_RR == 3, "gemm_bf16_<layout>: rr, rc, cr, cc");
+_Static_assert(NC_CL_K_GEMM_BF16_CC - NC_CL_K_GEMM_BF16_RR == 3 && NC_CL_K_GEMM_BF16F_CC - NC_CL_K_GEMM_BF16F_RR == 3,
+               "gemm_bf16_<layout>: rr, rc, cr, cc");
 
 /* The work-group size of kernels/gemm_bf16.cl (its HB_ITEMS: four warps). */
 enum { BF16_ITEMS = 128 };
 
+bool nc_cl_gemm_bf16_takes(const nc_gemm_desc *g) {
+  nc_device *dev = nc_tensor_device(g->c);
+  nc_cl_device *cd = dev->impl;
+  if (!dev->info.bf16_mma || !__atomic_load_n(&cd->gemm_bf16, __ATOMIC_ACQUIRE) || g->k <= 0) return false;
+  /* Few tiles over a long K (a weight gradient) would leave most compute units idle: the float32
+   * path splits K over work-groups instead (k_splits). */
+  const int64_t tiles = ((g->m + 127) / 128) * ((g->n + 127) / 128) * g->batch;
+  return tiles >= nc_cl_compute_units(dev) || g->k < 1024;
+}
+
 bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
   nc_device *dev = nc_tensor_device(g->c);
   nc_cl_device *cd = dev->impl;
-  if (g->c->dtype != NC_BFLOAT16 || !dev->info.bf16_mma || !__atomic_load_n(&cd->gemm_bf16, __ATOMIC_ACQUIRE))
-    return false;
-  if (g->k <= 0 || !layout_fits(g)) return false;
-  if (!operands_aligned(g, 8)) return false;
-  /* Few tiles over a long K (a weight gradient) would leave most compute units idle: the float32
-   * path (the caller's) splits K over work-groups instead (k_splits). */
-  const int64_t tiles = ((g->m + 127) / 128) * ((g->n + 127) / 128) * g->batch;
-  if (tiles < nc_cl_compute_units(dev) && g->k >= 1024) return false;
+  const nc_dtype ct = g->c->dtype;
+  if (g->a->dtype != NC_BFLOAT16 || g->b->dtype != NC_BFLOAT16 || (ct != NC_BFLOAT16 && ct != NC_FLOAT32)) return false;
+  if (!nc_cl_gemm_bf16_takes(g) || !layout_fits(g) || !operands_aligned(g, 8)) return false;
   const nc_cl_handle *k;
-  if (!tensor_core_kernel(dev, NC_CL_K_GEMM_BF16_RR + layout_of(g), "-DNC_MMA_BF16=1", 2, &cd->gemm_bf16, &k)) return false;
+  const bool f32 = ct == NC_FLOAT32;
+  if (!tensor_core_kernel(dev, (f32 ? NC_CL_K_GEMM_BF16F_RR : NC_CL_K_GEMM_BF16_RR) + layout_of(g),
+                          f32 ? "-DNC_MMA_BF16=1 -DHB_OUT_F32=1" : "-DNC_MMA_BF16=1", f32 ? 3 : 2, &cd->gemm_bf16, &k))
+    return false;
   *st = launch_fast(g, k, NC_GEMM_FAST_L, BF16_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb,
                     nc_cl_mem(g->c), g->c_off, g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
   return true;

@@ -9,19 +9,29 @@
  * bias; the float32 GEMM runs on those, summing the exact products in float32 and applying
  * alpha, beta and the bias in float32; its float32 result is then rounded once (to nearest, ties
  * to even) into C's strided storage. An operand broadcast over the batch (batch stride 0) is
- * widened once. */
+ * widened once.
+ *
+ * "medium" products of float32 tensors go the other way where that kernel takes them
+ * (medium_as_bf16): their operands are rounded to bfloat16 temporaries first. */
 #include "core/check.h"
 #include "cl_linalg.h"
 
-/* A contiguous float32 copy of the [batch, rows, cols] layout of t's storage at offset off with
- * strides (sb, sr, sc), and *view (may be NULL) the view itself, for writing back. */
-static nc_status widen(const nc_tensor *t, bool copy, int64_t batch, int64_t rows, int64_t cols, int64_t off,
-                       int64_t sb, int64_t sr, int64_t sc, nc_tensor **out, nc_tensor **view) {
+/* A copy in dtype dt of the [batch, rows, cols] layout of t's storage at offset off with strides
+ * (sb, sr, sc), its rows ld apart (ld >= cols: the padding between rows is never written), in
+ * *out; and *view (may be NULL), the source view itself, for writing back. */
+static nc_status convert(const nc_tensor *t, nc_dtype dt, bool copy, int64_t batch, int64_t rows, int64_t cols,
+                         int64_t ld, int64_t off, int64_t sb, int64_t sr, int64_t sc, nc_tensor **out,
+                         nc_tensor **view) {
   const int64_t shape[3] = {batch, rows, cols}, strides[3] = {sb, sr, sc};
-  nc_tensor *v = NULL, *f = NULL;
+  const int64_t full[3] = {batch, rows, ld}, packed[3] = {rows * ld, ld, 1};
+  nc_tensor *v = NULL, *f = NULL, *inner = NULL;
   nc_status s = nc_tensor_from_storage(t->storage, t->dtype, 3, shape, strides, off, &v);
-  if (s == NC_OK) s = nc_tensor_empty(nc_tensor_device(t), NC_FLOAT32, 3, shape, 0, &f);
-  if (s == NC_OK && copy) s = nc_cl_copy(f, v);
+  if (s == NC_OK) s = nc_tensor_empty(nc_tensor_device(t), dt, 3, full, 0, &f);
+  if (s == NC_OK && copy) {
+    s = nc_tensor_from_storage(f->storage, dt, 3, shape, packed, 0, &inner);
+    if (s == NC_OK) s = nc_cl_copy(inner, v);
+    nc_tensor_release(inner);
+  }
   if (s == NC_OK && view) *view = nc_tensor_retain(v);
   nc_tensor_release(v);
   if (s != NC_OK) {
@@ -30,6 +40,40 @@ static nc_status widen(const nc_tensor *t, bool copy, int64_t batch, int64_t row
   }
   *out = f;
   return NC_OK;
+}
+
+/* A contiguous float32 copy of such a layout (convert with ld = cols). */
+static nc_status widen(const nc_tensor *t, bool copy, int64_t batch, int64_t rows, int64_t cols, int64_t off,
+                       int64_t sb, int64_t sr, int64_t sc, nc_tensor **out, nc_tensor **view) {
+  return convert(t, NC_FLOAT32, copy, batch, rows, cols, cols, off, sb, sr, sc, out, view);
+}
+
+/* A "medium" product of float32 tensors as a product of bfloat16 ones: A and B rounded once to
+ * bfloat16 (to nearest, ties to even: what "medium"'s float32 kernels do to each fragment) into
+ * temporaries whose rows start 16-byte aligned, then kernels/gemm_bf16.cl with float32 sums
+ * written to C in float32 (alpha, beta and the bias in float32). It reads half the bytes of the
+ * float32-operand kernel for the cost of one pass over each operand. Whether it ran (the device
+ * and g's shape suit that kernel: nc_cl_gemm_bf16_takes), with its status in *st. */
+static bool medium_as_bf16(const nc_gemm_desc *g, nc_status *st) {
+  if (g->c->dtype != NC_FLOAT32 || g->precision != NC_PRECISION_MEDIUM || !nc_cl_gemm_bf16_takes(g)) return false;
+  const int64_t m = g->m, n = g->n, k = g->k;
+  const int64_t ba = g->a_sb != 0 ? g->batch : 1, bb = g->b_sb != 0 ? g->batch : 1;
+  const int64_t lda = (k + 7) / 8 * 8, ldb = (n + 7) / 8 * 8; /* 8 bfloat16: 16 bytes */
+  nc_tensor *ha = NULL, *hb = NULL;
+  nc_status s = convert(g->a, NC_BFLOAT16, true, ba, m, k, lda, g->a_off, g->a_sb, g->a_sm, g->a_sk, &ha, NULL);
+  if (s == NC_OK) s = convert(g->b, NC_BFLOAT16, true, bb, k, n, ldb, g->b_off, g->b_sb, g->b_sk, g->b_sn, &hb, NULL);
+  bool ran = true;
+  if (s == NC_OK) {
+    nc_gemm_desc f = *g;
+    f.a = ha, f.b = hb;
+    f.a_off = 0, f.a_sb = ba > 1 ? m * lda : 0, f.a_sm = lda, f.a_sk = 1;
+    f.b_off = 0, f.b_sb = bb > 1 ? k * ldb : 0, f.b_sk = ldb, f.b_sn = 1;
+    ran = nc_cl_gemm_bf16_mma(&f, &s);
+  }
+  nc_tensor_release(ha);
+  nc_tensor_release(hb);
+  if (ran) *st = s;
+  return ran;
 }
 
 nc_status nc_cl_gemm_lowp(const nc_gemm_desc *g) {
@@ -68,5 +112,8 @@ nc_status nc_cl_gemm_lowp(const nc_gemm_desc *g) {
 }
 
 nc_status nc_cl_gemm_entry(const nc_gemm_desc *g) {
-  return nc_dtype_is_storage(g->c->dtype) ? nc_cl_gemm_lowp(g) : nc_cl_gemm(g);
+  if (nc_dtype_is_storage(g->c->dtype)) return nc_cl_gemm_lowp(g);
+  nc_status s = NC_OK;
+  if (medium_as_bf16(g, &s)) return s;
+  return nc_cl_gemm(g);
 }

@@ -65,12 +65,16 @@ nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precis
  * their tiling and indexing run against the CPU backend on devices without tensor cores. */
 bool nc_cl_mma_emulated(void);
 bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g);
-/* A product of bfloat16 tensors on the tensor-core kernel kernels/gemm_bf16.cl, where the device
- * has bfloat16 mma.sync (or the test hook NETCL_MMA_EMULATE=1) and g suits it (contiguous rows or
- * columns, rows 16-byte aligned, K > 0, and not fewer tiles than compute units over a K of 1024
- * or more, which the float32 path splits along K): whether it was launched, with its status in
- * *st. Other bfloat16 products are left to the caller. */
+/* A product of bfloat16 operands on the tensor-core kernel kernels/gemm_bf16.cl, into a
+ * bfloat16 C (or a float32 one: the "medium" products of float32 tensors, cl_gemm_lowp.c), where
+ * nc_cl_gemm_bf16_takes(g) and the operands suit it (contiguous rows or columns, rows 16-byte
+ * aligned): whether it was launched, with its status in *st. Other products are left to the
+ * caller. */
 bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st);
+/* Whether g's shape goes to that kernel on g's device: the device has bfloat16 mma.sync (or the
+ * test hook NETCL_MMA_EMULATE=1) and built it, K > 0, and not fewer tiles than compute units over
+ * a K of 1024 or more (which the float32 path splits along K). */
+bool nc_cl_gemm_bf16_takes(const nc_gemm_desc *g);
 /* Splits of a long K for a product of `tiles` work-groups (cl_gemm.c): enough for about two
  * work-groups per compute unit, each with at least 32 K tiles of 16, at most max_splits; *kchunk
  * (a multiple of 16) is the K of every split but the last, which gets the rest. 1: no split. */
