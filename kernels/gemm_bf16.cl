@@ -307,20 +307,9 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   }
 #endif
 
-/* m0 and n0, the tile's first row and column: work-group (x, y) of the grid, or, with
- * -DHB_GROUP=G (a diagnostic build), the work-groups in launch order walk G tile rows down
- * before the next column, so that the groups running at once share operand tiles in L2. */
+/* the tile order (kernels/mma.cl's nc_tile_walk; -DHB_GROUP=G, a diagnostic build) */
 #ifndef HB_GROUP
 #define HB_GROUP 0
-#endif
-#if HB_GROUP > 0
-#define HB_TILE_ORIGIN                                                                             \
-  const int nx_ = get_num_groups(0), ny_ = get_num_groups(1);                                    \
-  const int lin_ = get_group_id(1) * nx_ + get_group_id(0), per_ = HB_GROUP * nx_;               \
-  const int first_ = lin_ / per_ * HB_GROUP, rows_ = min(ny_ - first_, HB_GROUP);               \
-  const int m0 = (first_ + (lin_ % per_) % rows_) * HB_BM, n0 = (lin_ % per_) / rows_ * HB_BN;
-#else
-#define HB_TILE_ORIGIN const int m0 = get_group_id(1) * HB_BM, n0 = get_group_id(0) * HB_BN;
 #endif
 
 #define HB_BODY(A_K, B_K)                                                                          \
@@ -328,7 +317,8 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   const int wm = warp / HB_WARPS_N, wn = warp % HB_WARPS_N;                                                       \
   const long bi = get_group_id(2);                                                               \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
-  HB_TILE_ORIGIN                                                                                 \
+  const int2 tile_ = nc_tile_walk(HB_GROUP);                                                     \
+  const int m0 = tile_.y * HB_BM, n0 = tile_.x * HB_BN;                                          \
   const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
   __global const ushort *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);        \
   __global const ushort *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);        \
