@@ -7,7 +7,7 @@
  *   ./kernel_probe gemm kernels OUTDIR "" "-DSOME_MACRO=1" "+maxnreg=128" ...
  *   ./kernel_probe softmax kernels OUTDIR ""
  *
- * gemm: gemm_fast_l_rr (NETCL_PROBE_KERNEL another gemm_fast_*, gemm_mma_* or gemm_bf16_* kernel; its
+ * gemm: gemm_fast_l_rr (NETCL_PROBE_KERNEL another gemm_fast_*, gemm_mma_*, gemm_tf32_* or gemm_bf16_* kernel; its
  * file and mma.cl make the program) on row-major 4096^3
  * (NETCL_PROBE_N another size): GFLOP/s (median of 15) and the largest error of 256 sampled
  * results against a float64 dot product, relative to the sum of the products' magnitudes.
@@ -135,7 +135,8 @@ static void run_gemm(cl_context ctx, cl_command_queue q, cl_program prog, const 
   const char *bnenv = getenv("NETCL_PROBE_BN"); /* another tile width (a gemm_bf16 -DHB_BN build) */
   const long bm = tl == 's' ? 64 : 128, bn = bnenv ? atol(bnenv) : tl == 'l' ? 128 : 64;
   const char *lenv = getenv("NETCL_PROBE_LOCAL");
-  const size_t items = lenv ? (size_t)atol(lenv) : strncmp(name, "gemm_mma_", 9) == 0 || bf ? 128 : 256;
+  const size_t items = lenv ? (size_t)atol(lenv)
+                      : strncmp(name, "gemm_mma_", 9) == 0 || strncmp(name, "gemm_tf32_", 10) == 0 || bf ? 128 : 256;
   size_t global[3] = {(size_t)((n + bn - 1) / bn) * items, (size_t)((n + bm - 1) / bm), 1}, local[3] = {items, 1, 1};
   double t = time_kernel(q, k, 3, global, local, 15);
   CK(clEnqueueReadBuffer(q, C, CL_TRUE, 0, sizeof(float) * n * n, c, 0, NULL, NULL));
@@ -250,10 +251,11 @@ int main(int argc, char **argv) {
   CK(err);
   const char *prelude = "enum nc_op { NC_OP_PROBE_, NC_OP_LOG_SOFTMAX };\n";
   const char *kname = getenv("NETCL_PROBE_KERNEL") ? getenv("NETCL_PROBE_KERNEL") : gemm ? "gemm_fast_l_rr" : "softmax_warp_32";
-  const int mma = strncmp(kname, "gemm_mma_", 9) == 0, bf = strncmp(kname, "gemm_bf16_", 10) == 0;
+  const int mma = strncmp(kname, "gemm_mma_", 9) == 0, bf = strncmp(kname, "gemm_bf16_", 10) == 0,
+            tf = strncmp(kname, "gemm_tf32_", 10) == 0;
   char *srcs[5] = {(char *)prelude, slurp(argv[2], "common.cl"), slurp(argv[2], gemm ? "mma.cl" : "softmax_warp.cl"),
-                   gemm && !mma && !bf ? slurp(argv[2], "gemm_fast.cl") : "",
-                   mma ? slurp(argv[2], "gemm_mma.cl") : bf ? slurp(argv[2], "gemm_bf16.cl") : ""};
+                   gemm && !mma && !bf && !tf ? slurp(argv[2], "gemm_fast.cl") : "",
+                   mma ? slurp(argv[2], "gemm_mma.cl") : bf ? slurp(argv[2], "gemm_bf16.cl") : tf ? slurp(argv[2], "gemm_tf32.cl") : ""};
   for (int v = 4; v <= argc; v++) {
     const char *extra = v < argc ? argv[v] : NULL;
     if (!extra && argc > 4) break; /* no options given: one build with none */

@@ -140,6 +140,10 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(GEMM_MMA_BF_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                    \
   X(GEMM_MMA_BF_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                    \
   X(GEMM_MMA_BF_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                    \
+  X(GEMM_TF32_RR, "mma+gemm_tf32", "gemm_tf32_rr", TILED)                    \
+  X(GEMM_TF32_RC, "mma+gemm_tf32", "gemm_tf32_rc", TILED)                    \
+  X(GEMM_TF32_CR, "mma+gemm_tf32", "gemm_tf32_cr", TILED)                    \
+  X(GEMM_TF32_CC, "mma+gemm_tf32", "gemm_tf32_cc", TILED)                    \
   X(GEMM_BF16_RR, "mma+gemm_bf16", "gemm_bf16_rr", TILED)                    \
   X(GEMM_BF16_RC, "mma+gemm_bf16", "gemm_bf16_rc", TILED)                    \
   X(GEMM_BF16_CR, "mma+gemm_bf16", "gemm_bf16_cr", TILED)                    \

@@ -127,7 +127,7 @@ static bool tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode
 
 _Static_assert(NC_CL_K_GEMM_FAST_L_CC - NC_CL_K_GEMM_FAST_L_RR == 3 && NC_CL_K_GEMM_TC_L_CC - NC_CL_K_GEMM_TC_L_RR == 3 &&
                    NC_CL_K_GEMM_BF_L_CC - NC_CL_K_GEMM_BF_L_RR == 3 &&
-                   NC_CL_K_GEMM_MMA_TC_CC - NC_CL_K_GEMM_MMA_TC_RR == 3 && NC_CL_K_GEMM_MMA_BF_CC - NC_CL_K_GEMM_MMA_BF_RR == 3,
+                   NC_CL_K_GEMM_TF32_CC - NC_CL_K_GEMM_TF32_RR == 3 && NC_CL_K_GEMM_MMA_BF_CC - NC_CL_K_GEMM_MMA_BF_RR == 3,
                "gemm_fast_l_<layout>: rr, rc, cr, cc");
 
 nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precision, const nc_cl_handle **out) {
@@ -289,7 +289,7 @@ static bool mma_async_kernel(const nc_gemm_desc *g, nc_device *dev, const nc_cl_
   if (g->precision == NC_PRECISION_MEDIUM && dev->info.bf16_mma &&
       tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_BF_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->mma_async, out))
     return true;
-  return tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_TC_RR + layout, "-DNC_MMA_TF32=1", 1, &cd->mma_async, out);
+  return tensor_core_kernel(dev, NC_CL_K_GEMM_TF32_RR + layout, "-DNC_MMA_TF32=1", 1, &cd->mma_async, out);
 }
 
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {

@@ -1,0 +1,270 @@
+/* The tensor-core GEMM of matmul precision "high": C = alpha A B + beta C (+ bias), float32
+ * operands and results, the operands rounded to tf32 (cvt.rna: to nearest, ties away from zero)
+ * and multiplied on tf32 mma.sync (m16n8k8, kernels/mma.cl) with float32 sums. For NVIDIA devices
+ * of compute capability 8.0 or later (runtime/backend/opencl/cl_gemm.c picks it for float32
+ * products whose operand rows start 16-byte aligned).
+ *
+ * A work-group of four warps computes a 128 x 128 tile of C, each warp a 64 x 64 block. K
+ * advances 16 at a time through three local buffers (16 KB each), filled by cp.async (16 bytes,
+ * four floats, a work-item, zero fill past the edges) two K tiles ahead. Each K tile is two k
+ * steps of 8 (k = 8s .. 8s + 7), and the loop reads the fragments of each k step one step ahead
+ * of their products, across K tiles too (TF_MAIN), so the tensor cores have work queued while a
+ * warp waits at the barrier of a K tile. Local memory keeps each operand as it lies in global
+ * memory, in 16-byte chunks:
+ * - an operand whose K is contiguous ("K-major") as 128 rows of 16 floats (4 chunks), chunk c of
+ *   row r at c ^ ((r >> 1) & 3); its fragments come from ldmatrix.x4 (a 32-bit value is two
+ *   16-bit halves that ldmatrix moves together: lane 4g + t gets word t of row g of each 8 x 4
+ *   matrix, which is the tf32 fragment layout), the eight rows of each of its phases in
+ *   distinct banks;
+ * - one whose M (or N) is contiguous as 16 rows (k) of 128 floats (32 chunks), chunk c of row k
+ *   at c ^ 2 (k & 3); a work-item reads 16 bytes of row 8s + t (and 8s + 4 + t): 4 neighbouring
+ *   rows (columns) that go to 4 fragments, whose results' rows (columns) are permuted alike and
+ *   written back in place by the epilogue; a quarter warp's eight reads fall in distinct banks.
+ *
+ * The host launches it only where every operand row starts 16-byte aligned (offsets, leading
+ * dimensions and batch strides multiples of 4 floats), and element indices fit in 32 bits. Under
+ * the test hook NETCL_MMA_EMULATE=1 (PoCL in CI) the copies are plain, each lane reads what
+ * ldmatrix would give it (the same address arithmetic), and mma.sync goes through local memory
+ * (kernels/mma.cl). */
+
+#define TF_BM 128
+#define TF_BN 128
+#define TF_BK 16
+#ifndef TF_STAGES
+#define TF_STAGES 3
+#endif
+#define TF_ITEMS 128                         /* four warps: two along M, two along N */
+#define TF_STAGE ((TF_BM + TF_BN) * TF_BK)   /* floats per stage */
+
+#ifdef NC_MMA_TF32
+
+#ifndef NC_MMA_EMULATE
+/* 16 bytes from src (bytes of them, the rest zero) to dst, both 16-byte aligned */
+inline void tf_copy16(__local float *dst, __global const float *src, const int bytes) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint)(ulong)dst), "l"((ulong)src),
+                   "r"(bytes)
+                   : "memory");
+}
+#define TF_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
+/* until at most TF_STAGES - 2 groups are in flight: the next tile has landed */
+#define TF_WAIT_(n) __asm__ volatile("cp.async.wait_group " #n ";" ::: "memory")
+#define TF_WAITN(n) TF_WAIT_(n)
+#define TF_WAIT() TF_WAITN(TF_INFLIGHT)
+#if TF_STAGES == 2
+#define TF_INFLIGHT 0
+#elif TF_STAGES == 3
+#define TF_INFLIGHT 1
+#else
+#error "gemm_tf32.cl: TF_STAGES is 2 or 3 (48 KB of local memory)"
+#endif
+/* ldmatrix.x4 into r[0..3]: lane L names the row at smem + OFF(L) of matrix L / 8 */
+#define TF_LDM(r, OFF)                                                                             \
+  __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"               \
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])                              \
+                   : "r"((uint)(ulong)(smem + OFF(lane))));
+inline uint tf_round(const uint x) {
+  uint r;
+  __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(as_float(x)));
+  return r;
+}
+#else
+inline void tf_copy16(__local float *dst, __global const float *src, const int bytes) {
+  for (int h = 0; h < 4; h++) dst[h] = 4 * h < bytes ? src[h] : 0.0f;
+}
+#define TF_COMMIT()
+#define TF_WAIT()
+/* what ldmatrix.x4 gives lane 4g + t: word t of row g of each matrix, the row where the lane
+ * naming it (8 m + g) puts it */
+#define TF_LDM(r, OFF)                                                                             \
+  _Pragma("unroll 1") for (int m_ = 0; m_ < 4; m_++) r[m_] = as_uint(smem[OFF(m_ * 8 + g) + t]);
+#define tf_round(x) as_uint(mma_tf32(as_float(x)))
+#endif
+
+/* chunk positions (in floats): a K-major operand's row r, chunk c (of 4); an M- or N-major
+ * one's row k, chunk c (of W / 4) */
+#define TF_KPOS(r, c) ((r) * TF_BK + (((c) ^ (((r) >> 1) & 3)) << 2))
+#define TF_NPOS(k, c, W) ((k) * (W) + (((c) ^ (((k) & 3) << 1)) << 2))
+
+/* Copies K tile kt (k0 = kt * 16) of both operands into stage st: 512 chunks of each, four per
+ * work-item. Ab is A at row m0 (K-major) or column m0 (M-major), Bb likewise for B at n0. */
+#ifdef TF_NOLOAD /* a diagnostic build with no copies (wrong results, for timing) */
+#define TF_LOAD(st, kt, A_K, B_K)
+#else
+#define TF_LOAD(st, kt, A_K, B_K)                                                                  \
+  {                                                                                              \
+    const int k0_ = (kt) * TF_BK;                                                                 \
+    __local float *sa_ = smem + (st) * TF_STAGE, *sb_ = sa_ + TF_BM * TF_BK;                      \
+    _Pragma("unroll") for (int i_ = 0; i_ < TF_BM * TF_BK / 4 / TF_ITEMS; i_++) {                 \
+      const int c_ = lid + i_ * TF_ITEMS;                                                        \
+      TF_COPY(A_K, sa_, Ab, lda, M - m0, TF_BM)                                                  \
+      TF_COPY(B_K, sb_, Bb, ldb, N - n0, TF_BN)                                                  \
+    }                                                                                            \
+  }
+#endif
+/* Chunk c_ of one operand's K tile at k0_: K-major (row r_ of 4 chunks) or M/N-major (row r_ = k
+ * of W / 4 chunks, W the tile's width); left: the rows or columns left from the tile's first */
+#define TF_COPY(KMAJ, s_, base, ld, left, W)                                                       \
+  {                                                                                              \
+    const int r_ = (KMAJ) ? c_ >> 2 : c_ / ((W) / 4), q_ = (KMAJ) ? c_ & 3 : c_ % ((W) / 4);      \
+    const int k_ = k0_ + ((KMAJ) ? q_ * 4 : r_);                                                 \
+    const int by_ = (KMAJ) ? (r_ < (left) ? clamp((K - k_) * 4, 0, 16) : 0)                      \
+                           : (k_ < K ? clamp(((left) - q_ * 4) * 4, 0, 16) : 0);                 \
+    __global const float *src_ = (KMAJ) ? (base) + r_ * (ld) + k_ : (base) + k_ * (ld) + q_ * 4;  \
+    tf_copy16(s_ + ((KMAJ) ? TF_KPOS(r_, q_) : TF_NPOS(r_, q_, W)), by_ ? src_ : (base), by_);     \
+  }
+
+/* The fragments of k step s of stage st, raw (TF_MMA rounds them): fa[i] (a0..a3 of rows
+ * wm*64 + 16i ..), fb[jj] (b0, b1 of column block 2jj, then of 2jj + 1). K-major: ldmatrix, lane L
+ * naming row L % 8 of matrix L / 8, A's matrices (rows 0-7, k 0-3), (8-15, 0-3), (0-7, 4-7),
+ * (8-15, 4-7) of the step, B's (columns 0-7, k 0-3), (0-7, 4-7), (8-15, 0-3), (8-15, 4-7). M- or
+ * N-major: 16 bytes of row 8s + 4kk + t (kk = 0, 1: slots t and t + 4) at chunk 8h + g of the
+ * warp's 16, values e = 0..3 to fragment i = e (A, rows 32h + 4g + e) or j = 4h + e (B). */
+#define TF_A_KMAJ(L) (so_ + TF_KPOS(wm * 64 + i_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, s_ * 2 + ((L) >> 4)))
+#define TF_B_KMAJ(L) (so_ + TF_BM * TF_BK + TF_KPOS(wn * 64 + j_ * 16 + ((L) >> 4) * 8 + ((L) & 7), s_ * 2 + (((L) >> 3) & 1)))
+#define TF_FRAGS(st, s, A_K, B_K, fa, fb)                                                          \
+  {                                                                                              \
+    const int so_ = (st) * TF_STAGE, s_ = (s);                                                   \
+    if (A_K) {                                                                                   \
+      _Pragma("unroll") for (int i_ = 0; i_ < 4; i_++) { TF_LDM(fa[i_], TF_A_KMAJ) }              \
+    } else {                                                                                     \
+      _Pragma("unroll") for (int u_ = 0; u_ < 4; u_++) { /* u_ = 2kk + h */                       \
+        const float4 v_ = *(__local const float4 *)(smem + so_ +                                 \
+                              TF_NPOS(s_ * 8 + (u_ >> 1) * 4 + t, wm * 16 + (u_ & 1) * 8 + g, TF_BM)); \
+        fa[0][u_] = as_uint(v_.x), fa[1][u_] = as_uint(v_.y), fa[2][u_] = as_uint(v_.z), fa[3][u_] = as_uint(v_.w); \
+      }                                                                                          \
+    }                                                                                            \
+    if (B_K) {                                                                                   \
+      _Pragma("unroll") for (int j_ = 0; j_ < 4; j_++) { TF_LDM(fb[j_], TF_B_KMAJ) }              \
+    } else {                                                                                     \
+      _Pragma("unroll") for (int u_ = 0; u_ < 4; u_++) { /* u_ = 2kk + h */                       \
+        const float4 v_ = *(__local const float4 *)(smem + so_ + TF_BM * TF_BK +                 \
+                              TF_NPOS(s_ * 8 + (u_ >> 1) * 4 + t, wn * 16 + (u_ & 1) * 8 + g, TF_BN)); \
+        const int kk_ = u_ >> 1, j0_ = (u_ & 1) * 4; /* fragments j0_ .. j0_ + 3 */             \
+        fb[(j0_ + 0) >> 1][((j0_ + 0) & 1) * 2 + kk_] = as_uint(v_.x);                           \
+        fb[(j0_ + 1) >> 1][((j0_ + 1) & 1) * 2 + kk_] = as_uint(v_.y);                           \
+        fb[(j0_ + 2) >> 1][((j0_ + 2) & 1) * 2 + kk_] = as_uint(v_.z);                           \
+        fb[(j0_ + 3) >> 1][((j0_ + 3) & 1) * 2 + kk_] = as_uint(v_.w);                           \
+      }                                                                                          \
+    }                                                                                            \
+  }
+
+/* The products of one k step: its fragments rounded to tf32, then 4 x 8 mma.sync (rolled under
+ * the emulation, whose barriers in each product make an unrolled kernel take PoCL minutes). */
+#ifdef NC_MMA_EMULATE
+#define TF_UNROLL _Pragma("unroll 1")
+#else
+#define TF_UNROLL _Pragma("unroll")
+#endif
+#define TF_MMA(fa, fb)                                                                             \
+  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
+    _Pragma("unroll") for (int e = 0; e < 4; e++) fa[i][e] = tf_round(fa[i][e]), fb[i][e] = tf_round(fb[i][e]); \
+  TF_UNROLL for (int i = 0; i < 4; i++)                                                          \
+    TF_UNROLL for (int j = 0; j < 8; j++) {                                                      \
+      const uint b_[2] = {fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]};                  \
+      MMA_SYNC(acc[i][j], fa[i], b_);                                                            \
+    }
+
+#define TF_PREV(st) ((st) == 0 ? TF_STAGES - 1 : (st) - 1)
+#define TF_NEXT(st) ((st) == TF_STAGES - 1 ? 0 : (st) + 1)
+/* Per K tile: the second k step's fragments, the first step's products, the copies of the tile
+ * TF_STAGES - 1 ahead into the stage read in the previous K tile (every work-item read it before
+ * that tile's barrier), then the wait and barrier for the next tile, its first fragments, and
+ * the second step's products, which need nothing the barrier waited for. */
+#ifndef NC_MMA_EMULATE
+#define TF_MAIN(A_K, B_K)                                                                          \
+  TF_WAIT();                                                                                     \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+  if (ntiles > 0) TF_FRAGS(0, 0, A_K, B_K, fa0, fb0)                                             \
+  int st = 0;                                                                                    \
+  for (int kt = 0; kt < ntiles; kt++) {                                                          \
+    TF_FRAGS(st, 1, A_K, B_K, fa1, fb1)                                                          \
+    TF_MMA(fa0, fb0)                                                                             \
+    if (kt + TF_STAGES - 1 < ntiles) TF_LOAD(TF_PREV(st), kt + TF_STAGES - 1, A_K, B_K)          \
+    TF_COMMIT();                                                                                 \
+    TF_WAIT();                                                                                   \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    const int nx = TF_NEXT(st);                                                                  \
+    if (kt + 1 < ntiles) TF_FRAGS(nx, 0, A_K, B_K, fa0, fb0)                                     \
+    TF_MMA(fa1, fb1)                                                                             \
+    st = nx;                                                                                     \
+  }
+#else
+/* The emulation's loop: the same copies, fragments and products, each k step's fragments read
+ * just before its products (one site each: PoCL takes minutes over each inlined copy of the
+ * emulated mma.sync and its barriers). The GPU's order is tested on GPUs only. */
+#define TF_MAIN(A_K, B_K)                                                                          \
+  int st = 0;                                                                                    \
+  for (int kt = 0; kt < ntiles; kt++) {                                                          \
+    TF_WAIT();                                                                                   \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
+    if (kt + TF_STAGES - 1 < ntiles) TF_LOAD(TF_PREV(st), kt + TF_STAGES - 1, A_K, B_K)          \
+    TF_COMMIT();                                                                                 \
+    _Pragma("unroll 1") for (int s = 0; s < 2; s++) {                                            \
+      TF_FRAGS(st, s, A_K, B_K, fa0, fb0)                                                        \
+      TF_MMA(fa0, fb0)                                                                           \
+    }                                                                                            \
+    st = TF_NEXT(st);                                                                            \
+  }
+#endif
+
+/* The row (in the tile) of accumulator row half h of fragment i, and the column of element e of
+ * fragment j: in place for K-major operands, permuted back for the others. */
+#define TF_ROW(A_K, i, h) (wm * 64 + ((A_K) ? (i) * 16 + (h) * 8 + g : (h) * 32 + g * 4 + (i)))
+#define TF_COL(B_K, j, e) (wn * 64 + ((B_K) ? (j) * 8 + t * 2 + (e) : ((j) / 4) * 32 + (t * 2 + (e)) * 4 + (j) % 4))
+
+#define TF_BODY(A_K, B_K)                                                                          \
+  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
+  const int wm = warp / 2, wn = warp % 2;                                                        \
+  const long bi = get_group_id(2);                                                               \
+  const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
+  const int2 tile_ = nc_tile_walk(TF_GROUP);                                                     \
+  const int m0 = tile_.y * TF_BM, n0 = tile_.x * TF_BN;                                          \
+  const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
+  __global const float *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);         \
+  __global const float *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);         \
+  __local float4 smem4_[TF_STAGES * TF_STAGE / 4];                                               \
+  __local float *smem = (__local float *)smem4_;                                                 \
+  MMA_SCRATCH(TF_ITEMS)                                                                          \
+  float acc[4][8][4];                                                                            \
+  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
+    _Pragma("unroll") for (int j = 0; j < 8; j++)                                                \
+      _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
+  uint fa0[4][4], fb0[4][4], fa1[4][4], fb1[4][4];                                               \
+  const int ntiles = (K + TF_BK - 1) / TF_BK;                                                    \
+  _Pragma("unroll") for (int s = 0; s < TF_STAGES - 1; s++) {                                    \
+    if (s < ntiles) TF_LOAD(s, s, A_K, B_K)                                                      \
+    TF_COMMIT();                                                                                 \
+  }                                                                                              \
+  TF_MAIN(A_K, B_K)                                                                              \
+  __global float *Cb = C + c_off + bi * c_sb;                                                    \
+  __global const float *biasb = bias + bias_off;                                                 \
+  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
+    _Pragma("unroll") for (int h = 0; h < 2; h++) {                                              \
+      const int m = m0 + TF_ROW(A_K, i, h);                                                      \
+      _Pragma("unroll") for (int j = 0; j < 8; j++)                                              \
+        _Pragma("unroll") for (int e = 0; e < 2; e++) {                                          \
+          const int n = n0 + TF_COL(B_K, j, e);                                                  \
+          if (m < M && n < N) {                                                                  \
+            __global float *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                           \
+            float o_ = acc[i][j][2 * h + e] * alpha;                                             \
+            if (beta != 0.0f) o_ += beta * *p_;                                                  \
+            if (has_bias) o_ += biasb[(long)m * bias_sm + (long)n * bias_sn];                    \
+            *p_ = o_;                                                                            \
+          }                                                                                      \
+        }                                                                                        \
+    }
+
+/* the tile order (kernels/mma.cl's nc_tile_walk; -DTF_GROUP=G, a diagnostic build) */
+#ifndef TF_GROUP
+#define TF_GROUP 0
+#endif
+
+/* Grid: (ceil(N/128) * 128, ceil(M/128), batch); local (128, 1, 1). gemm_tf32_<a><b>: a is r
+ * when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */
+#define TF_ATTR __kernel __attribute__((reqd_work_group_size(TF_ITEMS, 1, 1))) void
+TF_ATTR gemm_tf32_rr(GEMM_ARGS) { TF_BODY(1, 0) }
+TF_ATTR gemm_tf32_rc(GEMM_ARGS) { TF_BODY(1, 1) }
+TF_ATTR gemm_tf32_cr(GEMM_ARGS) { TF_BODY(0, 0) }
+TF_ATTR gemm_tf32_cc(GEMM_ARGS) { TF_BODY(0, 1) }
+
+#endif
