@@ -148,8 +148,9 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
     }                                                                                            \
   }
 
-/* The products of one k step: its fragments rounded to tf32, then 4 x 8 mma.sync (rolled under
- * the emulation, whose barriers in each product make an unrolled kernel take PoCL minutes). */
+/* The products of one k step: its fragments rounded to tf32, then 4 x 8 mma.sync. These loops and
+ * the epilogue's are rolled under the emulation: unrolled, its barriers in each product and the
+ * epilogue's 128 guarded stores take PoCL minutes to build (the epilogue alone about 100 s). */
 #ifdef NC_MMA_EMULATE
 #define TF_UNROLL _Pragma("unroll 1")
 #else
@@ -238,11 +239,11 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
   TF_MAIN(A_K, B_K)                                                                              \
   __global float *Cb = C + c_off + bi * c_sb;                                                    \
   __global const float *biasb = bias + bias_off;                                                 \
-  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
-    _Pragma("unroll") for (int h = 0; h < 2; h++) {                                              \
+  TF_UNROLL for (int i = 0; i < 4; i++)                                                  \
+    TF_UNROLL for (int h = 0; h < 2; h++) {                                              \
       const int m = m0 + TF_ROW(A_K, i, h);                                                      \
-      _Pragma("unroll") for (int j = 0; j < 8; j++)                                              \
-        _Pragma("unroll") for (int e = 0; e < 2; e++) {                                          \
+      TF_UNROLL for (int j = 0; j < 8; j++)                                              \
+        TF_UNROLL for (int e = 0; e < 2; e++) {                                          \
           const int n = n0 + TF_COL(B_K, j, e);                                                  \
           if (m < M && n < N) {                                                                  \
             __global float *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                           \
