@@ -307,18 +307,12 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   }
 #endif
 
-/* the tile order (kernels/mma.cl's nc_tile_walk; -DHB_GROUP=G, a diagnostic build) */
-#ifndef HB_GROUP
-#define HB_GROUP 0
-#endif
-
 #define HB_BODY(A_K, B_K)                                                                          \
   const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
   const int wm = warp / HB_WARPS_N, wn = warp % HB_WARPS_N;                                                       \
   const long bi = get_group_id(2);                                                               \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
-  const int2 tile_ = nc_tile_walk(HB_GROUP);                                                     \
-  const int m0 = tile_.y * HB_BM, n0 = tile_.x * HB_BN;                                          \
+  const int m0 = get_group_id(1) * HB_BM, n0 = get_group_id(0) * HB_BN;                          \
   const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
   __global const ushort *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);        \
   __global const ushort *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);        \

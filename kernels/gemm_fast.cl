@@ -294,19 +294,13 @@
  * kernels built for one layout (the host launches those only on that layout): with constants the
  * compiler drops the other layout's loaders, and NVIDIA's took 128 registers a work-item for
  * gemm_fast_l instead of 187, so that two work-groups fit a multiprocessor (docs/performance.md). */
-/* the tile order of the plain GEMM (kernels/mma.cl's nc_tile_walk; -DGF_GROUP=G, a diagnostic
- * build) */
-#ifndef GF_GROUP
-#define GF_GROUP 0
-#endif
 #define GF_BODY(BM, BN, BK, A_KMAJOR, B_NMAJOR)                                                   \
   GF_BODY_(BM, BN, BK, (BM) / 64, (BN) / 64, (BM) * (BK) / 1024, (BN) * (BK) / 1024, A_KMAJOR, B_NMAJOR)
 #define GF_BODY_(BM, BN, BK, WM, WN, NVA, NVB, A_KMAJOR, B_NMAJOR)                                \
   GF_TXY                                                                                        \
   const long bi = get_group_id(2);                                                              \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                              \
-  const int2 tile_ = nc_tile_walk(GF_GROUP);                                                    \
-  const int m0 = tile_.y * (BM), n0 = tile_.x * (BN);                                           \
+  const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
   const bool a_kmajor = (A_KMAJOR), b_nmajor = (B_NMAJOR);                                      \
   const int lda = (int)(a_kmajor ? a_sm : a_sk), ldb = (int)(b_nmajor ? b_sk : b_sn);          \
   __global const REAL *Ab = A + a_off + bi * a_sb + (a_kmajor ? (long)m0 * lda : (long)m0);     \

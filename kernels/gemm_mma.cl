@@ -1,8 +1,10 @@
-/* The tensor-core GEMM with asynchronous copies: C = alpha A B + beta C (+ bias), float32 operands
- * and results, products on mma.sync (kernels/mma.cl) under the matmul precisions "high" (tf32)
- * and "medium" (bf16), for NVIDIA devices of compute capability 8.0 or later
- * (runtime/backend/opencl/cl_gemm.c picks it; gemm_fast.cl's tensor-core builds serve the
- * convolutions and the operands this kernel does not take).
+/* The "medium" GEMM of float32 tensors that the bfloat16 kernel does not take: C = alpha A B +
+ * beta C (+ bias), float32 operands and results, the operands rounded to bfloat16 as they are read
+ * from local memory and multiplied on bf16 mma.sync (m16n8k16, kernels/mma.cl) with float32
+ * sums, for NVIDIA devices of compute capability 8.0 or later. runtime/backend/opencl/
+ * cl_gemm.c picks it for "medium" products whose operand rows start 16-byte aligned and that
+ * cl_gemm_lowp.c does not round into bfloat16 temporaries for kernels/gemm_bf16.cl (a long K
+ * over few tiles, whose splits of K run here). "high" (tf32) products run kernels/gemm_tf32.cl.
  *
  * A work-group computes a 128 x 128 tile of C with TC_WARPS_N x 2 warps, each a 64 x (128 /
  * TC_WARPS_N) block. K advances 16 at a time through TC_STAGES local buffers: the tile
@@ -16,8 +18,7 @@
  * work-item whose fragment slot is t (of 0..3) takes the 4 consecutive k = 4t..4t+3 of one row
  * (K-major), or 4 consecutive rows or columns of one k row, assigned to 4 fragments (M- or
  * N-major; the results' rows or columns are permuted alike, and the epilogue writes them back
- * in place). tf32: slots t and t + 4 of k step s are k = 4t + 2s and 4t + 2s + 1; bf16: slots
- * 2t, 2t + 1, 2t + 8, 2t + 9 of the one k step are k = 4t .. 4t + 3.
+ * in place): slots 2t, 2t + 1, 2t + 8, 2t + 9 of the k step are k = 4t .. 4t + 3.
  *
  * The host launches it only where every operand row starts 16-byte aligned (offsets and leading
  * dimensions multiples of 4 floats), and element indices fit in 32 bits. Diagnostic builds
@@ -41,7 +42,7 @@
 /* the chunk position of chunk c in row k of an M- or N-major tile */
 #define TC_SWZ(c, k) ((c) ^ (((k) >> 1) & 6))
 
-#if defined(NC_MMA_TF32) || defined(NC_MMA_BF16)
+#ifdef NC_MMA_BF16
 
 /* 16 bytes from src (bytes of them, 0..16, the rest zero) to dst, both 16-byte aligned. */
 #if !defined(NC_MMA_EMULATE) && !defined(TC_SYNC_COPY)
@@ -76,15 +77,6 @@ inline void tc_copy16(__local float *dst, __global const float *src, const int b
 #define TC_WAIT_ALL_BUT_ONE()
 #endif
 #ifndef NC_MMA_EMULATE
-#ifdef NC_MMA_TF32
-inline float tc_round_(const float x) {
-  uint r;
-  __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return as_float(r);
-}
-#define tc_round(x) tc_round_(x)
-#endif
-#ifdef NC_MMA_BF16
 /* lo and hi rounded to bfloat16 (to nearest, ties to even) as one register: lo in bits 0-15 */
 inline uint tc_pack_(const float lo, const float hi) {
   uint r;
@@ -92,10 +84,8 @@ inline uint tc_pack_(const float lo, const float hi) {
   return r;
 }
 #define tc_pack(lo, hi) tc_pack_(lo, hi)
-#endif
 #else
 /* The emulation: the rounding of kernels/mma.cl. */
-#define tc_round(x) mma_tf32(x)
 #define tc_pack(lo, hi) MMA_PK(as_uint(mma_bf16(lo)), as_uint(mma_bf16(hi)))
 #endif
 
@@ -133,9 +123,7 @@ inline uint tc_pack_(const float lo, const float hi) {
 #define TC_WAIT_ALL_BUT_ONE()
 #endif
 #ifdef TC_NOROUND
-#undef tc_round
 #undef tc_pack
-#define tc_round(x) (x)
 #define tc_pack(lo, hi) MMA_PK(as_uint(lo), as_uint(hi))
 #endif
 
@@ -173,7 +161,6 @@ inline uint tc_pack_(const float lo, const float hi) {
 #else
 #define TC_UNROLL _Pragma("unroll")
 #endif
-#ifdef NC_MMA_BF16
 #define TC_PRODUCTS(A_K, B_K)                                                                      \
   TC_UNROLL for (int i = 0; i < 4; i++) {                                                \
     const uint a_[4] = {tc_pack(TC_A(A_K, i, 0, 0), TC_A(A_K, i, 0, 1)), tc_pack(TC_A(A_K, i, 1, 0), TC_A(A_K, i, 1, 1)), \
@@ -183,20 +170,6 @@ inline uint tc_pack_(const float lo, const float hi) {
       MMA_SYNC(acc[i][j], a_, b_);                                                               \
     }                                                                                            \
   }
-#else
-#define TC_PRODUCTS(A_K, B_K)                                                                      \
-  _Pragma("unroll") for (int u = 0; u < 8; u++) fa[u] = (float4)(tc_round(fa[u].x), tc_round(fa[u].y), tc_round(fa[u].z), tc_round(fa[u].w)); \
-  _Pragma("unroll") for (int u = 0; u < TC_FJ; u++) fb[u] = (float4)(tc_round(fb[u].x), tc_round(fb[u].y), tc_round(fb[u].z), tc_round(fb[u].w)); \
-  TC_UNROLL for (int s = 0; s < 2; s++)                                                  \
-    TC_UNROLL for (int i = 0; i < 4; i++) {                                              \
-      const uint a_[4] = {as_uint(TC_A(A_K, i, 0, 2 * s)), as_uint(TC_A(A_K, i, 1, 2 * s)),     \
-                          as_uint(TC_A(A_K, i, 0, 2 * s + 1)), as_uint(TC_A(A_K, i, 1, 2 * s + 1))}; \
-      TC_UNROLL for (int j = 0; j < TC_FJ; j++) {                                        \
-        const uint b_[2] = {as_uint(TC_B(B_K, j, 2 * s)), as_uint(TC_B(B_K, j, 2 * s + 1))};     \
-        MMA_SYNC(acc[i][j], a_, b_);                                                             \
-      }                                                                                          \
-    }
-#endif
 
 /* The row (in the tile) of accumulator row half h of fragment i, and the column of element e of
  * fragment j: in place for K-major operands, permuted back for the others. */

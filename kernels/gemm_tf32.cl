@@ -218,8 +218,7 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
   const int wm = warp / 2, wn = warp % 2;                                                        \
   const long bi = get_group_id(2);                                                               \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
-  const int2 tile_ = nc_tile_walk(TF_GROUP);                                                     \
-  const int m0 = tile_.y * TF_BM, n0 = tile_.x * TF_BN;                                          \
+  const int m0 = get_group_id(1) * TF_BM, n0 = get_group_id(0) * TF_BN;                          \
   const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
   __global const float *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);         \
   __global const float *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);         \
@@ -254,11 +253,6 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
           }                                                                                      \
         }                                                                                        \
     }
-
-/* the tile order (kernels/mma.cl's nc_tile_walk; -DTF_GROUP=G, a diagnostic build) */
-#ifndef TF_GROUP
-#define TF_GROUP 0
-#endif
 
 /* Grid: (ceil(N/128) * 128, ceil(M/128), batch); local (128, 1, 1). gemm_tf32_<a><b>: a is r
  * when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */

@@ -24,18 +24,6 @@
       const long c_sm, const long c_sn, __global const REAL *bias, const long bias_off,              \
       const long bias_sm, const long bias_sn, const int has_bias, const REAL alpha, const REAL beta
 
-/* The tile of this work-group, (column, row) of the grid's first two dimensions: the grid's own
- * position for G = 0; for G > 0 the work-groups, in launch order (dimension 0 fastest), walk G
- * tile rows down before the next column, so that those running at the same time share operand
- * tiles in L2. */
-inline int2 nc_tile_walk(const int G) {
-  const int gx = get_group_id(0), gy = get_group_id(1);
-  if (G <= 0) return (int2)(gx, gy);
-  const int nx = get_num_groups(0), ny = get_num_groups(1), lin = gy * nx + gx, per = G * nx;
-  const int first = lin / per * G, rows = min(ny - first, G);
-  return (int2)(lin % per / rows, first + lin % per % rows);
-}
-
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)
 

@@ -132,10 +132,6 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV_BF_S, "mma+gemm_fast", "conv_fast_s", TILED)                        \
   X(CONV_WGRAD_BF_L, "mma+gemm_fast", "conv_wgrad_fast_l", TILED)            \
   X(CONV_WGRAD_BF_S, "mma+gemm_fast", "conv_wgrad_fast_s", TILED)            \
-  X(GEMM_MMA_TC_RR, "mma+gemm_mma", "gemm_mma_rr", TILED)                    \
-  X(GEMM_MMA_TC_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                    \
-  X(GEMM_MMA_TC_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                    \
-  X(GEMM_MMA_TC_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                    \
   X(GEMM_MMA_BF_RR, "mma+gemm_mma", "gemm_mma_rr", TILED)                    \
   X(GEMM_MMA_BF_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                    \
   X(GEMM_MMA_BF_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                    \
@@ -241,9 +237,10 @@ typedef struct {
    * takes inline PTX, and any device under the test hook NETCL_SHFL_EMULATE=1 (nc_cl_shfl_emulated).
    * Cleared when their program fails to build (nc_cl_handle_optional). */
   bool warp_shuffle;
-  /* The tensor-core GEMM with asynchronous copies (kernels/gemm_mma.cl, cp.async) for the tf32
-   * and bf16 modes: set with info.tf32, cleared when its program fails to build (the precisions
-   * then stay on gemm_fast.cl's tensor-core builds). */
+  /* The tensor-core GEMMs with asynchronous copies (cp.async) of float32 operands,
+   * kernels/gemm_tf32.cl ("high") and gemm_mma.cl ("medium"): set with info.tf32, cleared when
+   * either program fails to build (the precisions then stay on gemm_fast.cl's tensor-core
+   * builds). */
   bool mma_async;
   bool mma_attention; /* kernels/attention_mma.cl builds (cleared when the driver refuses it) */
   bool gemm_bf16;     /* kernels/gemm_bf16.cl builds (set with info.bf16_mma, cleared when refused) */

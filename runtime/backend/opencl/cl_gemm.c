@@ -274,12 +274,14 @@ static bool operands_aligned(const nc_gemm_desc *g, int64_t per16) {
          g->b_off % per16 == 0 && ldb % per16 == 0 && (g->batch == 1 || g->b_sb % per16 == 0);
 }
 
-/* The work-group size of kernels/gemm_mma.cl (its TC_ITEMS: four warps). */
+/* The work-group size of kernels/gemm_tf32.cl and gemm_mma.cl (four warps). */
 enum { MMA_ASYNC_ITEMS = 128 };
 
-/* The 128 x 128 tensor-core kernel with asynchronous copies (kernels/gemm_mma.cl) for g's
- * layout, under g's precision, where the device runs it and g's rows are aligned for its 16-byte
- * copies (a split of K keeps that: its chunks are multiples of 16). Whether *out was set. */
+/* The 128 x 128 tensor-core kernel with asynchronous copies for g's layout, under g's precision:
+ * kernels/gemm_tf32.cl for "high", gemm_mma.cl for "medium" (bfloat16 products of float32
+ * operands; "high" where the device has no bfloat16 mma.sync), where the device runs them and
+ * g's rows are aligned for their 16-byte copies (a split of K keeps that: its chunks are
+ * multiples of 16). Whether *out was set. */
 static bool mma_async_kernel(const nc_gemm_desc *g, nc_device *dev, const nc_cl_handle **out) {
   nc_cl_device *cd = dev->impl;
   if (g->precision == NC_PRECISION_HIGHEST || !dev->info.tf32 || !__atomic_load_n(&cd->mma_async, __ATOMIC_ACQUIRE))

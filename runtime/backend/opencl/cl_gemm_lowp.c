@@ -53,10 +53,16 @@ static nc_status widen(const nc_tensor *t, bool copy, int64_t batch, int64_t row
  * temporaries whose rows start 16-byte aligned, then kernels/gemm_bf16.cl with float32 sums
  * written to C in float32 (alpha, beta and the bias in float32). It reads half the bytes of the
  * float32-operand kernel for the cost of one pass over each operand. Whether it ran (the device
- * and g's shape suit that kernel: nc_cl_gemm_bf16_takes), with its status in *st. */
+ * and g's shape suit that kernel, nc_cl_gemm_bf16_takes, with tiles enough to fill the device),
+ * with its status in *st. */
 static bool medium_as_bf16(const nc_gemm_desc *g, nc_status *st) {
   if (g->c->dtype != NC_FLOAT32 || g->precision != NC_PRECISION_MEDIUM || !nc_cl_gemm_bf16_takes(g)) return false;
   const int64_t m = g->m, n = g->n, k = g->k;
+  /* Fewer 128 x 128 tiles than about two per compute unit: the float32 path's smaller tiles fill
+   * the device better, and the conversions cost more than they save (H100: 4096 x 256 x 256 took
+   * 39 us this way against 28 us; docs/performance.md). */
+  if (10 * ((m + 127) / 128) * ((n + 127) / 128) * g->batch < 19 * nc_cl_compute_units(nc_tensor_device(g->c)))
+    return false;
   const int64_t ba = g->a_sb != 0 ? g->batch : 1, bb = g->b_sb != 0 ? g->batch : 1;
   const int64_t lda = (k + 7) / 8 * 8, ldb = (n + 7) / 8 * 8; /* 8 bfloat16: 16 bytes */
   nc_tensor *ha = NULL, *hb = NULL;
