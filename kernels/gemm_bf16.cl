@@ -34,10 +34,10 @@
 #define HB_BK 32 /* 32 or 16 */
 #endif
 #ifndef HB_STAGES
-#define HB_STAGES 3
+#define HB_STAGES 4
 #endif
 #ifndef HB_WARPS_N
-#define HB_WARPS_N 2 /* warps along N: HB_BN / 64 (each 64 wide), or 4 in a 128-wide tile (32 wide) */
+#define HB_WARPS_N 4 /* warps along N (two along M), each HB_BN / HB_WARPS_N wide: 32 or 64 */
 #endif
 #ifndef HB_PIPE
 #define HB_PIPE (HB_BK == 32) /* fragments a k step ahead (HB_MAIN) */
@@ -92,8 +92,12 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 #define HB_INFLIGHT 1
 #elif HB_STAGES == 4
 #define HB_INFLIGHT 2
+#elif HB_STAGES == 5
+#define HB_INFLIGHT 3
+#elif HB_STAGES == 6
+#define HB_INFLIGHT 4
 #else
-#error "gemm_bf16.cl: HB_STAGES is 2, 3 or 4"
+#error "gemm_bf16.cl: HB_STAGES is 2 to 6"
 #endif
 /* ldmatrix.x4 into r[0..3]: lane L names the row at smem + OFF(L) of matrix L / 8 (OFF a macro
  * of the lane); .trans when T */

@@ -31,9 +31,15 @@
 #define TF_BN 128
 #define TF_BK 16
 #ifndef TF_STAGES
-#define TF_STAGES 3
+#define TF_STAGES 4
 #endif
-#define TF_ITEMS 128                         /* four warps: two along M, two along N */
+#ifndef TF_WARPS_N
+#define TF_WARPS_N 4 /* warps along N (two along M): 2, each 64 wide, or 4, each 32 wide */
+#endif
+#define TF_ITEMS (64 * TF_WARPS_N)
+#define TF_WN (TF_BN / TF_WARPS_N) /* a warp's columns */
+#define TF_FJ (TF_WN / 8)          /* its column blocks of 8 */
+#define TF_HH (TF_WN / 32)         /* 16-byte reads per k row of an N-major B, per work-item */
 #define TF_STAGE ((TF_BM + TF_BN) * TF_BK)   /* floats per stage */
 
 #ifdef NC_MMA_TF32
@@ -54,8 +60,12 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
 #define TF_INFLIGHT 0
 #elif TF_STAGES == 3
 #define TF_INFLIGHT 1
+#elif TF_STAGES == 4
+#define TF_INFLIGHT 2
+#elif TF_STAGES == 5
+#define TF_INFLIGHT 3
 #else
-#error "gemm_tf32.cl: TF_STAGES is 2 or 3 (48 KB of local memory)"
+#error "gemm_tf32.cl: TF_STAGES is 2 to 5"
 #endif
 /* ldmatrix.x4 into r[0..3]: lane L names the row at smem + OFF(L) of matrix L / 8 */
 #define TF_LDM(r, OFF)                                                                             \
@@ -120,7 +130,7 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
  * N-major: 16 bytes of row 8s + 4kk + t (kk = 0, 1: slots t and t + 4) at chunk 8h + g of the
  * warp's 16, values e = 0..3 to fragment i = e (A, rows 32h + 4g + e) or j = 4h + e (B). */
 #define TF_A_KMAJ(L) (so_ + TF_KPOS(wm * 64 + i_ * 16 + ((L) & 7) + (((L) >> 3) & 1) * 8, s_ * 2 + ((L) >> 4)))
-#define TF_B_KMAJ(L) (so_ + TF_BM * TF_BK + TF_KPOS(wn * 64 + j_ * 16 + ((L) >> 4) * 8 + ((L) & 7), s_ * 2 + (((L) >> 3) & 1)))
+#define TF_B_KMAJ(L) (so_ + TF_BM * TF_BK + TF_KPOS(wn * TF_WN + j_ * 16 + ((L) >> 4) * 8 + ((L) & 7), s_ * 2 + (((L) >> 3) & 1)))
 #define TF_FRAGS(st, s, A_K, B_K, fa, fb)                                                          \
   {                                                                                              \
     const int so_ = (st) * TF_STAGE, s_ = (s);                                                   \
@@ -134,12 +144,12 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
       }                                                                                          \
     }                                                                                            \
     if (B_K) {                                                                                   \
-      _Pragma("unroll") for (int j_ = 0; j_ < 4; j_++) { TF_LDM(fb[j_], TF_B_KMAJ) }              \
+      _Pragma("unroll") for (int j_ = 0; j_ < TF_FJ / 2; j_++) { TF_LDM(fb[j_], TF_B_KMAJ) }      \
     } else {                                                                                     \
-      _Pragma("unroll") for (int u_ = 0; u_ < 4; u_++) { /* u_ = 2kk + h */                       \
+      _Pragma("unroll") for (int u_ = 0; u_ < 2 * TF_HH; u_++) { /* u_ = kk * TF_HH + h */      \
+        const int kk_ = u_ / TF_HH, j0_ = (u_ % TF_HH) * 4; /* fragments j0_ .. j0_ + 3 */       \
         const float4 v_ = *(__local const float4 *)(smem + so_ + TF_BM * TF_BK +                 \
-                              TF_NPOS(s_ * 8 + (u_ >> 1) * 4 + t, wn * 16 + (u_ & 1) * 8 + g, TF_BN)); \
-        const int kk_ = u_ >> 1, j0_ = (u_ & 1) * 4; /* fragments j0_ .. j0_ + 3 */             \
+                              TF_NPOS(s_ * 8 + kk_ * 4 + t, wn * (TF_WN / 4) + (u_ % TF_HH) * 8 + g, TF_BN)); \
         fb[(j0_ + 0) >> 1][((j0_ + 0) & 1) * 2 + kk_] = as_uint(v_.x);                           \
         fb[(j0_ + 1) >> 1][((j0_ + 1) & 1) * 2 + kk_] = as_uint(v_.y);                           \
         fb[(j0_ + 2) >> 1][((j0_ + 2) & 1) * 2 + kk_] = as_uint(v_.z);                           \
@@ -158,9 +168,11 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
 #endif
 #define TF_MMA(fa, fb)                                                                             \
   _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
-    _Pragma("unroll") for (int e = 0; e < 4; e++) fa[i][e] = tf_round(fa[i][e]), fb[i][e] = tf_round(fb[i][e]); \
+    _Pragma("unroll") for (int e = 0; e < 4; e++) fa[i][e] = tf_round(fa[i][e]);                   \
+  _Pragma("unroll") for (int j = 0; j < TF_FJ / 2; j++)                                          \
+    _Pragma("unroll") for (int e = 0; e < 4; e++) fb[j][e] = tf_round(fb[j][e]);                   \
   TF_UNROLL for (int i = 0; i < 4; i++)                                                          \
-    TF_UNROLL for (int j = 0; j < 8; j++) {                                                      \
+    TF_UNROLL for (int j = 0; j < TF_FJ; j++) {                                                  \
       const uint b_[2] = {fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]};                  \
       MMA_SYNC(acc[i][j], fa[i], b_);                                                            \
     }
@@ -211,11 +223,11 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
 /* The row (in the tile) of accumulator row half h of fragment i, and the column of element e of
  * fragment j: in place for K-major operands, permuted back for the others. */
 #define TF_ROW(A_K, i, h) (wm * 64 + ((A_K) ? (i) * 16 + (h) * 8 + g : (h) * 32 + g * 4 + (i)))
-#define TF_COL(B_K, j, e) (wn * 64 + ((B_K) ? (j) * 8 + t * 2 + (e) : ((j) / 4) * 32 + (t * 2 + (e)) * 4 + (j) % 4))
+#define TF_COL(B_K, j, e) (wn * TF_WN + ((B_K) ? (j) * 8 + t * 2 + (e) : ((j) / 4) * 32 + (t * 2 + (e)) * 4 + (j) % 4))
 
 #define TF_BODY(A_K, B_K)                                                                          \
   const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
-  const int wm = warp / 2, wn = warp % 2;                                                        \
+  const int wm = warp / TF_WARPS_N, wn = warp % TF_WARPS_N;                                      \
   const long bi = get_group_id(2);                                                               \
   const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
   const int m0 = get_group_id(1) * TF_BM, n0 = get_group_id(0) * TF_BN;                          \
@@ -225,11 +237,11 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
   __local float4 smem4_[TF_STAGES * TF_STAGE / 4];                                               \
   __local float *smem = (__local float *)smem4_;                                                 \
   MMA_SCRATCH(TF_ITEMS)                                                                          \
-  float acc[4][8][4];                                                                            \
+  float acc[4][TF_FJ][4];                                                                        \
   _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
-    _Pragma("unroll") for (int j = 0; j < 8; j++)                                                \
+    _Pragma("unroll") for (int j = 0; j < TF_FJ; j++)                                            \
       _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
-  uint fa0[4][4], fb0[4][4], fa1[4][4], fb1[4][4];                                               \
+  uint fa0[4][4], fb0[TF_FJ / 2][4], fa1[4][4], fb1[TF_FJ / 2][4];                               \
   const int ntiles = (K + TF_BK - 1) / TF_BK;                                                    \
   _Pragma("unroll") for (int s = 0; s < TF_STAGES - 1; s++) {                                    \
     if (s < ntiles) TF_LOAD(s, s, A_K, B_K)                                                      \
@@ -241,7 +253,7 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
   TF_UNROLL for (int i = 0; i < 4; i++)                                                  \
     TF_UNROLL for (int h = 0; h < 2; h++) {                                              \
       const int m = m0 + TF_ROW(A_K, i, h);                                                      \
-      TF_UNROLL for (int j = 0; j < 8; j++)                                              \
+      TF_UNROLL for (int j = 0; j < TF_FJ; j++)                                          \
         TF_UNROLL for (int e = 0; e < 2; e++) {                                          \
           const int n = n0 + TF_COL(B_K, j, e);                                                  \
           if (m < M && n < N) {                                                                  \

@@ -274,24 +274,26 @@ static bool operands_aligned(const nc_gemm_desc *g, int64_t per16) {
          g->b_off % per16 == 0 && ldb % per16 == 0 && (g->batch == 1 || g->b_sb % per16 == 0);
 }
 
-/* The work-group size of kernels/gemm_tf32.cl and gemm_mma.cl (four warps). */
-enum { MMA_ASYNC_ITEMS = 128 };
+/* The work-group sizes of kernels/gemm_mma.cl (its TC_ITEMS: four warps) and gemm_tf32.cl (its
+ * TF_ITEMS: eight warps). */
+enum { MMA_ASYNC_ITEMS = 128, TF32_ITEMS = 256 };
 
 /* The 128 x 128 tensor-core kernel with asynchronous copies for g's layout, under g's precision:
  * kernels/gemm_tf32.cl for "high", gemm_mma.cl for "medium" (bfloat16 products of float32
  * operands; "high" where the device has no bfloat16 mma.sync), where the device runs them and
  * g's rows are aligned for their 16-byte copies (a split of K keeps that: its chunks are
- * multiples of 16). Whether *out was set. */
-static bool mma_async_kernel(const nc_gemm_desc *g, nc_device *dev, const nc_cl_handle **out) {
+ * multiples of 16). The kernel's work-group size, with *out set; 0: none. */
+static size_t mma_async_kernel(const nc_gemm_desc *g, nc_device *dev, const nc_cl_handle **out) {
   nc_cl_device *cd = dev->impl;
   if (g->precision == NC_PRECISION_HIGHEST || !dev->info.tf32 || !__atomic_load_n(&cd->mma_async, __ATOMIC_ACQUIRE))
-    return false;
-  if (!operands_aligned(g, 4)) return false;
+    return 0;
+  if (!operands_aligned(g, 4)) return 0;
   const int layout = layout_of(g);
   if (g->precision == NC_PRECISION_MEDIUM && dev->info.bf16_mma &&
       tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_BF_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->mma_async, out))
-    return true;
-  return tensor_core_kernel(dev, NC_CL_K_GEMM_TF32_RR + layout, "-DNC_MMA_TF32=1", 1, &cd->mma_async, out);
+    return MMA_ASYNC_ITEMS;
+  return tensor_core_kernel(dev, NC_CL_K_GEMM_TF32_RR + layout, "-DNC_MMA_TF32=1", 1, &cd->mma_async, out) ? TF32_ITEMS
+                                                                                                           : 0;
 }
 
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
@@ -300,9 +302,11 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   const bool chosen = tile == NC_GEMM_FAST_AUTO;
   if (chosen) tile = pick_tile(g, dev);
   const nc_cl_handle *k;
-  size_t items = 256;
-  if (tile == NC_GEMM_FAST_L && mma_async_kernel(g, dev, &k)) items = MMA_ASYNC_ITEMS;
-  else NC_TRY(nc_cl_fast_kernel(dev, layout_slot(g, tile), g->precision, &k));
+  size_t items = tile == NC_GEMM_FAST_L ? mma_async_kernel(g, dev, &k) : 0;
+  if (!items) {
+    items = 256;
+    NC_TRY(nc_cl_fast_kernel(dev, layout_slot(g, tile), g->precision, &k));
+  }
   int64_t kchunk = 0, splits = chosen ? k_splits(g, dev, tile, &kchunk) : 1;
   if (splits == 1)
     return launch_fast(g, k, tile, items, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,
@@ -336,8 +340,8 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
 _Static_assert(NC_CL_K_GEMM_BF16_CC - NC_CL_K_GEMM_BF16_RR == 3 && NC_CL_K_GEMM_BF16F_CC - NC_CL_K_GEMM_BF16F_RR == 3,
                "gemm_bf16_<layout>: rr, rc, cr, cc");
 
-/* The work-group size of kernels/gemm_bf16.cl (its HB_ITEMS: four warps). */
-enum { BF16_ITEMS = 128 };
+/* The work-group size of kernels/gemm_bf16.cl (its HB_ITEMS: eight warps). */
+enum { BF16_ITEMS = 256 };
 
 bool nc_cl_gemm_bf16_takes(const nc_gemm_desc *g) {
   nc_device *dev = nc_tensor_device(g->c);
