@@ -5,10 +5,13 @@
  * bfloat16 products whose rows are 16-byte aligned; other bfloat16 products go through float32,
  * cl_gemm_lowp.c).
  *
- * A work-group of four warps computes a 128 x 128 tile of C, each warp a 64 x 64 block. K
- * advances 32 at a time through three local buffers (16 KB each): the tile two steps ahead is
- * copied from global to local memory by cp.async (16 bytes, eight values, a work-item, zero fill
- * past the edges) while the work-group multiplies the current one; one barrier per K tile. Local
+ * A work-group of eight warps (two along M, four along N) computes a 128 x 128 tile of C, each
+ * warp a 64 x 32 block; the host caps its registers at 128 a work-item (.maxnreg, cl_ptx.c), so
+ * that two work-groups share a multiprocessor. K advances 32 at a time through three local
+ * buffers (16 KB each): the tile two steps ahead is copied from global to local memory by
+ * cp.async (16 bytes, eight values, a work-item, zero fill past the edges) while the work-group
+ * multiplies the current one; one barrier per K tile, and the fragments of each 16-deep k step
+ * are read one step ahead of their products, across K tiles too (HB_MAIN). Local
  * memory keeps each operand as it lies in global memory, in 16-byte chunks:
  * - an operand whose K is contiguous ("K-major") as 128 rows of 32 values (4 chunks), chunk c of
  *   row r at c ^ ((r >> 1) & 3);
@@ -24,8 +27,11 @@
  * computes its results of each mma.sync from what ldmatrix would give the lanes holding the
  * values (HB_REG: the same address arithmetic as on the GPU, with no exchange between lanes). */
 
-/* The tile (diagnostic builds set another: -DHB_BN=256, -DHB_BK=16, -DHB_STAGES=2..4; local
- * memory holds HB_STAGES x (HB_BM + HB_BN) x HB_BK values, at most 48 KB) */
+/* The tile and its pipeline. Diagnostic builds set others (tests/bench/kernel_probe.c;
+ * docs/performance.md has their timings): -DHB_WARPS_N=2 (four warps of 64 x 64), -DHB_BN=256,
+ * -DHB_BK=16, -DHB_STAGES=2..6, -DHB_PIPE=0, -DHB_FRAG_LATE=1, -DHB_NOLOAD=1 (wrong results).
+ * Local memory holds HB_STAGES x (HB_BM + HB_BN) x HB_BK values: 48 KB by default; NVIDIA's
+ * driver builds and runs static local arrays past 48 KB (64 KB was tried). */
 #define HB_BM 128
 #ifndef HB_BN
 #define HB_BN 128
@@ -34,7 +40,7 @@
 #define HB_BK 32 /* 32 or 16 */
 #endif
 #ifndef HB_STAGES
-#define HB_STAGES 4
+#define HB_STAGES 3
 #endif
 #ifndef HB_WARPS_N
 #define HB_WARPS_N 4 /* warps along N (two along M), each HB_BN / HB_WARPS_N wide: 32 or 64 */
@@ -352,7 +358,7 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
         }                                                                                        \
     }
 
-/* Grid: (ceil(N/128) * 128, ceil(M/128), batch); local (128, 1, 1). gemm_bf16_<a><b>: a is r
+/* Grid: (ceil(N/128) * HB_ITEMS, ceil(M/128), batch); local (HB_ITEMS, 1, 1). gemm_bf16_<a><b>: a is r
  * when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */
 #define HB_ATTR __kernel __attribute__((reqd_work_group_size(HB_ITEMS, 1, 1))) void
 HB_ATTR gemm_bf16_rr(GEMM_ARGS_BF16) { HB_BODY(1, 0) }

@@ -25,16 +25,20 @@
  * dimensions and batch strides multiples of 4 floats), and element indices fit in 32 bits. Under
  * the test hook NETCL_MMA_EMULATE=1 (PoCL in CI) the copies are plain, each lane reads what
  * ldmatrix would give it (the same address arithmetic), and mma.sync goes through local memory
- * (kernels/mma.cl). */
+ * (kernels/mma.cl).
+ *
+ * Diagnostic builds (tests/bench/kernel_probe.c): -DTF_WARPS_N=4 (eight warps of 64 x 32, for a
+ * .maxnreg 128 cap), -DTF_STAGES=2..5 (past three: static local memory past 48 KB, which NVIDIA's
+ * driver builds and runs), -DTF_NOLOAD=1 (no copies: wrong results). */
 
 #define TF_BM 128
 #define TF_BN 128
 #define TF_BK 16
 #ifndef TF_STAGES
-#define TF_STAGES 4
+#define TF_STAGES 3
 #endif
 #ifndef TF_WARPS_N
-#define TF_WARPS_N 4 /* warps along N (two along M): 2, each 64 wide, or 4, each 32 wide */
+#define TF_WARPS_N 2 /* warps along N (two along M): 2, each 64 wide, or 4, each 32 wide */
 #endif
 #define TF_ITEMS (64 * TF_WARPS_N)
 #define TF_WN (TF_BN / TF_WARPS_N) /* a warp's columns */
@@ -266,7 +270,7 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
         }                                                                                        \
     }
 
-/* Grid: (ceil(N/128) * 128, ceil(M/128), batch); local (128, 1, 1). gemm_tf32_<a><b>: a is r
+/* Grid: (ceil(N/128) * TF_ITEMS, ceil(M/128), batch); local (TF_ITEMS, 1, 1). gemm_tf32_<a><b>: a is r
  * when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */
 #define TF_ATTR __kernel __attribute__((reqd_work_group_size(TF_ITEMS, 1, 1))) void
 TF_ATTR gemm_tf32_rr(GEMM_ARGS) { TF_BODY(1, 0) }

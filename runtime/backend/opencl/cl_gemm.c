@@ -274,9 +274,8 @@ static bool operands_aligned(const nc_gemm_desc *g, int64_t per16) {
          g->b_off % per16 == 0 && ldb % per16 == 0 && (g->batch == 1 || g->b_sb % per16 == 0);
 }
 
-/* The work-group sizes of kernels/gemm_mma.cl (its TC_ITEMS: four warps) and gemm_tf32.cl (its
- * TF_ITEMS: eight warps). */
-enum { MMA_ASYNC_ITEMS = 128, TF32_ITEMS = 256 };
+/* The work-group sizes of kernels/gemm_mma.cl and gemm_tf32.cl (TC_ITEMS, TF_ITEMS: four warps). */
+enum { MMA_ASYNC_ITEMS = 128, TF32_ITEMS = 128 };
 
 /* The 128 x 128 tensor-core kernel with asynchronous copies for g's layout, under g's precision:
  * kernels/gemm_tf32.cl for "high", gemm_mma.cl for "medium" (bfloat16 products of float32

@@ -28,7 +28,6 @@ typedef struct {
 static const ptx_rule tuned[] = {
     {"gemm_fast_l_*", NULL, ".maxnreg 128"},
     {"gemm_bf16_*", NULL, ".maxnreg 128"},
-    {"gemm_tf32_*", NULL, ".maxnreg 128"},
     {"conv_fast_l", NULL, ".maxnreg 128"},
     {"conv_wgrad_fast_l", NULL, ".maxnreg 128"},
     {"flash_attention_fwd_tiled", NULL, ".maxnreg 128"},
