@@ -247,7 +247,7 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   }
 #endif
 
-/* The accumulator and epilogue loops: unrolled (the accumulators stay in registers), except in
+/* The accumulators' loops: unrolled (the accumulators stay in registers), except in
  * the emulation, whose PoCL build takes minutes unrolled. */
 #ifdef NC_MMA_EMULATE
 #define HB_UNROLL _Pragma("unroll 1")
@@ -317,6 +317,10 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   }
 #endif
 
+/* a result's row and column in the tile (the fragments hold them in place in every layout) */
+#define HB_ROW(A_K, i, h) (wm * 64 + (i) * 16 + (h) * 8 + g)
+#define HB_COL(B_K, j, e) (wn * HB_WN + (j) * 8 + t * 2 + (e))
+
 #define HB_BODY(A_K, B_K)                                                                          \
   const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
   const int wm = warp / HB_WARPS_N, wn = warp % HB_WARPS_N;                                                       \
@@ -342,21 +346,7 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
   HB_MAIN(A_K, B_K)                                                                              \
   __global HB_CT *Cb = C + c_off + bi * c_sb;                                                    \
   __global const HB_CT *biasb = bias + bias_off;                                                 \
-  HB_UNROLL for (int i = 0; i < 4; i++)                                                  \
-    HB_UNROLL for (int h = 0; h < 2; h++) {                                              \
-      const int m = m0 + wm * 64 + i * 16 + h * 8 + g;                                           \
-      HB_UNROLL for (int j = 0; j < HB_FJ; j++)                                          \
-        HB_UNROLL for (int e = 0; e < 2; e++) {                                          \
-          const int n = n0 + wn * HB_WN + j * 8 + t * 2 + e;                                        \
-          if (m < M && n < N) {                                                                  \
-            __global HB_CT *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                          \
-            float o_ = acc[i][j][2 * h + e] * alpha;                                             \
-            if (beta != 0.0f) o_ += beta * HB_CIN(*p_);                                          \
-            if (has_bias) o_ += HB_CIN(biasb[(long)m * bias_sm + (long)n * bias_sn]);            \
-            *p_ = HB_COUT(o_);                                                                   \
-          }                                                                                      \
-        }                                                                                        \
-    }
+  MMA_EPILOGUE(HB_CT, HB_FJ, HB_ROW, A_K, HB_COL, B_K, HB_CIN, HB_COUT)
 
 /* Grid: (ceil(N/128) * HB_ITEMS, ceil(M/128), batch); local (HB_ITEMS, 1, 1). gemm_bf16_<a><b>: a is r
  * when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */

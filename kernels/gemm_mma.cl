@@ -214,21 +214,7 @@ inline uint tc_pack_(const float lo, const float hi) {
   }                                                                                              \
   __global float *Cb = C + c_off + bi * c_sb;                                                    \
   __global const float *biasb = bias + bias_off;                                                 \
-  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
-    _Pragma("unroll") for (int h = 0; h < 2; h++) {                                              \
-      const int m = m0 + TC_ROW(A_K, i, h);                                                      \
-      _Pragma("unroll") for (int j = 0; j < TC_FJ; j++)                                          \
-        _Pragma("unroll") for (int e = 0; e < 2; e++) {                                          \
-          const int n = n0 + TC_COL(B_K, j, e);                                                  \
-          if (m < M && n < N) {                                                                  \
-            __global float *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                           \
-            float o_ = acc[i][j][2 * h + e] * alpha;                                             \
-            if (beta != 0.0f) o_ += beta * *p_;                                                  \
-            if (has_bias) o_ += biasb[(long)m * bias_sm + (long)n * bias_sn];                    \
-            *p_ = o_;                                                                            \
-          }                                                                                      \
-        }                                                                                        \
-    }
+  MMA_EPILOGUE(float, TC_FJ, TC_ROW, A_K, TC_COL, B_K, MMA_ID, MMA_ID)
 
 /* Grid: (ceil(N/128) * TC_ITEMS, ceil(M/128), batch); local (TC_ITEMS, 1, 1). gemm_mma_<a><b>: a
  * is r when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */

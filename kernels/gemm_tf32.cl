@@ -162,9 +162,8 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
     }                                                                                            \
   }
 
-/* The products of one k step: its fragments rounded to tf32, then 4 x 8 mma.sync. These loops and
- * the epilogue's are rolled under the emulation: unrolled, its barriers in each product and the
- * epilogue's 128 guarded stores take PoCL minutes to build (the epilogue alone about 100 s). */
+/* The products of one k step: its fragments rounded to tf32, then 4 x TF_FJ mma.sync (rolled
+ * under the emulation, whose barriers in each product take PoCL minutes to build unrolled). */
 #ifdef NC_MMA_EMULATE
 #define TF_UNROLL _Pragma("unroll 1")
 #else
@@ -254,21 +253,7 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
   TF_MAIN(A_K, B_K)                                                                              \
   __global float *Cb = C + c_off + bi * c_sb;                                                    \
   __global const float *biasb = bias + bias_off;                                                 \
-  TF_UNROLL for (int i = 0; i < 4; i++)                                                  \
-    TF_UNROLL for (int h = 0; h < 2; h++) {                                              \
-      const int m = m0 + TF_ROW(A_K, i, h);                                                      \
-      TF_UNROLL for (int j = 0; j < TF_FJ; j++)                                          \
-        TF_UNROLL for (int e = 0; e < 2; e++) {                                          \
-          const int n = n0 + TF_COL(B_K, j, e);                                                  \
-          if (m < M && n < N) {                                                                  \
-            __global float *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                           \
-            float o_ = acc[i][j][2 * h + e] * alpha;                                             \
-            if (beta != 0.0f) o_ += beta * *p_;                                                  \
-            if (has_bias) o_ += biasb[(long)m * bias_sm + (long)n * bias_sn];                    \
-            *p_ = o_;                                                                            \
-          }                                                                                      \
-        }                                                                                        \
-    }
+  MMA_EPILOGUE(float, TF_FJ, TF_ROW, A_K, TF_COL, B_K, MMA_ID, MMA_ID)
 
 /* Grid: (ceil(N/128) * TF_ITEMS, ceil(M/128), batch); local (TF_ITEMS, 1, 1). gemm_tf32_<a><b>: a is r
  * when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */

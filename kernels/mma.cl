@@ -24,6 +24,35 @@
       const long c_sm, const long c_sn, __global const REAL *bias, const long bias_off,              \
       const long bias_sm, const long bias_sn, const int has_bias, const REAL alpha, const REAL beta
 
+/* The epilogue of the tensor-core kernels (gemm_mma.cl, gemm_tf32.cl, gemm_bf16.cl): C = alpha
+ * acc + beta C (+ bias) for a warp's 4 x FJ accumulator fragments, C and the bias of type T at Cb
+ * and biasb; ROW(A_K, i, h) is the tile row of row half h of fragment i, COL(B_K, j, e) the tile
+ * column of element e of fragment j; CIN(v) and COUT(x) convert T to and from float (MMA_ID for
+ * float). Its loops are unrolled, except under the emulation, where PoCL took about 100 s to
+ * build one unrolled epilogue's 128 guarded stores. */
+#ifdef NC_MMA_EMULATE
+#define MMA_EPI_UNROLL _Pragma("unroll 1")
+#else
+#define MMA_EPI_UNROLL _Pragma("unroll")
+#endif
+#define MMA_ID(x) (x)
+#define MMA_EPILOGUE(T, FJ, ROW, A_K, COL, B_K, CIN, COUT)                                        \
+  MMA_EPI_UNROLL for (int i = 0; i < 4; i++)                                                             \
+    MMA_EPI_UNROLL for (int h = 0; h < 2; h++) {                                                         \
+      const int m = m0 + ROW(A_K, i, h);                                                        \
+      MMA_EPI_UNROLL for (int j = 0; j < (FJ); j++)                                                      \
+        MMA_EPI_UNROLL for (int e = 0; e < 2; e++) {                                                     \
+          const int n = n0 + COL(B_K, j, e);                                                    \
+          if (m < M && n < N) {                                                                 \
+            __global T *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                              \
+            float o_ = acc[i][j][2 * h + e] * alpha;                                            \
+            if (beta != 0.0f) o_ += beta * CIN(*p_);                                            \
+            if (has_bias) o_ += CIN(biasb[(long)m * bias_sm + (long)n * bias_sn]);              \
+            *p_ = COUT(o_);                                                                     \
+          }                                                                                     \
+        }                                                                                       \
+    }
+
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)
 
