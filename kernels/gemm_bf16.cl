@@ -322,14 +322,7 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 #define HB_COL(B_K, j, e) (wn * HB_WN + (j) * 8 + t * 2 + (e))
 
 #define HB_BODY(A_K, B_K)                                                                          \
-  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
-  const int wm = warp / HB_WARPS_N, wn = warp % HB_WARPS_N;                                                       \
-  const long bi = get_group_id(2);                                                               \
-  const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
-  const int m0 = get_group_id(1) * HB_BM, n0 = get_group_id(0) * HB_BN;                          \
-  const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
-  __global const ushort *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);        \
-  __global const ushort *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);        \
+  MMA_TILE_START(ushort, HB_BM, HB_BN, HB_WARPS_N, A_K, B_K)                                      \
   __local uint4 smem4_[HB_STAGES * HB_STAGE / 8];                                                \
   __local ushort *smem = (__local ushort *)smem4_;                                               \
   float acc[4][HB_FJ][4];                                                                            \

@@ -223,20 +223,12 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
   }
 #endif
 
-/* The row (in the tile) of accumulator row half h of fragment i, and the column of element e of
- * fragment j: in place for K-major operands, permuted back for the others. */
-#define TF_ROW(A_K, i, h) (wm * 64 + ((A_K) ? (i) * 16 + (h) * 8 + g : (h) * 32 + g * 4 + (i)))
-#define TF_COL(B_K, j, e) (wn * TF_WN + ((B_K) ? (j) * 8 + t * 2 + (e) : ((j) / 4) * 32 + (t * 2 + (e)) * 4 + (j) % 4))
+/* where the results lie in the tile (mma.cl) */
+#define TF_ROW(A_K, i, h) MMA_ROW16(A_K, i, h)
+#define TF_COL(B_K, j, e) MMA_COL16(B_K, j, e, TF_WN)
 
 #define TF_BODY(A_K, B_K)                                                                          \
-  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3;  \
-  const int wm = warp / TF_WARPS_N, wn = warp % TF_WARPS_N;                                      \
-  const long bi = get_group_id(2);                                                               \
-  const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
-  const int m0 = get_group_id(1) * TF_BM, n0 = get_group_id(0) * TF_BN;                          \
-  const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
-  __global const float *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);         \
-  __global const float *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);         \
+  MMA_TILE_START(float, TF_BM, TF_BN, TF_WARPS_N, A_K, B_K)                                      \
   __local float4 smem4_[TF_STAGES * TF_STAGE / 4];                                               \
   __local float *smem = (__local float *)smem4_;                                                 \
   MMA_SCRATCH(TF_ITEMS)                                                                          \

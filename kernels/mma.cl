@@ -24,6 +24,28 @@
       const long c_sm, const long c_sn, __global const REAL *bias, const long bias_off,              \
       const long bias_sm, const long bias_sn, const int has_bias, const REAL alpha, const REAL beta
 
+/* The start of the tensor-core kernels' bodies (gemm_mma.cl, gemm_tf32.cl, gemm_bf16.cl): the
+ * work-item's lane and warp (g = lane / 4, t = lane % 4; wm and wn its warp's place, WARPS_N
+ * warps along N), the batch entry bi, M, N and K, the tile's first row m0 and column n0, and A's
+ * and B's leading dimensions lda, ldb and tile origins Ab, Bb (elements of type T): at row m0
+ * (A K-major, A_K) or column m0, and likewise B at n0. */
+#define MMA_TILE_START(T, BM, BN, WARPS_N, A_K, B_K)                                              \
+  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32, g = lane >> 2, t = lane & 3; \
+  const int wm = warp / (WARPS_N), wn = warp % (WARPS_N);                                        \
+  const long bi = get_group_id(2);                                                               \
+  const int M = (int)M_, N = (int)N_, K = (int)K_;                                               \
+  const int m0 = get_group_id(1) * (BM), n0 = get_group_id(0) * (BN);                           \
+  const int lda = (int)((A_K) ? a_sm : a_sk), ldb = (int)((B_K) ? b_sn : b_sk);                  \
+  __global const T *Ab = A + a_off + bi * a_sb + ((A_K) ? (long)m0 * lda : (long)m0);            \
+  __global const T *Bb = B + b_off + bi * b_sb + ((B_K) ? (long)n0 * ldb : (long)n0);
+
+/* Where gemm_mma.cl's and gemm_tf32.cl's results lie in the tile (both read an M- or N-major
+ * operand's fragments as 16-byte runs of 4 rows or columns that go to 4 fragments): the row of
+ * accumulator row half h of fragment i, and the column of element e of fragment j, for warps WN
+ * columns wide; in place for K-major operands, permuted back for the others. */
+#define MMA_ROW16(A_K, i, h) (wm * 64 + ((A_K) ? (i) * 16 + (h) * 8 + g : (h) * 32 + g * 4 + (i)))
+#define MMA_COL16(B_K, j, e, WN) (wn * (WN) + ((B_K) ? (j) * 8 + t * 2 + (e) : ((j) / 4) * 32 + (t * 2 + (e)) * 4 + (j) % 4))
+
 /* The epilogue of the tensor-core kernels (gemm_mma.cl, gemm_tf32.cl, gemm_bf16.cl): C = alpha
  * acc + beta C (+ bias) for a warp's 4 x FJ accumulator fragments, C and the bias of type T at Cb
  * and biasb; ROW(A_K, i, h) is the tile row of row half h of fragment i, COL(B_K, j, e) the tile
