@@ -337,8 +337,6 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
     HB_COMMIT();                                                                                 \
   }                                                                                              \
   HB_MAIN(A_K, B_K)                                                                              \
-  __global HB_CT *Cb = C + c_off + bi * c_sb;                                                    \
-  __global const HB_CT *biasb = bias + bias_off;                                                 \
   MMA_EPILOGUE(HB_CT, HB_FJ, HB_ROW, A_K, HB_COL, B_K, HB_CIN, HB_COUT)
 
 /* Grid: (ceil(N/128) * HB_ITEMS, ceil(M/128), batch); local (HB_ITEMS, 1, 1). gemm_bf16_<a><b>: a is r

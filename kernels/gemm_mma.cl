@@ -204,8 +204,6 @@ inline uint tc_pack_(const float lo, const float hi) {
     TC_PRODUCTS(A_K, B_K)                                                                        \
     st = st == TC_STAGES - 1 ? 0 : st + 1;                                                       \
   }                                                                                              \
-  __global float *Cb = C + c_off + bi * c_sb;                                                    \
-  __global const float *biasb = bias + bias_off;                                                 \
   MMA_EPILOGUE(float, TC_FJ, TC_ROW, A_K, TC_COL, B_K, MMA_ID, MMA_ID)
 
 /* Grid: (ceil(N/128) * TC_ITEMS, ceil(M/128), batch); local (TC_ITEMS, 1, 1). gemm_mma_<a><b>: a

@@ -243,8 +243,6 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
     TF_COMMIT();                                                                                 \
   }                                                                                              \
   TF_MAIN(A_K, B_K)                                                                              \
-  __global float *Cb = C + c_off + bi * c_sb;                                                    \
-  __global const float *biasb = bias + bias_off;                                                 \
   MMA_EPILOGUE(float, TF_FJ, TF_ROW, A_K, TF_COL, B_K, MMA_ID, MMA_ID)
 
 /* Grid: (ceil(N/128) * TF_ITEMS, ceil(M/128), batch); local (TF_ITEMS, 1, 1). gemm_tf32_<a><b>: a is r

@@ -47,8 +47,8 @@
 #define MMA_COL16(B_K, j, e, WN) (wn * (WN) + ((B_K) ? (j) * 8 + t * 2 + (e) : ((j) / 4) * 32 + (t * 2 + (e)) * 4 + (j) % 4))
 
 /* The epilogue of the tensor-core kernels (gemm_mma.cl, gemm_tf32.cl, gemm_bf16.cl): C = alpha
- * acc + beta C (+ bias) for a warp's 4 x FJ accumulator fragments, C and the bias of type T at Cb
- * and biasb; ROW(A_K, i, h) is the tile row of row half h of fragment i, COL(B_K, j, e) the tile
+ * acc + beta C (+ bias) for a warp's 4 x FJ accumulator fragments, C and the bias of type T (at
+ * batch entry bi of C); ROW(A_K, i, h) is the tile row of row half h of fragment i, COL(B_K, j, e) the tile
  * column of element e of fragment j; CIN(v) and COUT(x) convert T to and from float (MMA_ID for
  * float). Its loops are unrolled, except under the emulation, where PoCL took about 100 s to
  * build one unrolled epilogue's 128 guarded stores. */
@@ -59,6 +59,8 @@
 #endif
 #define MMA_ID(x) (x)
 #define MMA_EPILOGUE(T, FJ, ROW, A_K, COL, B_K, CIN, COUT)                                        \
+  __global T *Cb = C + c_off + bi * c_sb;                                                        \
+  __global const T *biasb = bias + bias_off;                                                     \
   MMA_EPI_UNROLL for (int i = 0; i < 4; i++)                                                             \
     MMA_EPI_UNROLL for (int h = 0; h < 2; h++) {                                                         \
       const int m = m0 + ROW(A_K, i, h);                                                        \
