@@ -37,7 +37,7 @@
 #define HB_BN 128
 #endif
 #ifndef HB_BK
-#define HB_BK 32 /* 32 or 16 */
+#define HB_BK 32 /* 16, 32 or 64 */
 #endif
 #ifndef HB_STAGES
 #define HB_STAGES 3
@@ -46,7 +46,10 @@
 #define HB_WARPS_N 4 /* warps along N (two along M), each HB_BN / HB_WARPS_N wide: 32 or 64 */
 #endif
 #ifndef HB_PIPE
-#define HB_PIPE (HB_BK == 32) /* fragments a k step ahead (HB_MAIN) */
+#define HB_PIPE (HB_BK >= 32) /* fragments a k step ahead (HB_MAIN) */
+#endif
+#ifndef HB_FAST
+#define HB_FAST 1 /* full tiles' copies from precomputed addresses (HB_LOAD) */
 #endif
 #define HB_ITEMS (64 * HB_WARPS_N)         /* two warps along M */
 #define HB_WN (HB_BN / HB_WARPS_N)         /* a warp's columns */
@@ -87,6 +90,10 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
                    "r"(bytes)
                    : "memory");
 }
+/* 16 bytes from src to dst, both 16-byte aligned and all of them inside the operand */
+inline void hb_copy16_full(__local ushort *dst, __global const ushort *src) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint)(ulong)dst), "l"((ulong)src) : "memory");
+}
 #define HB_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
 /* until at most HB_STAGES - 2 groups are in flight: the current tile has landed */
 #define HB_WAIT_(n) __asm__ volatile("cp.async.wait_group " #n ";" ::: "memory")
@@ -120,6 +127,9 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int bytes) {
   for (int h = 0; h < 8; h++) dst[h] = 2 * h < bytes ? src[h] : (ushort)0;
 }
+inline void hb_copy16_full(__local ushort *dst, __global const ushort *src) {
+  for (int h = 0; h < 8; h++) dst[h] = src[h];
+}
 #define HB_COMMIT()
 #define HB_WAIT()
 /* What ldmatrix.x4 gives lane L in register reg (HB_LD), each row where the lane naming it puts
@@ -135,32 +145,84 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 
 /* chunk positions: a K-major operand's row r, chunk c (of 4); an M- or N-major one's row k,
  * chunk c (of 16); in values */
-#if HB_BK == 32
+#if HB_BK == 64
+#define HB_KSWZ(r) ((r) & 7)
+#define HB_KSH 3 /* log2 of a K-major row's chunks */
+#elif HB_BK == 32
 #define HB_KSWZ(r) (((r) >> 1) & 3)
-#define HB_KSH 2 /* log2 of a K-major row's chunks */
-#else
+#define HB_KSH 2
+#elif HB_BK == 16
 #define HB_KSWZ(r) (((r) >> 2) & 1)
 #define HB_KSH 1
+#else
+#error "gemm_bf16.cl: HB_BK is 16, 32 or 64"
 #endif
 #define HB_KPOS(r, c) ((r) * HB_BK + (((c) ^ HB_KSWZ(r)) << 3))
 #define HB_NPOS(k, c, W) ((k) * (W) + (((c) ^ ((k) & 7)) << 3))
 
 /* Copies K tile kt (k0 = kt * HB_BK) of both operands into stage st, in 16-byte chunks (512 of
- * each operand in the default tile, four per work-item). Ab is A at row m0 (K-major) or column m0
- * (M-major), Bb likewise for B at n0. */
+ * each operand in the default tile, two per work-item). Ab is A at row m0 (K-major) or column m0
+ * (M-major), Bb likewise for B at n0. A tile inside both operands (hb_full_: the work-group's
+ * rows and columns all inside C, and a K tile below K / HB_BK) copies from the addresses that
+ * HB_FAST_SETUP computed once (HB_FCOPY); others check every chunk (HB_COPY). */
+#if HB_FAST
 #define HB_LOAD(st, kt, A_K, B_K)                                                                  \
   {                                                                                              \
     const int k0_ = (kt) * HB_BK;                                                                 \
     __local ushort *sa_ = smem + (st) * HB_STAGE, *sb_ = sa_ + HB_BM * HB_BK;                     \
-    _Pragma("unroll") for (int i_ = 0; i_ < HB_BM * HB_BK / 8 / HB_ITEMS; i_++) {                 \
-      const int c_ = lid + i_ * HB_ITEMS;                                                        \
-      HB_COPY(A_K, sa_, Ab, lda, M - m0, HB_BM)                                                  \
-    }                                                                                            \
-    _Pragma("unroll") for (int i_ = 0; i_ < HB_BN * HB_BK / 8 / HB_ITEMS; i_++) {                 \
-      const int c_ = lid + i_ * HB_ITEMS;                                                        \
-      HB_COPY(B_K, sb_, Bb, ldb, N - n0, HB_BN)                                                  \
+    if (hb_full_ && (kt) < hb_kfull_) {                                                          \
+      HB_FCOPY(A_K, sa_, Ab, lda, ha_, HB_BM)                                                    \
+      HB_FCOPY(B_K, sb_, Bb, ldb, hbb_, HB_BN)                                                   \
+    } else {                                                                                     \
+      HB_LOAD_ALL(A_K, B_K)                                                                      \
     }                                                                                            \
   }
+#else
+#define HB_LOAD(st, kt, A_K, B_K)                                                                  \
+  {                                                                                              \
+    const int k0_ = (kt) * HB_BK;                                                                 \
+    __local ushort *sa_ = smem + (st) * HB_STAGE, *sb_ = sa_ + HB_BM * HB_BK;                     \
+    HB_LOAD_ALL(A_K, B_K)                                                                        \
+  }
+#endif
+#define HB_LOAD_ALL(A_K, B_K)                                                                      \
+  _Pragma("unroll") for (int i_ = 0; i_ < HB_BM * HB_BK / 8 / HB_ITEMS; i_++) {                   \
+    const int c_ = lid + i_ * HB_ITEMS;                                                          \
+    HB_COPY(A_K, sa_, Ab, lda, M - m0, HB_BM)                                                    \
+  }                                                                                              \
+  _Pragma("unroll") for (int i_ = 0; i_ < HB_BN * HB_BK / 8 / HB_ITEMS; i_++) {                   \
+    const int c_ = lid + i_ * HB_ITEMS;                                                          \
+    HB_COPY(B_K, sb_, Bb, ldb, N - n0, HB_BN)                                                    \
+  }
+/* The work-item's chunks of one operand (prefix p: ha_ for A, hbb_ for B) in a full tile:
+ * chunk lid + i HB_ITEMS lies HB_FROWS(KMAJ, W) i rows (K-major: of M or N; else of k) past
+ * chunk lid's, in global memory and in local memory alike, since the chunk swizzles depend on
+ * a row's index modulo 8 only (HB_FROWS is a multiple of 8). p##src: chunk lid's offset from Ab or
+ * Bb at k 0; p##dst: its place in a stage; p##step: the rows' offset in global memory. */
+#if HB_FAST
+#define HB_FAST_DECL(A_K, B_K) HB_FAST_SETUP(A_K, B_K)
+#else
+#define HB_FAST_DECL(A_K, B_K)
+#endif
+#define HB_FROWS(KMAJ, W) ((KMAJ) ? HB_ITEMS >> HB_KSH : HB_ITEMS / ((W) / 8))
+#define HB_FAST_SETUP1(KMAJ, p, ld, W)                                                             \
+  const int p##r_ = (KMAJ) ? lid >> HB_KSH : lid / ((W) / 8);                                    \
+  const int p##q_ = (KMAJ) ? lid & (HB_BK / 8 - 1) : lid % ((W) / 8);                            \
+  const int p##src = p##r_ * (ld) + p##q_ * 8, p##step = HB_FROWS(KMAJ, W) * (ld);                 \
+  const int p##dst = (KMAJ) ? HB_KPOS(p##r_, p##q_) : HB_NPOS(p##r_, p##q_, W);
+#define HB_FAST_SETUP(A_K, B_K)                                                                    \
+  const int hb_full_ = m0 + HB_BM <= M && n0 + HB_BN <= N, hb_kfull_ = K / HB_BK;                \
+  HB_FAST_SETUP1(A_K, ha_, lda, HB_BM)                                                           \
+  HB_FAST_SETUP1(B_K, hbb_, ldb, HB_BN)
+#define HB_FCOPY(KMAJ, s_, base, ld, p, W)                                                         \
+  {                                                                                              \
+    __global const ushort *src_ = (base) + (p##src + ((KMAJ) ? k0_ : k0_ * (ld)));               \
+    _Pragma("unroll") for (int i_ = 0; i_ < (W) * HB_BK / 8 / HB_ITEMS; i_++)                    \
+      hb_copy16_full(s_ + p##dst + i_ * HB_FROWS(KMAJ, W) * ((KMAJ) ? HB_BK : (W)), src_ + i_ * p##step); \
+  }
+#if HB_FAST && ((HB_ITEMS >> HB_KSH) % 8 || (HB_ITEMS / (HB_BM / 8)) % 8 || (HB_ITEMS / (HB_BN / 8)) % 8)
+#error "gemm_bf16.cl: HB_FAST needs each work-item's chunks 8 rows apart (a multiple of)"
+#endif
 #ifdef HB_NOLOAD /* a diagnostic build with no copies (wrong results, for timing) */
 #undef HB_LOAD
 #define HB_LOAD(st, kt, A_K, B_K)
@@ -265,14 +327,25 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
 #define HB_EMU_BARRIER()
 #endif
 #if HB_PIPE
-#if HB_BK != 32
-#error "gemm_bf16.cl: the pipelined loop (HB_PIPE) takes K tiles of 32"
-#endif
 /* The pipelined loop: fragments are read one k step ahead of the products that use them, across
  * K tiles too. Per K tile: the second k step's fragments, the first step's products, the copies
  * of the tile HB_STAGES - 1 ahead into the stage read in the previous K tile (every work-item
- * read it before that tile's barrier), then the wait and barrier for the next tile, its first
- * fragments, and the second step's products, which need nothing the barrier waited for. */
+ * read it before that tile's barrier), the further k steps (K tiles of 64: fragments of step
+ * s + 1, then the products of step s), then the wait and barrier for the next tile, its first
+ * fragments, and the last step's products, which need nothing the barrier waited for. */
+#if HB_BK == 32
+#define HB_MIDDLE(st, A_K, B_K)
+#define HB_LAST(st) HB_MMA(st, 1, fa1, fb1)
+#elif HB_BK == 64
+#define HB_MIDDLE(st, A_K, B_K)                                                                    \
+  HB_FRAGS(st, 2, A_K, B_K, fa0, fb0)                                                            \
+  HB_MMA(st, 1, fa1, fb1)                                                                        \
+  HB_FRAGS(st, 3, A_K, B_K, fa1, fb1)                                                            \
+  HB_MMA(st, 2, fa0, fb0)
+#define HB_LAST(st) HB_MMA(st, 3, fa1, fb1)
+#else
+#error "gemm_bf16.cl: the pipelined loop (HB_PIPE) takes K tiles of 32 or 64"
+#endif
 #define HB_MAIN(A_K, B_K)                                                                          \
   HB_WAIT();                                                                                     \
   barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
@@ -284,18 +357,21 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
     HB_EMU_BARRIER();                                                                            \
     if (kt + HB_STAGES - 1 < ntiles) HB_LOAD(HB_PREV(st), kt + HB_STAGES - 1, A_K, B_K)          \
     HB_COMMIT();                                                                                 \
+    HB_MIDDLE(st, A_K, B_K)                                                                      \
     HB_WAIT();                                                                                   \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                \
     const int nx = HB_NEXT(st);                                                                  \
     if (kt + 1 < ntiles) HB_FRAGS(nx, 0, A_K, B_K, fa0, fb0)                                     \
-    HB_MMA(st, 1, fa1, fb1)                                                                      \
+    HB_LAST(st)                                                                                  \
     st = nx;                                                                                     \
   }
 #else
 /* The plain loop (-DHB_PIPE=0, a diagnostic build): per K tile the wait and barrier, the copies
  * of the tile HB_STAGES - 1 ahead into the stage read in the previous K tile, then this tile's
  * fragments and products. */
-#if HB_BK == 32
+#if HB_BK == 64
+#error "gemm_bf16.cl: K tiles of 64 take the pipelined loop (HB_PIPE)"
+#elif HB_BK == 32
 #define HB_STEP2(st, A_K, B_K)                                                                     \
   HB_FRAGS_EARLY(st, 1, A_K, B_K, fa1, fb1)                                                      \
   HB_MMA(st, 0, fa0, fb0)                                                                        \
@@ -330,6 +406,7 @@ inline void hb_copy16(__local ushort *dst, __global const ushort *src, const int
     HB_UNROLL for (int j = 0; j < HB_FJ; j++)                                            \
       HB_UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
   const int ntiles = (K + HB_BK - 1) / HB_BK, a_k_ = (A_K), b_k_ = (B_K);                        \
+  HB_FAST_DECL(A_K, B_K)                                                                         \
   (void)a_k_, (void)b_k_; /* the emulation's */                                                  \
   uint fa0[4][4], fb0[HB_FJ / 2][4], fa1[4][4], fb1[HB_FJ / 2][4];                               \
   HB_UNROLL for (int s = 0; s < HB_STAGES - 1; s++) {                                            \

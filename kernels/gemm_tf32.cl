@@ -33,7 +33,12 @@
 
 #define TF_BM 128
 #define TF_BN 128
-#define TF_BK 16
+#ifndef TF_BK
+#define TF_BK 16 /* 16 or 32 */
+#endif
+#ifndef TF_FAST
+#define TF_FAST 1 /* full tiles' copies from precomputed addresses (TF_LOAD) */
+#endif
 #ifndef TF_STAGES
 #define TF_STAGES 3
 #endif
@@ -54,6 +59,10 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
   __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint)(ulong)dst), "l"((ulong)src),
                    "r"(bytes)
                    : "memory");
+}
+/* 16 bytes from src to dst, both 16-byte aligned and all of them inside the operand */
+inline void tf_copy16_full(__local float *dst, __global const float *src) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint)(ulong)dst), "l"((ulong)src) : "memory");
 }
 #define TF_COMMIT() __asm__ volatile("cp.async.commit_group;" ::: "memory")
 /* until at most TF_STAGES - 2 groups are in flight: the next tile has landed */
@@ -85,6 +94,9 @@ inline uint tf_round(const uint x) {
 inline void tf_copy16(__local float *dst, __global const float *src, const int bytes) {
   for (int h = 0; h < 4; h++) dst[h] = 4 * h < bytes ? src[h] : 0.0f;
 }
+inline void tf_copy16_full(__local float *dst, __global const float *src) {
+  for (int h = 0; h < 4; h++) dst[h] = src[h];
+}
 #define TF_COMMIT()
 #define TF_WAIT()
 /* what ldmatrix.x4 gives lane 4g + t: word t of row g of each matrix, the row where the lane
@@ -94,13 +106,25 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
 #define tf_round(x) as_uint(mma_tf32(as_float(x)))
 #endif
 
-/* chunk positions (in floats): a K-major operand's row r, chunk c (of 4); an M- or N-major
- * one's row k, chunk c (of W / 4) */
-#define TF_KPOS(r, c) ((r) * TF_BK + (((c) ^ (((r) >> 1) & 3)) << 2))
+/* chunk positions (in floats): a K-major operand's row r, chunk c (of TF_BK / 4); an M- or
+ * N-major one's row k, chunk c (of W / 4) */
+#if TF_BK == 32
+#define TF_KSWZ(r) ((r) & 7)
+#define TF_KSH 3 /* log2 of a K-major row's chunks */
+#elif TF_BK == 16
+#define TF_KSWZ(r) (((r) >> 1) & 3)
+#define TF_KSH 2
+#else
+#error "gemm_tf32.cl: TF_BK is 16 or 32"
+#endif
+#define TF_KPOS(r, c) ((r) * TF_BK + (((c) ^ TF_KSWZ(r)) << 2))
 #define TF_NPOS(k, c, W) ((k) * (W) + (((c) ^ (((k) & 3) << 1)) << 2))
 
-/* Copies K tile kt (k0 = kt * 16) of both operands into stage st: 512 chunks of each, four per
- * work-item. Ab is A at row m0 (K-major) or column m0 (M-major), Bb likewise for B at n0. */
+/* Copies K tile kt (k0 = kt * TF_BK) of both operands into stage st: 512 chunks of each (K tiles
+ * of 16), four per work-item. Ab is A at row m0 (K-major) or column m0 (M-major), Bb likewise for
+ * B at n0. A tile inside both operands (tf_full_: the work-group's rows and columns all inside
+ * C, and a K tile below K / TF_BK) copies from the addresses that TF_FAST_SETUP computed once
+ * (TF_FCOPY); others check every chunk (TF_COPY). */
 #ifdef TF_NOLOAD /* a diagnostic build with no copies (wrong results, for timing) */
 #define TF_LOAD(st, kt, A_K, B_K)
 #else
@@ -108,24 +132,55 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
   {                                                                                              \
     const int k0_ = (kt) * TF_BK;                                                                 \
     __local float *sa_ = smem + (st) * TF_STAGE, *sb_ = sa_ + TF_BM * TF_BK;                      \
-    _Pragma("unroll") for (int i_ = 0; i_ < TF_BM * TF_BK / 4 / TF_ITEMS; i_++) {                 \
-      const int c_ = lid + i_ * TF_ITEMS;                                                        \
-      TF_COPY(A_K, sa_, Ab, lda, M - m0, TF_BM)                                                  \
-      TF_COPY(B_K, sb_, Bb, ldb, N - n0, TF_BN)                                                  \
+    if (TF_FAST && tf_full_ && (kt) < tf_kfull_) {                                               \
+      TF_FCOPY(A_K, sa_, Ab, lda, ta_, TF_BM)                                                    \
+      TF_FCOPY(B_K, sb_, Bb, ldb, tb_, TF_BN)                                                    \
+    } else {                                                                                     \
+      _Pragma("unroll") for (int i_ = 0; i_ < TF_BM * TF_BK / 4 / TF_ITEMS; i_++) {               \
+        const int c_ = lid + i_ * TF_ITEMS;                                                      \
+        TF_COPY(A_K, sa_, Ab, lda, M - m0, TF_BM)                                                \
+        TF_COPY(B_K, sb_, Bb, ldb, N - n0, TF_BN)                                                \
+      }                                                                                          \
     }                                                                                            \
   }
 #endif
-/* Chunk c_ of one operand's K tile at k0_: K-major (row r_ of 4 chunks) or M/N-major (row r_ = k
- * of W / 4 chunks, W the tile's width); left: the rows or columns left from the tile's first */
+/* Chunk c_ of one operand's K tile at k0_: K-major (row r_ of TF_BK / 4 chunks) or M/N-major (row
+ * r_ = k of W / 4 chunks, W the tile's width); left: the rows or columns left from the tile's
+ * first */
 #define TF_COPY(KMAJ, s_, base, ld, left, W)                                                       \
   {                                                                                              \
-    const int r_ = (KMAJ) ? c_ >> 2 : c_ / ((W) / 4), q_ = (KMAJ) ? c_ & 3 : c_ % ((W) / 4);      \
+    const int r_ = (KMAJ) ? c_ >> TF_KSH : c_ / ((W) / 4);                                       \
+    const int q_ = (KMAJ) ? c_ & (TF_BK / 4 - 1) : c_ % ((W) / 4);                               \
     const int k_ = k0_ + ((KMAJ) ? q_ * 4 : r_);                                                 \
     const int by_ = (KMAJ) ? (r_ < (left) ? clamp((K - k_) * 4, 0, 16) : 0)                      \
                            : (k_ < K ? clamp(((left) - q_ * 4) * 4, 0, 16) : 0);                 \
     __global const float *src_ = (KMAJ) ? (base) + r_ * (ld) + k_ : (base) + k_ * (ld) + q_ * 4;  \
     tf_copy16(s_ + ((KMAJ) ? TF_KPOS(r_, q_) : TF_NPOS(r_, q_, W)), by_ ? src_ : (base), by_);     \
   }
+/* The work-item's chunks of one operand (prefix p: ta_ for A, tb_ for B) in a full tile: chunk
+ * lid + i TF_ITEMS lies TF_FROWS(KMAJ, W) i rows (K-major: of M or N; else of k) past chunk
+ * lid's, in global memory and in local memory alike, since the chunk swizzles depend on a row's
+ * index modulo 8 (K-major) or 4 only. p##src: chunk lid's offset from Ab or Bb at k 0; p##dst:
+ * its place in a stage; p##step: the rows' offset in global memory. */
+#define TF_FROWS(KMAJ, W) ((KMAJ) ? TF_ITEMS >> TF_KSH : TF_ITEMS / ((W) / 4))
+#define TF_FAST_SETUP1(KMAJ, p, ld, W)                                                             \
+  const int p##r_ = (KMAJ) ? lid >> TF_KSH : lid / ((W) / 4);                                    \
+  const int p##q_ = (KMAJ) ? lid & (TF_BK / 4 - 1) : lid % ((W) / 4);                            \
+  const int p##src = p##r_ * (ld) + p##q_ * 4, p##step = TF_FROWS(KMAJ, W) * (ld);                 \
+  const int p##dst = (KMAJ) ? TF_KPOS(p##r_, p##q_) : TF_NPOS(p##r_, p##q_, W);
+#define TF_FAST_SETUP(A_K, B_K)                                                                    \
+  const int tf_full_ = m0 + TF_BM <= M && n0 + TF_BN <= N, tf_kfull_ = K / TF_BK;                \
+  TF_FAST_SETUP1(A_K, ta_, lda, TF_BM)                                                           \
+  TF_FAST_SETUP1(B_K, tb_, ldb, TF_BN)
+#define TF_FCOPY(KMAJ, s_, base, ld, p, W)                                                         \
+  {                                                                                              \
+    __global const float *src_ = (base) + (p##src + ((KMAJ) ? k0_ : k0_ * (ld)));                \
+    _Pragma("unroll") for (int i_ = 0; i_ < (W) * TF_BK / 4 / TF_ITEMS; i_++)                    \
+      tf_copy16_full(s_ + p##dst + i_ * TF_FROWS(KMAJ, W) * ((KMAJ) ? TF_BK : (W)), src_ + i_ * p##step); \
+  }
+#if (TF_ITEMS >> TF_KSH) % 8 || (TF_ITEMS / (TF_BM / 4)) % 4 || (TF_ITEMS / (TF_BN / 4)) % 4
+#error "gemm_tf32.cl: the full tiles' copies need each work-item's chunks 8 (K-major) or 4 rows apart"
+#endif
 
 /* The fragments of k step s of stage st, raw (TF_MMA rounds them): fa[i] (a0..a3 of rows
  * wm*64 + 16i ..), fb[jj] (b0, b1 of column block 2jj, then of 2jj + 1). K-major: ldmatrix, lane L
@@ -186,6 +241,15 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
  * TF_STAGES - 1 ahead into the stage read in the previous K tile (every work-item read it before
  * that tile's barrier), then the wait and barrier for the next tile, its first fragments, and
  * the second step's products, which need nothing the barrier waited for. */
+#if TF_BK == 32 /* k steps 1 and 2 of 0..3 between the copies and the barrier */
+#define TF_MIDDLE(st, A_K, B_K)                                                                    \
+  TF_FRAGS(st, 2, A_K, B_K, fa0, fb0)                                                            \
+  TF_MMA(fa1, fb1)                                                                               \
+  TF_FRAGS(st, 3, A_K, B_K, fa1, fb1)                                                            \
+  TF_MMA(fa0, fb0)
+#else
+#define TF_MIDDLE(st, A_K, B_K)
+#endif
 #ifndef NC_MMA_EMULATE
 #define TF_MAIN(A_K, B_K)                                                                          \
   TF_WAIT();                                                                                     \
@@ -197,6 +261,7 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
     TF_MMA(fa0, fb0)                                                                             \
     if (kt + TF_STAGES - 1 < ntiles) TF_LOAD(TF_PREV(st), kt + TF_STAGES - 1, A_K, B_K)          \
     TF_COMMIT();                                                                                 \
+    TF_MIDDLE(st, A_K, B_K)                                                                      \
     TF_WAIT();                                                                                   \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                \
     const int nx = TF_NEXT(st);                                                                  \
@@ -215,7 +280,7 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
     barrier(CLK_LOCAL_MEM_FENCE);                                                                \
     if (kt + TF_STAGES - 1 < ntiles) TF_LOAD(TF_PREV(st), kt + TF_STAGES - 1, A_K, B_K)          \
     TF_COMMIT();                                                                                 \
-    _Pragma("unroll 1") for (int s = 0; s < 2; s++) {                                            \
+    _Pragma("unroll 1") for (int s = 0; s < TF_BK / 8; s++) {                                    \
       TF_FRAGS(st, s, A_K, B_K, fa0, fb0)                                                        \
       TF_MMA(fa0, fb0)                                                                           \
     }                                                                                            \
@@ -238,6 +303,7 @@ inline void tf_copy16(__local float *dst, __global const float *src, const int b
       _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
   uint fa0[4][4], fb0[TF_FJ / 2][4], fa1[4][4], fb1[TF_FJ / 2][4];                               \
   const int ntiles = (K + TF_BK - 1) / TF_BK;                                                    \
+  TF_FAST_SETUP(A_K, B_K)                                                                        \
   _Pragma("unroll") for (int s = 0; s < TF_STAGES - 1; s++) {                                    \
     if (s < ntiles) TF_LOAD(s, s, A_K, B_K)                                                      \
     TF_COMMIT();                                                                                 \
