@@ -7,8 +7,8 @@
  *   ./kernel_probe gemm kernels OUTDIR "" "-DSOME_MACRO=1" "+maxnreg=128" ...
  *   ./kernel_probe softmax kernels OUTDIR ""
  *
- * gemm: gemm_fast_l_rr (NETCL_PROBE_KERNEL another gemm_fast_*, gemm_mma_*, gemm_tf32_*, gemm_bf16_* or
- * gemm_sgemm_* kernel; its file and mma.cl make the program) on row-major 4096^3
+ * gemm: gemm_fast_l_rr (NETCL_PROBE_KERNEL another gemm_fast_*, gemm_mma_*, gemm_tf32_* or gemm_bf16_* kernel; its
+ * file and mma.cl make the program) on row-major 4096^3
  * (NETCL_PROBE_N another size): GFLOP/s (median of 15) and the largest error of 256 sampled
  * results against a float64 dot product, relative to the sum of the products' magnitudes.
  * softmax: softmax_warp_32 (or NETCL_PROBE_KERNEL, e.g. softmax_warp4_32) over 65536 rows of
@@ -130,7 +130,7 @@ static void run_gemm(cl_context ctx, cl_command_queue q, cl_program prog, const 
   ARG(k, i++, alpha); ARG(k, i++, beta);
   /* the tile by the letter after "gemm_fast_": l 128 x 128, m 128 x 64, s 64 x 64; gemm_mma_*
    * 128 x 128 with groups of 128 (NETCL_PROBE_LOCAL: another size, for a build with another
-   * -DTC_WARPS_N); gemm_sgemm_* 128 x 128 with groups of 256 */
+   * -DTC_WARPS_N) */
   const char tl = strncmp(name, "gemm_fast_", 10) == 0 ? name[10] : 'l';
   const char *bnenv = getenv("NETCL_PROBE_BN"); /* another tile width (a gemm_bf16 -DHB_BN build) */
   const long bm = tl == 's' ? 64 : 128, bn = bnenv ? atol(bnenv) : tl == 'l' ? 128 : 64;
@@ -252,11 +252,10 @@ int main(int argc, char **argv) {
   const char *prelude = "enum nc_op { NC_OP_PROBE_, NC_OP_LOG_SOFTMAX };\n";
   const char *kname = getenv("NETCL_PROBE_KERNEL") ? getenv("NETCL_PROBE_KERNEL") : gemm ? "gemm_fast_l_rr" : "softmax_warp_32";
   const int mma = strncmp(kname, "gemm_mma_", 9) == 0, bf = strncmp(kname, "gemm_bf16_", 10) == 0,
-            tf = strncmp(kname, "gemm_tf32_", 10) == 0, sg = strncmp(kname, "gemm_sgemm_", 11) == 0;
+            tf = strncmp(kname, "gemm_tf32_", 10) == 0;
   char *srcs[5] = {(char *)prelude, slurp(argv[2], "common.cl"), slurp(argv[2], gemm ? "mma.cl" : "softmax_warp.cl"),
-                   gemm && !mma && !bf && !tf && !sg ? slurp(argv[2], "gemm_fast.cl") : "",
-                   mma ? slurp(argv[2], "gemm_mma.cl") : bf ? slurp(argv[2], "gemm_bf16.cl") : tf ? slurp(argv[2], "gemm_tf32.cl")
-                   : sg ? slurp(argv[2], "gemm_sgemm.cl") : ""};
+                   gemm && !mma && !bf && !tf ? slurp(argv[2], "gemm_fast.cl") : "",
+                   mma ? slurp(argv[2], "gemm_mma.cl") : bf ? slurp(argv[2], "gemm_bf16.cl") : tf ? slurp(argv[2], "gemm_tf32.cl") : ""};
   for (int v = 4; v <= argc; v++) {
     const char *extra = v < argc ? argv[v] : NULL;
     if (!extra && argc > 4) break; /* no options given: one build with none */
