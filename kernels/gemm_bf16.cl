@@ -11,7 +11,11 @@
  * buffers (16 KB each): the tile two steps ahead is copied from global to local memory by
  * cp.async (16 bytes, eight values, a work-item, zero fill past the edges) while the work-group
  * multiplies the current one; one barrier per K tile, and the fragments of each 16-deep k step
- * are read one step ahead of their products, across K tiles too (HB_MAIN). Local
+ * are read one step ahead of their products, across K tiles too (HB_MAIN). Tiles inside both
+ * operands copy from addresses computed once per work-item (HB_FAST), with no edge checks. The
+ * host's wide build (-DHB_BN=256 -DHB_WARPS_N=4 -DHB_STAGES=4: a 128 x 256 tile, eight warps of
+ * 64 x 64, four 24 KB buffers, one work-group a multiprocessor, no register cap) copies a
+ * quarter fewer bytes per product and takes products whose grid fills the device twice. Local
  * memory keeps each operand as it lies in global memory, in 16-byte chunks:
  * - an operand whose K is contiguous ("K-major") as 128 rows of 32 values (4 chunks), chunk c of
  *   row r at c ^ ((r >> 1) & 3);
@@ -29,9 +33,10 @@
 
 /* The tile and its pipeline. Diagnostic builds set others (tests/bench/kernel_probe.c;
  * docs/performance.md has their timings): -DHB_WARPS_N=2 (four warps of 64 x 64), -DHB_BN=256,
- * -DHB_BK=16, -DHB_STAGES=2..6, -DHB_PIPE=0, -DHB_FRAG_LATE=1, -DHB_NOLOAD=1 (wrong results).
- * Local memory holds HB_STAGES x (HB_BM + HB_BN) x HB_BK values: 48 KB by default; NVIDIA's
- * driver builds and runs static local arrays past 48 KB (64 KB was tried). */
+ * -DHB_BK=16 or 64, -DHB_STAGES=2..6, -DHB_PIPE=0, -DHB_FRAG_LATE=1, -DHB_FAST=0,
+ * -DHB_NOLOAD=1 (wrong results). Local memory holds HB_STAGES x (HB_BM + HB_BN) x HB_BK
+ * values: 48 KB by default, 96 KB in the wide build; NVIDIA's driver builds and runs static
+ * local arrays past 48 KB (128 KB ran on the H100). */
 #define HB_BM 128
 #ifndef HB_BN
 #define HB_BN 128

@@ -27,9 +27,12 @@
  * ldmatrix would give it (the same address arithmetic), and mma.sync goes through local memory
  * (kernels/mma.cl).
  *
+ * Tiles inside both operands copy from addresses computed once per work-item (TF_FAST), with no
+ * edge checks.
+ *
  * Diagnostic builds (tests/bench/kernel_probe.c): -DTF_WARPS_N=4 (eight warps of 64 x 32, for a
- * .maxnreg 128 cap), -DTF_STAGES=2..5 (past three: static local memory past 48 KB, which NVIDIA's
- * driver builds and runs), -DTF_NOLOAD=1 (no copies: wrong results). */
+ * .maxnreg 128 cap), -DTF_STAGES=2..5 and -DTF_BK=32 (past 48 KB of static local memory, which
+ * NVIDIA's driver builds and runs), -DTF_FAST=0, -DTF_NOLOAD=1 (no copies: wrong results). */
 
 #define TF_BM 128
 #define TF_BN 128

@@ -148,6 +148,14 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(GEMM_BF16F_RC, "mma+gemm_bf16", "gemm_bf16_rc", TILED)                   \
   X(GEMM_BF16F_CR, "mma+gemm_bf16", "gemm_bf16_cr", TILED)                   \
   X(GEMM_BF16F_CC, "mma+gemm_bf16", "gemm_bf16_cc", TILED)                   \
+  X(GEMM_BF16W_RR, "mma+gemm_bf16", "gemm_bf16_rr", TILED)                   \
+  X(GEMM_BF16W_RC, "mma+gemm_bf16", "gemm_bf16_rc", TILED)                   \
+  X(GEMM_BF16W_CR, "mma+gemm_bf16", "gemm_bf16_cr", TILED)                   \
+  X(GEMM_BF16W_CC, "mma+gemm_bf16", "gemm_bf16_cc", TILED)                   \
+  X(GEMM_BF16FW_RR, "mma+gemm_bf16", "gemm_bf16_rr", TILED)                  \
+  X(GEMM_BF16FW_RC, "mma+gemm_bf16", "gemm_bf16_rc", TILED)                  \
+  X(GEMM_BF16FW_CR, "mma+gemm_bf16", "gemm_bf16_cr", TILED)                  \
+  X(GEMM_BF16FW_CC, "mma+gemm_bf16", "gemm_bf16_cc", TILED)                  \
   X(CONV_FAST_W, "mma+gemm_fast", "conv_fast_w", REAL)                       \
   X(CONV_TC_W, "mma+gemm_fast", "conv_fast_w", TILED)                        \
   X(CONV_BF_W, "mma+gemm_fast", "conv_fast_w", TILED)                        \
@@ -244,6 +252,7 @@ typedef struct {
   bool mma_async;
   bool mma_attention; /* kernels/attention_mma.cl builds (cleared when the driver refuses it) */
   bool gemm_bf16;     /* kernels/gemm_bf16.cl builds (set with info.bf16_mma, cleared when refused) */
+  bool gemm_bf16_wide; /* its 128 x 256 tile builds (96 KB of local memory; cleared when refused) */
   /* Kernel handles by slot and dtype: NULL until first resolved, then published with a
    * release store (under programs_lock) and read with an acquire load, lock-free. */
   const nc_cl_handle *handles[NC_CL_SLOT_COUNT][NC_DTYPE_COUNT];

@@ -129,6 +129,7 @@ static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
   cd->mma_async = info->tf32;
   cd->mma_attention = info->tf32;
   cd->gemm_bf16 = info->bf16_mma;
+  cd->gemm_bf16_wide = info->bf16_mma;
   cd->warp_shuffle = nv > 0 || nc_cl_shfl_emulated();
 }
 

@@ -195,9 +195,10 @@ static nc_gemm_fast_tile pick_tile(const nc_gemm_desc *g, nc_device *dev) {
   return g->m > 64 && 10 * groups_l >= 19 * cus ? NC_GEMM_FAST_L : NC_GEMM_FAST_S;
 }
 
-/* One launch of the large-tile kernel: g's product over batch entries of g (their K, strides and
- * offsets as given), into c (offset, strides), alpha, beta and bias as given. */
-static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, nc_gemm_fast_tile tile, size_t items, cl_long K,
+/* One launch of a large-tile kernel (bm x bn tiles, work-groups of items): g's product over
+ * batch entries of g (their K, strides and offsets as given), into c (offset, strides), alpha,
+ * beta and bias as given. */
+static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, int bm, int bn, size_t items, cl_long K,
                              cl_long a_off, cl_long b_off, cl_long batch, cl_long a_sb, cl_long b_sb, cl_mem c,
                              cl_long c_off, cl_long c_sb, cl_long c_sm, cl_long c_sn, cl_float beta, bool bias_on) {
   nc_device *dev = nc_tensor_device(g->c);
@@ -216,8 +217,7 @@ static nc_status launch_fast(const nc_gemm_desc *g, const nc_cl_handle *k, nc_ge
                       NC_CL_ARG(bias_sm), NC_CL_ARG(bias_sn), NC_CL_ARG(has_bias), NC_CL_ARG(alpha),
                       NC_CL_ARG(beta)};
   size_t local[3] = {items, 1, 1};
-  size_t global[3] = {(size_t)((g->n + fast_tiles[tile].bn - 1) / fast_tiles[tile].bn) * items,
-                      (size_t)((g->m + fast_tiles[tile].bm - 1) / fast_tiles[tile].bm), (size_t)batch};
+  size_t global[3] = {(size_t)((g->n + bn - 1) / bn) * items, (size_t)((g->m + bm - 1) / bm), (size_t)batch};
   return nc_cl_launch_nd(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, 3, global, local);
 }
 
@@ -308,7 +308,7 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   }
   int64_t kchunk = 0, splits = chosen ? k_splits(g, dev, tile, &kchunk) : 1;
   if (splits == 1)
-    return launch_fast(g, k, tile, items, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,
+    return launch_fast(g, k, fast_tiles[tile].bm, fast_tiles[tile].bn, items, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,
                        g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
   /* the chunks of kchunk as one batched launch; a last, shorter chunk as a second */
   const int64_t mn = g->m * g->n, last = g->k - (splits - 1) * kchunk, full = last == kchunk ? splits : splits - 1;
@@ -316,10 +316,10 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
   nc_tensor *ws = NULL;
   NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   cl_mem wsm = nc_cl_mem(ws);
-  nc_status s = launch_fast(g, k, tile, items, kchunk, g->a_off, g->b_off, full, kchunk * g->a_sk, kchunk * g->b_sk, wsm,
+  nc_status s = launch_fast(g, k, fast_tiles[tile].bm, fast_tiles[tile].bn, items, kchunk, g->a_off, g->b_off, full, kchunk * g->a_sk, kchunk * g->b_sk, wsm,
                             0, mn, g->n, 1, 0, false);
   if (s == NC_OK && full < splits)
-    s = launch_fast(g, k, tile, items, last, g->a_off + (splits - 1) * kchunk * g->a_sk,
+    s = launch_fast(g, k, fast_tiles[tile].bm, fast_tiles[tile].bn, items, last, g->a_off + (splits - 1) * kchunk * g->a_sk,
                     g->b_off + (splits - 1) * kchunk * g->b_sk, 1, 0, 0, wsm, (splits - 1) * mn, mn, g->n, 1, 0, false);
   const nc_cl_handle *sum = NULL;
   if (s == NC_OK) s = nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum);
@@ -336,11 +336,24 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
 
 /* ---- bfloat16 tensors: kernels/gemm_bf16.cl ---------------------------------------------------- */
 
-_Static_assert(NC_CL_K_GEMM_BF16_CC - NC_CL_K_GEMM_BF16_RR == 3 && NC_CL_K_GEMM_BF16F_CC - NC_CL_K_GEMM_BF16F_RR == 3,
+_Static_assert(NC_CL_K_GEMM_BF16_CC - NC_CL_K_GEMM_BF16_RR == 3 && NC_CL_K_GEMM_BF16F_CC - NC_CL_K_GEMM_BF16F_RR == 3 &&
+                   NC_CL_K_GEMM_BF16W_CC - NC_CL_K_GEMM_BF16W_RR == 3 &&
+                   NC_CL_K_GEMM_BF16FW_CC - NC_CL_K_GEMM_BF16FW_RR == 3,
                "gemm_bf16_<layout>: rr, rc, cr, cc");
 
-/* The work-group size of kernels/gemm_bf16.cl (its HB_ITEMS: eight warps). */
+/* The work-group size of kernels/gemm_bf16.cl's builds (its HB_ITEMS: eight warps, of 64 x 32 in
+ * the 128 x 128 tile, of 64 x 64 in the wide 128 x 256 one). */
 enum { BF16_ITEMS = 256 };
+
+/* The wide tile (-DHB_BN=256: one work-group a multiprocessor, four stages, a quarter fewer
+ * bytes copied per product than 128 x 128) where its grid still fills the device about twice;
+ * the 128 x 128 tile (two work-groups a multiprocessor) below that. Measured on the H100
+ * (docs/performance.md, "Tensor-core GEMMs"). */
+static bool bf16_wide(const nc_gemm_desc *g, nc_device *dev) {
+  nc_cl_device *cd = dev->impl;
+  const int64_t tiles = ((g->m + 127) / 128) * ((g->n + 255) / 256) * g->batch;
+  return tiles >= 2 * nc_cl_compute_units(dev) && __atomic_load_n(&cd->gemm_bf16_wide, __ATOMIC_ACQUIRE);
+}
 
 bool nc_cl_gemm_bf16_takes(const nc_gemm_desc *g) {
   nc_device *dev = nc_tensor_device(g->c);
@@ -360,10 +373,19 @@ bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
   if (!nc_cl_gemm_bf16_takes(g) || !layout_fits(g) || !operands_aligned(g, 8)) return false;
   const nc_cl_handle *k;
   const bool f32 = ct == NC_FLOAT32;
-  if (!tensor_core_kernel(dev, (f32 ? NC_CL_K_GEMM_BF16F_RR : NC_CL_K_GEMM_BF16_RR) + layout_of(g),
-                          f32 ? "-DNC_MMA_BF16=1 -DHB_OUT_F32=1" : "-DNC_MMA_BF16=1", f32 ? 3 : 2, &cd->gemm_bf16, &k))
+  bool wide = bf16_wide(g, dev);
+  static const char *const opts[2][2] = {
+      {"-DNC_MMA_BF16=1", "-DNC_MMA_BF16=1 -DHB_OUT_F32=1"},
+      {"-DNC_MMA_BF16=1 -DHB_BN=256 -DHB_WARPS_N=4 -DHB_STAGES=4",
+       "-DNC_MMA_BF16=1 -DHB_OUT_F32=1 -DHB_BN=256 -DHB_WARPS_N=4 -DHB_STAGES=4"}};
+  static const nc_cl_slot slots[2][2] = {{NC_CL_K_GEMM_BF16_RR, NC_CL_K_GEMM_BF16F_RR},
+                                         {NC_CL_K_GEMM_BF16W_RR, NC_CL_K_GEMM_BF16FW_RR}};
+  /* a driver that refuses the wide tile (its local memory) leaves the 128 x 128 one */
+  if (wide && !tensor_core_kernel(dev, slots[1][f32] + layout_of(g), opts[1][f32], 4 + f32, &cd->gemm_bf16_wide, &k))
+    wide = false;
+  if (!wide && !tensor_core_kernel(dev, slots[0][f32] + layout_of(g), opts[0][f32], 2 + f32, &cd->gemm_bf16, &k))
     return false;
-  *st = launch_fast(g, k, NC_GEMM_FAST_L, BF16_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb,
+  *st = launch_fast(g, k, 128, wide ? 256 : 128, BF16_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb,
                     nc_cl_mem(g->c), g->c_off, g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
   return true;
 }

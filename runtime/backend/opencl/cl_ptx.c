@@ -27,7 +27,7 @@ typedef struct {
  * tensor-core section: the tf32 and bf16 builds of the 128 x 128 kernels too). */
 static const ptx_rule tuned[] = {
     {"gemm_fast_l_*", NULL, ".maxnreg 128"},
-    {"gemm_bf16_*", NULL, ".maxnreg 128"},
+    {"gemm_bf16_*", "-DHB_BN=256", ".maxnreg 128"}, /* the 128 x 128 tile: two work-groups a multiprocessor */
     {"conv_fast_l", NULL, ".maxnreg 128"},
     {"conv_wgrad_fast_l", NULL, ".maxnreg 128"},
     {"flash_attention_fwd_tiled", NULL, ".maxnreg 128"},
