@@ -36,7 +36,7 @@
  * -DHB_BK=16 or 64, -DHB_STAGES=2..6, -DHB_PIPE=0, -DHB_FRAG_LATE=1, -DHB_FAST=0,
  * -DHB_NOLOAD=1 (wrong results). Local memory holds HB_STAGES x (HB_BM + HB_BN) x HB_BK
  * values: 48 KB by default, 96 KB in the wide build; NVIDIA's driver builds and runs static
- * local arrays past 48 KB (128 KB ran on the H100). */
+ * local arrays past 48 KB (147 KB ran on the H100). */
 #define HB_BM 128
 #ifndef HB_BN
 #define HB_BN 128
