@@ -306,21 +306,25 @@ nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile) {
     items = 256;
     NC_TRY(nc_cl_fast_kernel(dev, layout_slot(g, tile), g->precision, &k));
   }
+  const int bm = fast_tiles[tile].bm, bn = fast_tiles[tile].bn;
   int64_t kchunk = 0, splits = chosen ? k_splits(g, dev, tile, &kchunk) : 1;
   if (splits == 1)
-    return launch_fast(g, k, fast_tiles[tile].bm, fast_tiles[tile].bn, items, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb, nc_cl_mem(g->c), g->c_off,
-                       g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
+    return launch_fast(g, k, bm, bn, items, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb,
+                       nc_cl_mem(g->c), g->c_off, g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta,
+                       g->bias != NULL);
   /* the chunks of kchunk as one batched launch; a last, shorter chunk as a second */
-  const int64_t mn = g->m * g->n, last = g->k - (splits - 1) * kchunk, full = last == kchunk ? splits : splits - 1;
+  const int64_t mn = g->m * g->n, last = g->k - (splits - 1) * kchunk,
+                full = last == kchunk ? splits : splits - 1;
   const int64_t wshape[1] = {splits * mn};
   nc_tensor *ws = NULL;
   NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   cl_mem wsm = nc_cl_mem(ws);
-  nc_status s = launch_fast(g, k, fast_tiles[tile].bm, fast_tiles[tile].bn, items, kchunk, g->a_off, g->b_off, full, kchunk * g->a_sk, kchunk * g->b_sk, wsm,
-                            0, mn, g->n, 1, 0, false);
+  nc_status s = launch_fast(g, k, bm, bn, items, kchunk, g->a_off, g->b_off, full, kchunk * g->a_sk,
+                            kchunk * g->b_sk, wsm, 0, mn, g->n, 1, 0, false);
   if (s == NC_OK && full < splits)
-    s = launch_fast(g, k, fast_tiles[tile].bm, fast_tiles[tile].bn, items, last, g->a_off + (splits - 1) * kchunk * g->a_sk,
-                    g->b_off + (splits - 1) * kchunk * g->b_sk, 1, 0, 0, wsm, (splits - 1) * mn, mn, g->n, 1, 0, false);
+    s = launch_fast(g, k, bm, bn, items, last, g->a_off + (splits - 1) * kchunk * g->a_sk,
+                    g->b_off + (splits - 1) * kchunk * g->b_sk, 1, 0, 0, wsm, (splits - 1) * mn, mn, g->n, 1,
+                    0, false);
   const nc_cl_handle *sum = NULL;
   if (s == NC_OK) s = nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum);
   if (s == NC_OK) {
@@ -369,7 +373,8 @@ bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
   nc_device *dev = nc_tensor_device(g->c);
   nc_cl_device *cd = dev->impl;
   const nc_dtype ct = g->c->dtype;
-  if (g->a->dtype != NC_BFLOAT16 || g->b->dtype != NC_BFLOAT16 || (ct != NC_BFLOAT16 && ct != NC_FLOAT32)) return false;
+  if (g->a->dtype != NC_BFLOAT16 || g->b->dtype != NC_BFLOAT16 || (ct != NC_BFLOAT16 && ct != NC_FLOAT32))
+    return false;
   if (!nc_cl_gemm_bf16_takes(g) || !layout_fits(g) || !operands_aligned(g, 8)) return false;
   const nc_cl_handle *k;
   const bool f32 = ct == NC_FLOAT32;
@@ -381,11 +386,14 @@ bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
   static const nc_cl_slot slots[2][2] = {{NC_CL_K_GEMM_BF16_RR, NC_CL_K_GEMM_BF16F_RR},
                                          {NC_CL_K_GEMM_BF16W_RR, NC_CL_K_GEMM_BF16FW_RR}};
   /* a driver that refuses the wide tile (its local memory) leaves the 128 x 128 one */
-  if (wide && !tensor_core_kernel(dev, slots[1][f32] + layout_of(g), opts[1][f32], 4 + f32, &cd->gemm_bf16_wide, &k))
+  if (wide &&
+      !tensor_core_kernel(dev, slots[1][f32] + layout_of(g), opts[1][f32], 4 + f32, &cd->gemm_bf16_wide, &k))
     wide = false;
-  if (!wide && !tensor_core_kernel(dev, slots[0][f32] + layout_of(g), opts[0][f32], 2 + f32, &cd->gemm_bf16, &k))
+  if (!wide &&
+      !tensor_core_kernel(dev, slots[0][f32] + layout_of(g), opts[0][f32], 2 + f32, &cd->gemm_bf16, &k))
     return false;
-  *st = launch_fast(g, k, 128, wide ? 256 : 128, BF16_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb, g->b_sb,
-                    nc_cl_mem(g->c), g->c_off, g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta, g->bias != NULL);
+  *st = launch_fast(g, k, 128, wide ? 256 : 128, BF16_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb,
+                    g->b_sb, nc_cl_mem(g->c), g->c_off, g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta,
+                    g->bias != NULL);
   return true;
 }
