@@ -170,26 +170,17 @@ inline void hb_copy16_full(__local ushort *dst, __global const ushort *src) {
  * (M-major), Bb likewise for B at n0. A tile inside both operands (hb_full_: the work-group's
  * rows and columns all inside C, and a K tile below K / HB_BK) copies from the addresses that
  * HB_FAST_SETUP computed once (HB_FCOPY); others check every chunk (HB_COPY). */
-#if HB_FAST
 #define HB_LOAD(st, kt, A_K, B_K)                                                                  \
   {                                                                                              \
     const int k0_ = (kt) * HB_BK;                                                                 \
     __local ushort *sa_ = smem + (st) * HB_STAGE, *sb_ = sa_ + HB_BM * HB_BK;                     \
-    if (hb_full_ && (kt) < hb_kfull_) {                                                          \
+    if (HB_FAST && hb_full_ && (kt) < hb_kfull_) {                                               \
       HB_FCOPY(A_K, sa_, Ab, lda, ha_, HB_BM)                                                    \
       HB_FCOPY(B_K, sb_, Bb, ldb, hbb_, HB_BN)                                                   \
     } else {                                                                                     \
       HB_LOAD_ALL(A_K, B_K)                                                                      \
     }                                                                                            \
   }
-#else
-#define HB_LOAD(st, kt, A_K, B_K)                                                                  \
-  {                                                                                              \
-    const int k0_ = (kt) * HB_BK;                                                                 \
-    __local ushort *sa_ = smem + (st) * HB_STAGE, *sb_ = sa_ + HB_BM * HB_BK;                     \
-    HB_LOAD_ALL(A_K, B_K)                                                                        \
-  }
-#endif
 #define HB_LOAD_ALL(A_K, B_K)                                                                      \
   _Pragma("unroll") for (int i_ = 0; i_ < HB_BM * HB_BK / 8 / HB_ITEMS; i_++) {                   \
     const int c_ = lid + i_ * HB_ITEMS;                                                          \
@@ -204,11 +195,6 @@ inline void hb_copy16_full(__local ushort *dst, __global const ushort *src) {
  * chunk lid's, in global memory and in local memory alike, since the chunk swizzles depend on
  * a row's index modulo 8 only (HB_FROWS is a multiple of 8). p##src: chunk lid's offset from Ab or
  * Bb at k 0; p##dst: its place in a stage; p##step: the rows' offset in global memory. */
-#if HB_FAST
-#define HB_FAST_DECL(A_K, B_K) HB_FAST_SETUP(A_K, B_K)
-#else
-#define HB_FAST_DECL(A_K, B_K)
-#endif
 #define HB_FROWS(KMAJ, W) ((KMAJ) ? HB_ITEMS >> HB_KSH : HB_ITEMS / ((W) / 8))
 #define HB_FAST_SETUP1(KMAJ, p, ld, W)                                                             \
   const int p##r_ = (KMAJ) ? lid >> HB_KSH : lid / ((W) / 8);                                    \
@@ -411,7 +397,7 @@ inline void hb_copy16_full(__local ushort *dst, __global const ushort *src) {
     HB_UNROLL for (int j = 0; j < HB_FJ; j++)                                            \
       HB_UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
   const int ntiles = (K + HB_BK - 1) / HB_BK, a_k_ = (A_K), b_k_ = (B_K);                        \
-  HB_FAST_DECL(A_K, B_K)                                                                         \
+  HB_FAST_SETUP(A_K, B_K)                                                                        \
   (void)a_k_, (void)b_k_; /* the emulation's */                                                  \
   uint fa0[4][4], fb0[HB_FJ / 2][4], fa1[4][4], fb1[HB_FJ / 2][4];                               \
   HB_UNROLL for (int s = 0; s < HB_STAGES - 1; s++) {                                            \
