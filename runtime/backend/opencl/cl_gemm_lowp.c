@@ -64,16 +64,24 @@ static bool medium_as_bf16(const nc_gemm_desc *g, nc_status *st) {
   if (10 * ((m + 127) / 128) * ((n + 127) / 128) * g->batch < 19 * nc_cl_compute_units(nc_tensor_device(g->c)))
     return false;
   const int64_t ba = g->a_sb != 0 ? g->batch : 1, bb = g->b_sb != 0 ? g->batch : 1;
-  const int64_t lda = (k + 7) / 8 * 8, ldb = (n + 7) / 8 * 8; /* 8 bfloat16: 16 bytes */
+  /* Each temporary keeps its operand's orientation, since the kernel reads every layout alike
+   * and a transposing copy is slow (docs/performance.md): A as [M, K] or A^T as [K, M], B as
+   * [K, N] or B^T as [N, K], its rows 8 bfloat16 (16 bytes) apart. */
+  const bool a_mmaj = g->a_sm == 1 && g->a_sk != 1, b_kmaj = g->b_sk == 1 && g->b_sn != 1;
+  const int64_t ar = a_mmaj ? k : m, ac = a_mmaj ? m : k, br = b_kmaj ? n : k, bc = b_kmaj ? k : n;
+  const int64_t lda = (ac + 7) / 8 * 8, ldb = (bc + 7) / 8 * 8;
   nc_tensor *ha = NULL, *hb = NULL;
-  nc_status s = convert(g->a, NC_BFLOAT16, true, ba, m, k, lda, g->a_off, g->a_sb, g->a_sm, g->a_sk, &ha, NULL);
-  if (s == NC_OK) s = convert(g->b, NC_BFLOAT16, true, bb, k, n, ldb, g->b_off, g->b_sb, g->b_sk, g->b_sn, &hb, NULL);
+  nc_status s = convert(g->a, NC_BFLOAT16, true, ba, ar, ac, lda, g->a_off, g->a_sb,
+                        a_mmaj ? g->a_sk : g->a_sm, a_mmaj ? g->a_sm : g->a_sk, &ha, NULL);
+  if (s == NC_OK)
+    s = convert(g->b, NC_BFLOAT16, true, bb, br, bc, ldb, g->b_off, g->b_sb, b_kmaj ? g->b_sn : g->b_sk,
+                b_kmaj ? g->b_sk : g->b_sn, &hb, NULL);
   bool ran = true;
   if (s == NC_OK) {
     nc_gemm_desc f = *g;
     f.a = ha, f.b = hb;
-    f.a_off = 0, f.a_sb = ba > 1 ? m * lda : 0, f.a_sm = lda, f.a_sk = 1;
-    f.b_off = 0, f.b_sb = bb > 1 ? k * ldb : 0, f.b_sk = ldb, f.b_sn = 1;
+    f.a_off = 0, f.a_sb = ba > 1 ? ar * lda : 0, f.a_sm = a_mmaj ? 1 : lda, f.a_sk = a_mmaj ? lda : 1;
+    f.b_off = 0, f.b_sb = bb > 1 ? br * ldb : 0, f.b_sk = b_kmaj ? 1 : ldb, f.b_sn = b_kmaj ? ldb : 1;
     ran = nc_cl_gemm_bf16_mma(&f, &s);
   }
   nc_tensor_release(ha);
