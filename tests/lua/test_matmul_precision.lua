@@ -148,6 +148,14 @@ function TestMatmulPrecision:test_products_within_bound()
   local a64, b64 = rand({3, 70, 90}, 7):double(), rand({3, 90, 150}, 8):double()
   local got = with_precision(mode, function() return a64:float():to(dev):matmul(b64:float():to(dev)) end)
   within(got, a64:matmul(b64), a64:abs():matmul(b64:abs()), 90, "batched", mode)
+  -- batched with both operands transposed in storage: tiles enough (6) that "medium" rounds them
+  -- into bfloat16 temporaries in their own orientation, with their own batch strides
+  local at64, bt64 = rand({3, 90, 70}, 14):double(), rand({3, 150, 90}, 15):double()
+  local ta64, tb64 = at64:transpose(2, 3), bt64:transpose(2, 3)
+  got = with_precision(mode, function()
+    return at64:float():to(dev):transpose(2, 3):matmul(bt64:float():to(dev):transpose(2, 3))
+  end)
+  within(got, ta64:matmul(tb64), ta64:abs():matmul(tb64:abs()), 90, "batched, both transposed", mode)
   -- one operand broadcast over the batch (batch stride 0), rows of odd length; tiles enough
   -- (18 of 128 x 128) that "medium" rounds the operands into bfloat16 temporaries on a device
   -- with bfloat16 tensor cores (cl_gemm_lowp.c)
