@@ -300,14 +300,6 @@ inline void hb_copy16_full(__local ushort *dst, __global const ushort *src) {
   }
 #endif
 
-/* The accumulators' loops: unrolled (the accumulators stay in registers), except in
- * the emulation, whose PoCL build takes minutes unrolled. */
-#ifdef NC_MMA_EMULATE
-#define HB_UNROLL _Pragma("unroll 1")
-#else
-#define HB_UNROLL _Pragma("unroll")
-#endif
-
 #define HB_PREV(st) ((st) == 0 ? HB_STAGES - 1 : (st) - 1)
 #define HB_NEXT(st) ((st) == HB_STAGES - 1 ? 0 : (st) + 1)
 #ifdef NC_MMA_EMULATE
@@ -393,14 +385,14 @@ inline void hb_copy16_full(__local ushort *dst, __global const ushort *src) {
   __local uint4 smem4_[HB_STAGES * HB_STAGE / 8];                                                \
   __local ushort *smem = (__local ushort *)smem4_;                                               \
   float acc[4][HB_FJ][4];                                                                            \
-  HB_UNROLL for (int i = 0; i < 4; i++)                                                  \
-    HB_UNROLL for (int j = 0; j < HB_FJ; j++)                                            \
-      HB_UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
+  MMA_UNROLL for (int i = 0; i < 4; i++)                                                  \
+    MMA_UNROLL for (int j = 0; j < HB_FJ; j++)                                            \
+      MMA_UNROLL for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
   const int ntiles = (K + HB_BK - 1) / HB_BK, a_k_ = (A_K), b_k_ = (B_K);                        \
   HB_FAST_SETUP(A_K, B_K)                                                                        \
   (void)a_k_, (void)b_k_; /* the emulation's */                                                  \
   uint fa0[4][4], fb0[HB_FJ / 2][4], fa1[4][4], fb1[HB_FJ / 2][4];                               \
-  HB_UNROLL for (int s = 0; s < HB_STAGES - 1; s++) {                                            \
+  MMA_UNROLL for (int s = 0; s < HB_STAGES - 1; s++) {                                            \
     if (s < ntiles) HB_LOAD(s, s, A_K, B_K)                                                      \
     HB_COMMIT();                                                                                 \
   }                                                                                              \

@@ -201,22 +201,15 @@
   }
 #endif
 
-/* The products' loops: unrolled, except under the emulation, where each inlined emulated
- * mma.sync with its barriers costs PoCL's build seconds (as gemm_tf32.cl's TF_UNROLL). */
-#ifdef NC_MMA_EMULATE
-#define GF_MMA_UNROLL _Pragma("unroll 1")
-#else
-#define GF_MMA_UNROLL _Pragma("unroll")
-#endif
 #define GF_COMPUTE(BM, BN, BK, WM, WN, BUF)                                                       \
   {                                                                                              \
     __local const uint *sa_ = (__local const uint *)(As + (BUF) * (BK) * ((BM) + GF_PAD)) + wm_ * ((BM) / 2) + gq_; \
     __local const uint *sb_ = (__local const uint *)(Bs + (BUF) * (BK) * ((BN) + GF_PAD)) + wn_ * ((BN) / 4) + gq_; \
-    GF_MMA_UNROLL for (int ks_ = 0; ks_ < (BK); ks_ += GF_KSTEP) {                               \
+    MMA_UNROLL for    (int ks_ = 0; ks_ < (BK); ks_ += GF_KSTEP) {                               \
       uint fa_[(BM) / 32][4], fb_[(BN) / 32][2];                                                 \
       GF_FRAGS(BM, BN)                                                                           \
-      GF_MMA_UNROLL for (int i_ = 0; i_ < (BM) / 32; i_++)                                       \
-        GF_MMA_UNROLL for (int j_ = 0; j_ < (BN) / 32; j_++) MMA_SYNC(acc[i_][j_], fa_[i_], fb_[j_]); \
+      MMA_UNROLL for    (int i_ = 0; i_ < (BM) / 32; i_++)                                       \
+        MMA_UNROLL for    (int j_ = 0; j_ < (BN) / 32; j_++) MMA_SYNC(acc[i_][j_], fa_[i_], fb_[j_]); \
     }                                                                                            \
   }
 

@@ -222,18 +222,13 @@ inline void tf_copy16_full(__local float *dst, __global const float *src) {
 
 /* The products of one k step: its fragments rounded to tf32, then 4 x TF_FJ mma.sync (rolled
  * under the emulation, whose barriers in each product take PoCL minutes to build unrolled). */
-#ifdef NC_MMA_EMULATE
-#define TF_UNROLL _Pragma("unroll 1")
-#else
-#define TF_UNROLL _Pragma("unroll")
-#endif
 #define TF_MMA(fa, fb)                                                                             \
   _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
     _Pragma("unroll") for (int e = 0; e < 4; e++) fa[i][e] = tf_round(fa[i][e]);                   \
   _Pragma("unroll") for (int j = 0; j < TF_FJ / 2; j++)                                          \
     _Pragma("unroll") for (int e = 0; e < 4; e++) fb[j][e] = tf_round(fb[j][e]);                   \
-  TF_UNROLL for (int i = 0; i < 4; i++)                                                          \
-    TF_UNROLL for (int j = 0; j < TF_FJ; j++) {                                                  \
+  MMA_UNROLL for (int i = 0; i < 4; i++)                                                          \
+    MMA_UNROLL for (int j = 0; j < TF_FJ; j++) {                                                  \
       const uint b_[2] = {fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]};                  \
       MMA_SYNC(acc[i][j], fa[i], b_);                                                            \
     }

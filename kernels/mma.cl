@@ -46,26 +46,29 @@
 #define MMA_ROW16(A_K, i, h) (wm * 64 + ((A_K) ? (i) * 16 + (h) * 8 + g : (h) * 32 + g * 4 + (i)))
 #define MMA_COL16(B_K, j, e, WN) (wn * (WN) + ((B_K) ? (j) * 8 + t * 2 + (e) : ((j) / 4) * 32 + (t * 2 + (e)) * 4 + (j) % 4))
 
+/* The tensor-core kernels' loops over mma.sync and over guarded stores: unrolled, except under
+ * the emulation, where PoCL takes seconds to minutes to build each inlined copy of an emulated
+ * mma.sync (with its barriers) or of a guarded store (about 100 s for one unrolled epilogue's 128). */
+#ifdef NC_MMA_EMULATE
+#define MMA_UNROLL _Pragma("unroll 1")
+#else
+#define MMA_UNROLL _Pragma("unroll")
+#endif
+
 /* The epilogue of the tensor-core kernels (gemm_mma.cl, gemm_tf32.cl, gemm_bf16.cl): C = alpha
  * acc + beta C (+ bias) for a warp's 4 x FJ accumulator fragments, C and the bias of type T (at
  * batch entry bi of C); ROW(A_K, i, h) is the tile row of row half h of fragment i, COL(B_K, j, e) the tile
  * column of element e of fragment j; CIN(v) and COUT(x) convert T to and from float (MMA_ID for
- * float). Its loops are unrolled, except under the emulation, where PoCL took about 100 s to
- * build one unrolled epilogue's 128 guarded stores. */
-#ifdef NC_MMA_EMULATE
-#define MMA_EPI_UNROLL _Pragma("unroll 1")
-#else
-#define MMA_EPI_UNROLL _Pragma("unroll")
-#endif
+ * float), its loops MMA_UNROLL. */
 #define MMA_ID(x) (x)
 #define MMA_EPILOGUE(T, FJ, ROW, A_K, COL, B_K, CIN, COUT)                                        \
   __global T *Cb = C + c_off + bi * c_sb;                                                        \
   __global const T *biasb = bias + bias_off;                                                     \
-  MMA_EPI_UNROLL for (int i = 0; i < 4; i++)                                                             \
-    MMA_EPI_UNROLL for (int h = 0; h < 2; h++) {                                                         \
+  MMA_UNROLL for (int i = 0; i < 4; i++)                                                             \
+    MMA_UNROLL for (int h = 0; h < 2; h++) {                                                         \
       const int m = m0 + ROW(A_K, i, h);                                                        \
-      MMA_EPI_UNROLL for (int j = 0; j < (FJ); j++)                                                      \
-        MMA_EPI_UNROLL for (int e = 0; e < 2; e++) {                                                     \
+      MMA_UNROLL for (int j = 0; j < (FJ); j++)                                                      \
+        MMA_UNROLL for (int e = 0; e < 2; e++) {                                                     \
           const int n = n0 + COL(B_K, j, e);                                                    \
           if (m < M && n < N) {                                                                 \
             __global T *p_ = Cb + (long)m * c_sm + (long)n * c_sn;                              \
