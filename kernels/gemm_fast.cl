@@ -20,12 +20,6 @@
 #define NC_CAT4__(a, b) a##b
 #define NC_CAT4_(a, b) NC_CAT4__(a, b)
 
-/* n / d for 0 <= n < 2^31 without a division: floor(n m / 2^sh), with the host's m and sh for
- * d (nc_cl_divisor in runtime/backend/opencl/cl_conv.c). The convolutions decode indices this
- * way in every K tile: a division by a run-time value takes NVIDIA's GPUs some twenty
- * instructions. */
-#define NC_DIV(n, m, sh) ((int)(((ulong)(uint)(n) * (m)) >> (sh)))
-
 /* The work-item's place in the 16 x 16 grid of 4 x 4 result blocks: tx along N, ty along M.
  * (Mapping each warp to 8 x 4 blocks instead of 16 x 2, so that a warp's reads of the B tile
  * touch fewer rows, was timed on an H100 and changed nothing: docs/performance.md.) */
@@ -351,20 +345,7 @@ GF_ATTR gemm_fast_l_cc(GEMM_ARGS) { GF_BODY(128, 128, 16, false, false) }
 GF_ATTR gemm_fast_m(GEMM_ARGS) { GF_BODY(128, 64, 16, a_sk == 1, b_sn == 1) }
 GF_ATTR gemm_fast_s(GEMM_ARGS) { GF_BODY(64, 64, 16, a_sk == 1, b_sn == 1) }
 
-/* ---- 2-D convolution on the same main loop (groups of 1, float32) --------------------------- */
-
-/* Mirrors cl_conv.c's fast-path geometry: input [n, c, h, w], weight [o, c, kh, kw], output
- * [n, o, oh, ow]; every product of extents fits in 32 bits (checked by the host). The NC_DIV
- * constants of kw, kh * kw, ow and oh * ow follow (m, then sh, for each). */
-typedef struct {
-  int n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
-  uint kw_m, khw_m, ow_m, ohw_m;
-  int kw_s, khw_s, ow_s, ohw_s;
-} nc_convi;
-#define CV_DIV_KW(n) NC_DIV(n, p.kw_m, p.kw_s)
-#define CV_DIV_KHW(n) NC_DIV(n, p.khw_m, p.khw_s)
-#define CV_DIV_OW(n) NC_DIV(n, p.ow_m, p.ow_s)
-#define CV_DIV_OHW(n) NC_DIV(n, p.ohw_m, p.ohw_s)
+/* ---- 2-D convolution on the same main loop (groups of 1, float32; geometry in mma.cl) ------- */
 
 /* The forward's B operand: column n = (b, oy, ox) of the implicit im2col matrix, row
  * k = (c, i, j). Each work-item reads the same four columns in every K tile (their decoding

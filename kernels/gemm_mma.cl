@@ -42,12 +42,19 @@
 /* the chunk position of chunk c in row k of an M- or N-major tile */
 #define TC_SWZ(c, k) ((c) ^ (((k) >> 1) & 6))
 
-#ifdef NC_MMA_BF16
+#if defined(NC_MMA_BF16) || defined(NC_MMA_TF32)
 
 /* 16 bytes from src (bytes of them, 0..16, the rest zero) to dst, both 16-byte aligned. */
 #if !defined(NC_MMA_EMULATE) && !defined(TC_SYNC_COPY)
 inline void tc_copy16(__local float *dst, __global const float *src, const int bytes) {
   __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"((uint)(ulong)dst), "l"((ulong)src),
+                   "r"(bytes)
+                   : "memory");
+}
+/* 4 bytes from src (bytes 4, or 0: a zero), dst and src 4-byte aligned: the convolutions'
+ * gathers (kernels/conv_mma.cl) */
+inline void tc_copy4(__local float *dst, __global const float *src, const int bytes) {
+  __asm__ volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((uint)(ulong)dst), "l"((ulong)src),
                    "r"(bytes)
                    : "memory");
 }
@@ -61,6 +68,8 @@ inline void tc_copy16(__local float *dst, __global const float *src, const int b
 #else
 #error "gemm_mma.cl: TC_STAGES is 2 or 3"
 #endif
+/* until no copy is in flight */
+#define TC_WAIT_ALL() __asm__ volatile("cp.async.wait_group 0;" ::: "memory")
 #else
 /* Plain copies: the emulation (PoCL in CI), and -DTC_SYNC_COPY=1 (a diagnostic build). */
 inline void tc_copy16(__local float *dst, __global const float *src, const int bytes) {
@@ -73,9 +82,12 @@ inline void tc_copy16(__local float *dst, __global const float *src, const int b
   }
   vstore4(v, 0, dst);
 }
+inline void tc_copy4(__local float *dst, __global const float *src, const int bytes) { *dst = bytes ? *src : 0.0f; }
 #define TC_COMMIT()
 #define TC_WAIT_ALL_BUT_ONE()
+#define TC_WAIT_ALL()
 #endif
+#ifdef NC_MMA_BF16
 #ifndef NC_MMA_EMULATE
 /* lo and hi rounded to bfloat16 (to nearest, ties to even) as one register: lo in bits 0-15 */
 inline uint tc_pack_(const float lo, const float hi) {
@@ -87,6 +99,19 @@ inline uint tc_pack_(const float lo, const float hi) {
 #else
 /* The emulation: the rounding of kernels/mma.cl. */
 #define tc_pack(lo, hi) MMA_PK(as_uint(mma_bf16(lo)), as_uint(mma_bf16(hi)))
+#endif
+#else
+#ifndef NC_MMA_EMULATE
+/* x rounded to tf32 (cvt.rna: to nearest, ties away from zero), as gemm_tf32.cl */
+inline uint tc_tf32_(const float x) {
+  uint r;
+  __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+#define tc_tf32(x) tc_tf32_(x)
+#else
+#define tc_tf32(x) as_uint(mma_tf32(x))
+#endif
 #endif
 
 /* Copies K tile kt (k0 = kt * 16) of both operands into stage st. Ab is A at row m0 (K-major)
@@ -125,14 +150,19 @@ inline uint tc_pack_(const float lo, const float hi) {
 #ifdef TC_NOROUND
 #undef tc_pack
 #define tc_pack(lo, hi) MMA_PK(as_uint(lo), as_uint(hi))
+#undef tc_tf32
+#define tc_tf32(x) as_uint(x)
 #endif
 
 /* The work-item's values of stage st: fa[8] for A, fb[2 * TC_FJ / 2] for B, then
  * TC_A(i, h, kk): A at fragment i (of 4), row half h (rows g, g + 8), k slot kk (k = 4t + kk);
  * TC_B(j, kk): B at fragment j (of TC_FJ), column g, k slot kk. */
-#define TC_READ(st, A_K, B_K)                                                                      \
+#define TC_READ(st, A_K, B_K) TC_READ_AT(smem + (st) * TC_STAGE_FLOATS, smem + (st) * TC_STAGE_FLOATS + TC_BM * TC_BK, A_K, B_K)
+/* The same from the A tile at sa and the B tile at sb (an M-major A tile TC_BM wide, an N-major B
+ * tile TC_BN wide). */
+#define TC_READ_AT(sa, sb, A_K, B_K)                                                               \
   {                                                                                              \
-    __local const float *sa_ = smem + (st) * TC_STAGE_FLOATS, *sb_ = sa_ + TC_BM * TC_BK;        \
+    __local const float *sa_ = (sa), *sb_ = (sb);                                                \
     _Pragma("unroll") for (int u_ = 0; u_ < 8; u_++) {                                           \
       if (A_K) /* u_ = 2i + h: row wm*64 + 16i + 8h + g, chunk t */                              \
         fa[u_] = *(__local const float4 *)(sa_ + (wm * 64 + (u_ >> 1) * 16 + (u_ & 1) * 8 + g) * 16 + t * 4); \
@@ -155,12 +185,25 @@ inline uint tc_pack_(const float lo, const float hi) {
 
 /* The products of one stage's values. Unrolled (the accumulators and fragments stay in
  * registers), except under the emulation, whose barriers in each product make an unrolled
- * kernel take PoCL many minutes to compile. */
-#ifdef NC_MMA_EMULATE
-#define TC_UNROLL _Pragma("unroll 1")
+ * kernel take PoCL many minutes to compile. bfloat16 (m16n8k16): one k step, whose slots 2t,
+ * 2t + 1, 2t + 8, 2t + 9 are k = 4t .. 4t + 3; tf32 (m16n8k8, the convolutions of "high",
+ * conv_mma.cl): two k steps s, whose slots t and t + 4 are k = 4t + 2s and 4t + 2s + 1. */
+#define TC_UNROLL MMA_UNROLL
+#ifdef NC_MMA_TF32
+#define TC_PRODUCTS(A_K, B_K)                                                                      \
+  TC_UNROLL for (int s = 0; s < 2; s++) {                                                        \
+    uint b_[TC_FJ][2];                                                                           \
+    _Pragma("unroll") for (int j = 0; j < TC_FJ; j++) {                                          \
+      b_[j][0] = tc_tf32(TC_B(B_K, j, 2 * s));                                                   \
+      b_[j][1] = tc_tf32(TC_B(B_K, j, 2 * s + 1));                                               \
+    }                                                                                            \
+    TC_UNROLL for (int i = 0; i < 4; i++) {                                                      \
+      const uint a_[4] = {tc_tf32(TC_A(A_K, i, 0, 2 * s)), tc_tf32(TC_A(A_K, i, 1, 2 * s)),        \
+                          tc_tf32(TC_A(A_K, i, 0, 2 * s + 1)), tc_tf32(TC_A(A_K, i, 1, 2 * s + 1))}; \
+      TC_UNROLL for (int j = 0; j < TC_FJ; j++) MMA_SYNC(acc[i][j], a_, b_[j]);                  \
+    }                                                                                            \
+  }
 #else
-#define TC_UNROLL _Pragma("unroll")
-#endif
 #define TC_PRODUCTS(A_K, B_K)                                                                      \
   TC_UNROLL for (int i = 0; i < 4; i++) {                                                \
     const uint a_[4] = {tc_pack(TC_A(A_K, i, 0, 0), TC_A(A_K, i, 0, 1)), tc_pack(TC_A(A_K, i, 1, 0), TC_A(A_K, i, 1, 1)), \
@@ -170,6 +213,7 @@ inline uint tc_pack_(const float lo, const float hi) {
       MMA_SYNC(acc[i][j], a_, b_);                                                               \
     }                                                                                            \
   }
+#endif
 
 /* where the results lie in the tile (mma.cl) */
 #define TC_ROW(A_K, i, h) MMA_ROW16(A_K, i, h)
@@ -208,10 +252,12 @@ inline uint tc_pack_(const float lo, const float hi) {
 
 /* Grid: (ceil(N/128) * TC_ITEMS, ceil(M/128), batch); local (TC_ITEMS, 1, 1). gemm_mma_<a><b>: a
  * is r when A's rows are contiguous (a_sk == 1), else c; b is r when B's rows are (b_sn == 1). */
+#if defined(NC_MMA_BF16) && !defined(TC_CONV) /* the convolutions' programs (conv_mma.cl) build none */
 #define TC_ATTR __kernel __attribute__((reqd_work_group_size(TC_ITEMS, 1, 1))) void
 TC_ATTR gemm_mma_rr(GEMM_ARGS) { TC_BODY(1, 0) }
 TC_ATTR gemm_mma_rc(GEMM_ARGS) { TC_BODY(1, 1) }
 TC_ATTR gemm_mma_cr(GEMM_ARGS) { TC_BODY(0, 0) }
 TC_ATTR gemm_mma_cc(GEMM_ARGS) { TC_BODY(0, 1) }
+#endif
 
 #endif

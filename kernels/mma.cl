@@ -80,6 +80,28 @@
         }                                                                                       \
     }
 
+/* ---- the convolutions' geometry (gemm_fast.cl and conv_mma.cl) ---------------------------- */
+
+/* n / d for 0 <= n < 2^31 without a division: floor(n m / 2^sh), with the host's m and sh for
+ * d (nc_cl_divisor in runtime/backend/opencl/cl_conv.c). The convolutions decode indices this
+ * way in every K tile: a division by a run-time value takes NVIDIA's GPUs some twenty
+ * instructions. */
+#define NC_DIV(n, m, sh) ((int)(((ulong)(uint)(n) * (m)) >> (sh)))
+
+/* Mirrors cl_conv.c's cl_convi, the geometry of the large-tile convolutions: input [n, c, h, w],
+ * weight [o, c, kh, kw], output [n, o, oh, ow]; every product of extents fits in 32 bits (checked
+ * by the host). The NC_DIV constants of kw, kh * kw, ow and oh * ow follow (m, then sh, for
+ * each). */
+typedef struct {
+  int n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
+  uint kw_m, khw_m, ow_m, ohw_m;
+  int kw_s, khw_s, ow_s, ohw_s;
+} nc_convi;
+#define CV_DIV_KW(n) NC_DIV(n, p.kw_m, p.kw_s)
+#define CV_DIV_KHW(n) NC_DIV(n, p.khw_m, p.khw_s)
+#define CV_DIV_OW(n) NC_DIV(n, p.ow_m, p.ow_s)
+#define CV_DIV_OHW(n) NC_DIV(n, p.ohw_m, p.ohw_s)
+
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)
 

@@ -179,6 +179,8 @@ function TestMatmulPrecision:test_convolution_passes_within_bound()
     {x = {4, 16, 13, 11}, w = {40, 16, 3, 3}, o = {padding = 1}},
     {x = {3, 8, 15, 15}, w = {130, 8, 3, 3}, o = {padding = 1, stride = 2}},
     {x = {2, 24, 9, 9}, w = {72, 24, 1, 1}, o = {}},
+    {x = {3, 12, 8, 6}, w = {20, 12, 3, 3}, o = {padding = 2, dilation = 2}},
+    {x = {2, 8, 32, 32}, w = {16, 8, 3, 3}, o = {padding = 1}}, -- a weight gradient split along K
   }
   for i, s in ipairs(shapes) do
     local x64, w64 = rand(s.x, 20 + i):double(), rand(s.w, 40 + i):double()

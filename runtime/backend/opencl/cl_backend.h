@@ -136,6 +136,14 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(GEMM_MMA_BF_RC, "mma+gemm_mma", "gemm_mma_rc", TILED)                    \
   X(GEMM_MMA_BF_CR, "mma+gemm_mma", "gemm_mma_cr", TILED)                    \
   X(GEMM_MMA_BF_CC, "mma+gemm_mma", "gemm_mma_cc", TILED)                    \
+  X(CONV_MMA_TF_FWD_S, "mma+gemm_mma+conv_mma", "conv_mma_fwd_s", TILED)     \
+  X(CONV_MMA_TF_FWD_L, "mma+gemm_mma+conv_mma", "conv_mma_fwd_l", TILED)     \
+  X(CONV_MMA_TF_WGRAD_S, "mma+gemm_mma+conv_mma", "conv_mma_wgrad_s", TILED) \
+  X(CONV_MMA_TF_WGRAD_L, "mma+gemm_mma+conv_mma", "conv_mma_wgrad_l", TILED) \
+  X(CONV_MMA_BF_FWD_S, "mma+gemm_mma+conv_mma", "conv_mma_fwd_s", TILED)     \
+  X(CONV_MMA_BF_FWD_L, "mma+gemm_mma+conv_mma", "conv_mma_fwd_l", TILED)     \
+  X(CONV_MMA_BF_WGRAD_S, "mma+gemm_mma+conv_mma", "conv_mma_wgrad_s", TILED) \
+  X(CONV_MMA_BF_WGRAD_L, "mma+gemm_mma+conv_mma", "conv_mma_wgrad_l", TILED) \
   X(GEMM_TF32_RR, "mma+gemm_tf32", "gemm_tf32_rr", TILED)                    \
   X(GEMM_TF32_RC, "mma+gemm_tf32", "gemm_tf32_rc", TILED)                    \
   X(GEMM_TF32_CR, "mma+gemm_tf32", "gemm_tf32_cr", TILED)                    \
@@ -250,6 +258,10 @@ typedef struct {
    * either program fails to build (the precisions then stay on gemm_fast.cl's tensor-core
    * builds). */
   bool mma_async;
+  /* The convolutions on the same pipeline (kernels/conv_mma.cl, tf32 and bfloat16 builds): set
+   * with info.tf32, cleared when either program fails to build (they then stay on gemm_fast.cl's
+   * tensor-core builds). */
+  bool mma_conv;
   bool mma_attention; /* kernels/attention_mma.cl builds (cleared when the driver refuses it) */
   bool gemm_bf16;     /* kernels/gemm_bf16.cl builds (set with info.bf16_mma, cleared when refused) */
   bool gemm_bf16_wide; /* its 128 x 256 tile builds (96 KB of local memory; cleared when refused) */

@@ -114,15 +114,49 @@ static nc_cl_slot tile_slot(conv_tile t, nc_cl_slot s, nc_cl_slot w, nc_cl_slot 
   return t == CONV_TILE_L ? l : t == CONV_TILE_W ? w : s;
 }
 
-/* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]). */
+/* ---- the tensor-core kernels with asynchronous copies (kernels/conv_mma.cl) ------------------ */
+
+/* Their tile: 64 x 128 (two warps, the _s kernels) for at most 64 rows (output channels, or
+ * input channels for an input gradient), else 128 x 128 (four warps, _l); the work-group has BM
+ * work-items. */
+enum { MMA_BN = 128 };
+static int64_t mma_bm(int64_t m) { return m > 64 ? 128 : 64; }
+
+/* The conv_mma.cl kernel for precision prec and m rows, the forward (wgrad false) or the weight
+ * gradient: the bfloat16 build under "medium" where the device has bfloat16 mma.sync, else tf32;
+ * none (false) under "highest", without tensor cores, or where the device refused the program. */
+static bool mma_kernel(nc_device *dev, nc_precision prec, bool wgrad, int64_t m, const nc_cl_handle **k) {
+  nc_cl_device *cd = dev->impl;
+  if (prec == NC_PRECISION_HIGHEST || !dev->info.tf32 || !__atomic_load_n(&cd->mma_conv, __ATOMIC_ACQUIRE))
+    return false;
+  const int which = (wgrad ? 2 : 0) + (mma_bm(m) == 128);
+  _Static_assert(NC_CL_K_CONV_MMA_TF_WGRAD_L - NC_CL_K_CONV_MMA_TF_FWD_S == 3 &&
+                     NC_CL_K_CONV_MMA_BF_WGRAD_L - NC_CL_K_CONV_MMA_BF_FWD_S == 3,
+                 "conv_mma_<fwd|wgrad>_<s|l>");
+  if (prec == NC_PRECISION_MEDIUM && dev->info.bf16_mma)
+    return nc_cl_tensor_core_kernel(dev, NC_CL_K_CONV_MMA_BF_FWD_S + which, "-DNC_MMA_BF16=1 -DTC_CONV=1", 2,
+                                    &cd->mma_conv, k);
+  return nc_cl_tensor_core_kernel(dev, NC_CL_K_CONV_MMA_TF_FWD_S + which, "-DNC_MMA_TF32=1 -DTC_CONV=1", 1,
+                                  &cd->mma_conv, k);
+}
+
+/* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]): conv_mma.cl's
+ * forward under the tensor-core precisions where the weights' rows (c kh kw floats) start
+ * 16-byte aligned, else gemm_fast.cl's (its tensor-core build under those precisions). */
 static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm,
                               cl_int has_bias, cl_mem ym) {
   const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow;
-  const conv_tile tile = pick_tile(dev, m, n, false, prec);
+  nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(xm), NC_CL_ARG(wm), NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
   const nc_cl_handle *k;
+  if ((int64_t)g->c * g->kh * g->kw % 4 == 0 && n + MMA_BN < ((int64_t)1 << 31) && mma_kernel(dev, prec, false, m, &k)) {
+    const int64_t bm_ = mma_bm(m);
+    size_t local[3] = {(size_t)bm_, 1, 1};
+    size_t global[3] = {(size_t)((n + MMA_BN - 1) / MMA_BN * bm_), (size_t)((m + bm_ - 1) / bm_), 1};
+    return nc_cl_launch_nd(dev, k->kernel, 6, args, 3, global, local);
+  }
+  const conv_tile tile = pick_tile(dev, m, n, false, prec);
   NC_TRY(nc_cl_fast_kernel(dev, tile_slot(tile, NC_CL_K_CONV_FAST_S, NC_CL_K_CONV_FAST_W, NC_CL_K_CONV_FAST_L), prec, &k));
   const int64_t bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn;
-  nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(xm), NC_CL_ARG(wm), NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
   size_t local[3] = {256, 1, 1};
   size_t global[3] = {(size_t)((n + bn_ - 1) / bn_) * 256, (size_t)((m + bm_ - 1) / bm_), 1};
   return nc_cl_launch_nd(dev, k->kernel, 6, args, 3, global, local);
@@ -155,8 +189,19 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   nc_device *dev = nc_tensor_device(dw);
   const cl_convi g = geometry_i(p);
   const int64_t m = g.o, n = (int64_t)g.c * g.kh * g.kw, kt = (int64_t)g.n * g.oh * g.ow;
-  const conv_tile tile = pick_tile(dev, m, n, true, p->precision);
-  const int64_t bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn;
+  /* conv_mma.cl's weight gradient under the tensor-core precisions where dY's rows of four
+   * pixels start 16-byte aligned (oh ow a multiple of 4), else gemm_fast.cl's */
+  const nc_cl_handle *k;
+  int64_t bm_, bn_, items;
+  if ((g.oh * g.ow) % 4 == 0 && mma_kernel(dev, p->precision, true, m, &k)) {
+    bm_ = items = mma_bm(m), bn_ = MMA_BN;
+  } else {
+    const conv_tile tile = pick_tile(dev, m, n, true, p->precision);
+    NC_TRY(nc_cl_fast_kernel(
+        dev, tile_slot(tile, NC_CL_K_CONV_WGRAD_FAST_S, NC_CL_K_CONV_WGRAD_FAST_W, NC_CL_K_CONV_WGRAD_FAST_L),
+        p->precision, &k));
+    bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn, items = 256;
+  }
   /* Split K so that the grid gives every compute unit about two work-groups. */
   const int64_t tiles = ((m + bm_ - 1) / bm_) * ((n + bn_ - 1) / bn_);
   int64_t kc = 0;
@@ -167,15 +212,11 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
     int64_t wshape[1] = {splits * m * n};
     NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   }
-  const nc_cl_handle *k;
-  nc_status s = nc_cl_fast_kernel(
-      dev, tile_slot(tile, NC_CL_K_CONV_WGRAD_FAST_S, NC_CL_K_CONV_WGRAD_FAST_W, NC_CL_K_CONV_WGRAD_FAST_L), p->precision,
-      &k);
   cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), dwm = nc_cl_mem(dw), wsm = ws ? nc_cl_mem(ws) : dwm;
   nc_cl_arg args[] = {NC_CL_ARG(g), NC_CL_ARG(kchunk), NC_CL_ARG(dym), NC_CL_ARG(xm), NC_CL_ARG(wsm)};
-  size_t local[3] = {256, 1, 1};
-  size_t global[3] = {(size_t)((n + bn_ - 1) / bn_) * 256, (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
-  if (s == NC_OK) s = nc_cl_launch_nd(dev, k->kernel, 5, args, 3, global, local);
+  size_t local[3] = {(size_t)items, 1, 1};
+  size_t global[3] = {(size_t)((n + bn_ - 1) / bn_ * items), (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
+  nc_status s = nc_cl_launch_nd(dev, k->kernel, 5, args, 3, global, local);
   if (s == NC_OK && ws) {
     const nc_cl_handle *sum;
     s = nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum);

@@ -127,6 +127,7 @@ static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
   info->tf32 = nv >= 8 || nc_cl_mma_emulated();
   info->bf16_mma = info->tf32;
   cd->mma_async = info->tf32;
+  cd->mma_conv = info->tf32;
   cd->mma_attention = info->tf32;
   cd->gemm_bf16 = info->bf16_mma;
   cd->gemm_bf16_wide = info->bf16_mma;

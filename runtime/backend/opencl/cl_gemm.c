@@ -115,9 +115,7 @@ bool nc_cl_mma_emulated(void) {
   return e && strcmp(e, "1") == 0;
 }
 
-/* The tensor-core build of slot (mode: -DNC_MMA_TF32 or -DNC_MMA_BF16, marked by tiles {mark})
- * while *capable holds; a build the driver refuses clears *capable. Whether *out was set. */
-static bool tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode, int mark, bool *capable,
+bool nc_cl_tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode, int mark, bool *capable,
                                const nc_cl_handle **out) {
   char opts[96];
   snprintf(opts, sizeof opts, "%s%s", mode, nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "");
@@ -150,9 +148,9 @@ nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precis
     default: return nc_error(NC_ERR_ARG, "OpenCL slot %d has no tensor-core variant", (int)slot);
   }
   /* "medium": bfloat16 mma.sync; a driver that refuses it leaves "high"'s tf32 */
-  if (precision == NC_PRECISION_MEDIUM && tensor_core_kernel(dev, bf, "-DNC_MMA_BF16=1", 2, &dev->info.bf16_mma, out))
+  if (precision == NC_PRECISION_MEDIUM && nc_cl_tensor_core_kernel(dev, bf, "-DNC_MMA_BF16=1", 2, &dev->info.bf16_mma, out))
     return NC_OK;
-  if (precision != NC_PRECISION_HIGHEST && tensor_core_kernel(dev, tc, "-DNC_MMA_TF32=1", 1, &dev->info.tf32, out))
+  if (precision != NC_PRECISION_HIGHEST && nc_cl_tensor_core_kernel(dev, tc, "-DNC_MMA_TF32=1", 1, &dev->info.tf32, out))
     return NC_OK;
   return nc_cl_handle_get(dev, slot, NC_FLOAT32, out);
 }
@@ -289,9 +287,9 @@ static size_t mma_async_kernel(const nc_gemm_desc *g, nc_device *dev, const nc_c
   if (!operands_aligned(g, 4)) return 0;
   const int layout = layout_of(g);
   if (g->precision == NC_PRECISION_MEDIUM && dev->info.bf16_mma &&
-      tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_BF_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->mma_async, out))
+      nc_cl_tensor_core_kernel(dev, NC_CL_K_GEMM_MMA_BF_RR + layout, "-DNC_MMA_BF16=1", 2, &cd->mma_async, out))
     return MMA_ASYNC_ITEMS;
-  return tensor_core_kernel(dev, NC_CL_K_GEMM_TF32_RR + layout, "-DNC_MMA_TF32=1", 1, &cd->mma_async, out) ? TF32_ITEMS
+  return nc_cl_tensor_core_kernel(dev, NC_CL_K_GEMM_TF32_RR + layout, "-DNC_MMA_TF32=1", 1, &cd->mma_async, out) ? TF32_ITEMS
                                                                                                            : 0;
 }
 
@@ -387,10 +385,10 @@ bool nc_cl_gemm_bf16_mma(const nc_gemm_desc *g, nc_status *st) {
                                          {NC_CL_K_GEMM_BF16W_RR, NC_CL_K_GEMM_BF16FW_RR}};
   /* a driver that refuses the wide tile (its local memory) leaves the 128 x 128 one */
   if (wide &&
-      !tensor_core_kernel(dev, slots[1][f32] + layout_of(g), opts[1][f32], 4 + f32, &cd->gemm_bf16_wide, &k))
+      !nc_cl_tensor_core_kernel(dev, slots[1][f32] + layout_of(g), opts[1][f32], 4 + f32, &cd->gemm_bf16_wide, &k))
     wide = false;
   if (!wide &&
-      !tensor_core_kernel(dev, slots[0][f32] + layout_of(g), opts[0][f32], 2 + f32, &cd->gemm_bf16, &k))
+      !nc_cl_tensor_core_kernel(dev, slots[0][f32] + layout_of(g), opts[0][f32], 2 + f32, &cd->gemm_bf16, &k))
     return false;
   *st = launch_fast(g, k, 128, wide ? 256 : 128, BF16_ITEMS, g->k, g->a_off, g->b_off, g->batch, g->a_sb,
                     g->b_sb, nc_cl_mem(g->c), g->c_off, g->c_sb, g->c_sm, g->c_sn, (cl_float)g->beta,

@@ -64,6 +64,11 @@ nc_status nc_cl_fast_kernel(nc_device *dev, nc_cl_slot slot, nc_precision precis
  * tensor-core kernels compute mma.sync through local memory (kernels/gemm_fast.cl), so that
  * their tiling and indexing run against the CPU backend on devices without tensor cores. */
 bool nc_cl_mma_emulated(void);
+/* The tensor-core build of slot (mode: "-DNC_MMA_TF32=1" or "-DNC_MMA_BF16=1" and any further
+ * options, marked by tiles {mark}; the emulation's option added under NETCL_MMA_EMULATE=1) while
+ * *capable holds; a build the driver refuses clears *capable. Whether *out was set. */
+bool nc_cl_tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode, int mark, bool *capable,
+                              const nc_cl_handle **out);
 bool nc_cl_gemm_fast_fits(const nc_gemm_desc *g);
 /* A product of bfloat16 operands on the tensor-core kernel kernels/gemm_bf16.cl, into a
  * bfloat16 C (or a float32 one: the "medium" products of float32 tensors, cl_gemm_lowp.c), where
