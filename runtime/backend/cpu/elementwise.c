@@ -493,7 +493,8 @@ static nc_status binary_half(nc_op op, nc_tensor *out, const nc_operand *a, cons
   char *D = base_of(out);
   const uint16_t *A = a->t ? base_of(a->t) : NULL, *B = b->t ? base_of(b->t) : NULL;
   const size_t es = nc_dtype_size(out->dtype);
-  const int64_t ds = it.strides[0][it.ndim - 1], as = it.strides[1][it.ndim - 1], bs = it.strides[2][it.ndim - 1];
+  const int64_t ds = it.strides[0][it.ndim - 1], as = it.strides[1][it.ndim - 1],
+                bs = it.strides[2][it.ndim - 1];
   bool ok = true;
   NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, reduction(&& : ok), blk, nblk, {
     int64_t o[3], len;

@@ -362,7 +362,8 @@ nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *optio
         break;
     }
   }
-  if (strcmp(program, "elementwise") == 0 && nc_dtype_is_storage(dt)) program = EW_STORAGE_PROGRAM, opts = EW_STORAGE_OPTIONS;
+  if (strcmp(program, "elementwise") == 0 && nc_dtype_is_storage(dt))
+    program = EW_STORAGE_PROGRAM, opts = EW_STORAGE_OPTIONS;
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
   pthread_mutex_lock(&cd->programs_lock);
