@@ -49,6 +49,24 @@ inline float nc_from_f16(ushort h) {
 #define WRITE_bfloat16(v) nc_to_bf16(v)
 #define WRITE_float16(v) nc_to_f16(v)
 
+/* 4-vectors of storage elements at p (4-element aligned) as float4, and back: NC_HALF_LOAD4(N, T,
+ * p), NC_HALF_STORE4(N, T, p, r) (the elementwise kernels' vector loads: elementwise.cl). */
+#define HALF_VEC4(N)                                                                               \
+  inline float4 nc_load4_##N(__global const ushort *p) {                                          \
+    const ushort4 h = *(__global const ushort4 *)p;                                                \
+    return (float4)(READ_##N(h.s0), READ_##N(h.s1), READ_##N(h.s2), READ_##N(h.s3));               \
+  }                                                                                                \
+  inline void nc_store4_##N(__global ushort *p, float4 r) {                                        \
+    *(__global ushort4 *)p = (ushort4)(WRITE_##N(r.s0), WRITE_##N(r.s1), WRITE_##N(r.s2), WRITE_##N(r.s3)); \
+  }
+HALF_VEC4(bfloat16)
+HALF_VEC4(float16)
+#define NC_HALF_LOAD4(N, T, p) nc_load4_##N(p)
+#define NC_HALF_STORE4(N, T, p, r) nc_store4_##N((p), (r))
+
+/* The copy kernels; a program that only wants the conversions (the storage dtypes' elementwise
+ * build) defines NC_HALF_CONVERSIONS_ONLY. */
+#ifndef NC_HALF_CONVERSIONS_ONLY
 #define HALF_COPY_K(DN, DT, SN, ST)                                                                \
   __kernel void copy_##DN##_##SN(__global DT *d, nc_layout dl, __global const ST *s, nc_layout sl, long n) { \
     NC_GRID_LOOP(i, n) d[nc_offset(&dl, i)] = WRITE_##DN(READ_##SN(s[nc_offset(&sl, i)]));      \
@@ -77,3 +95,4 @@ inline float nc_from_f16(ushort h) {
 
 HALF_ALL(bfloat16, float16)
 HALF_ALL(float16, bfloat16)
+#endif

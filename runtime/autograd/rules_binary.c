@@ -30,9 +30,9 @@ static void load_sides(ag_scope *S, nc_ag_ctx *c, side *a, side *b, nc_tensor **
   const double *p = nc_ag_params(c);
   a->node = ip[1];
   b->node = ip[2];
-  a->t = ip[3] >= 0 ? ag_saved(S, c, (int)ip[3]) : NULL;
-  b->t = ip[4] >= 0 ? ag_saved(S, c, (int)ip[4]) : NULL;
-  *y = ip[5] >= 0 ? ag_saved(S, c, (int)ip[5]) : NULL;
+  a->t = ip[3] >= 0 ? ag_widen(S, ag_saved(S, c, (int)ip[3])) : NULL;
+  b->t = ip[4] >= 0 ? ag_widen(S, ag_saved(S, c, (int)ip[4])) : NULL;
+  *y = ip[5] >= 0 ? ag_widen(S, ag_saved(S, c, (int)ip[5])) : NULL;
   a->o = a->t ? AG_T(a->t) : AG_F(p[0]);
   b->o = b->t ? AG_T(b->t) : AG_F(p[1]);
 }
@@ -107,7 +107,7 @@ static nc_status binary_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   side a, b;
   nc_tensor *y, *ga, *gb;
   load_sides(&S, c, &a, &b, &y);
-  grads(&S, (nc_op)nc_ag_iparams(c)[0], g, a, b, y, &ga, &gb);
+  grads(&S, (nc_op)nc_ag_iparams(c)[0], ag_widen(&S, g), a, b, y, &ga, &gb);
   int i = 0;
   if (a.node) {
     gi[i] = ag_keep(&S, ag_reduce_to(&S, ga, nc_ag_input_value(c, i)));

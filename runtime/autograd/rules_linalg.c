@@ -19,13 +19,6 @@ static nc_tensor *matmul(ag_scope *S, nc_tensor *a, nc_tensor *b) {
   return ag_take(S, nc_matmul(a, b, &r), &r);
 }
 
-/* t as float32 when it has a storage dtype (bfloat16, float16), else t itself. */
-static nc_tensor *widened(ag_scope *S, nc_tensor *t) {
-  if (!ag_ok(S) || !nc_dtype_is_storage(t->dtype)) return t;
-  nc_tensor *r = NULL;
-  return ag_take(S, nc_to(t, nc_tensor_device(t), NC_FLOAT32, &r), &r);
-}
-
 /* t with its last two dims swapped (a view). */
 static nc_tensor *mT(ag_scope *S, nc_tensor *t) {
   if (!ag_ok(S)) return NULL;
@@ -43,8 +36,8 @@ static nc_tensor *unsqueeze(ag_scope *S, nc_tensor *t, int dim) {
  * then da = g b^T and db = a^T g, summed over broadcast batch dims, and viewed back. */
 static nc_status matmul_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
-  nc_tensor *a = widened(&S, ag_saved(&S, c, 0)), *b = widened(&S, ag_saved(&S, c, 1));
-  g = widened(&S, g);
+  nc_tensor *a = ag_widen(&S, ag_saved(&S, c, 0)), *b = ag_widen(&S, ag_saved(&S, c, 1));
+  g = ag_widen(&S, g);
   if (!ag_ok(&S)) return ag_end(&S);
   nc_tensor *a2 = a->ndim == 1 ? unsqueeze(&S, a, 0) : a, *b2 = b->ndim == 1 ? unsqueeze(&S, b, 1) : b;
   nc_tensor *g2 = g;
@@ -97,8 +90,8 @@ nc_status nc_ag_bmm(nc_tape *t, nc_node *a, nc_node *b, nc_node **out) {
 /* y = x W^T + b: dx = g W, dW = g^T x over all leading positions, db = g summed over them. */
 static nc_status linear_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
-  nc_tensor *x = widened(&S, ag_saved(&S, c, 0)), *w = widened(&S, ag_saved(&S, c, 1));
-  g = widened(&S, g);
+  nc_tensor *x = ag_widen(&S, ag_saved(&S, c, 0)), *w = ag_widen(&S, ag_saved(&S, c, 1));
+  g = ag_widen(&S, g);
   if (!ag_ok(&S)) return ag_end(&S);
   int64_t out = w->shape[0], in = w->shape[1];
   if (nc_ag_needs_grad(c, 0)) gi[0] = ag_keep(&S, matmul(&S, g, w));

@@ -94,13 +94,13 @@ static nc_status unary_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   int what = saves(op), slot = 0;
   ag_scope S = AG_SCOPE;
   if (op == NC_OP_NEG) {
-    gi[0] = ag_keep(&S, ag_un(&S, NC_OP_NEG, g));
+    gi[0] = ag_keep(&S, ag_un(&S, NC_OP_NEG, ag_widen(&S, g)));
   } else if (!what) {
-    gi[0] = ag_keep(&S, ag_zeros_like(&S, g));
+    gi[0] = ag_keep(&S, ag_zeros_like(&S, ag_widen(&S, g)));
   } else {
-    nc_tensor *x = what & SAVED_X ? ag_saved(&S, c, slot++) : NULL;
-    nc_tensor *y = what & SAVED_Y ? ag_saved(&S, c, slot++) : NULL;
-    gi[0] = ag_keep(&S, ag_mul(&S, g, derivative(&S, op, x, y)));
+    nc_tensor *x = what & SAVED_X ? ag_widen(&S, ag_saved(&S, c, slot++)) : NULL;
+    nc_tensor *y = what & SAVED_Y ? ag_widen(&S, ag_saved(&S, c, slot++)) : NULL;
+    gi[0] = ag_keep(&S, ag_mul(&S, ag_widen(&S, g), derivative(&S, op, x, y)));
   }
   return ag_end(&S);
 }
@@ -132,7 +132,7 @@ static nc_status clamp_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
     nc_tensor *below = ag_bin(&S, NC_OP_LE, AG_T(x), AG_F(p[1]));
     inside = inside ? ag_mul(&S, inside, below) : below; /* bool * bool: and */
   }
-  gi[0] = ag_keep(&S, ag_where(&S, inside, AG_T(g), AG_F(0.0)));
+  gi[0] = ag_keep(&S, ag_where(&S, inside, AG_T(ag_widen(&S, g)), AG_F(0.0)));
   return ag_end(&S);
 }
 
@@ -159,7 +159,8 @@ static nc_status activation_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   const nc_op op = (nc_op)nc_ag_iparams(c)[0];
   const double *p = nc_ag_params(c);
-  nc_tensor *x = ag_saved(&S, c, 0), *d = NULL;
+  nc_tensor *x = ag_widen(&S, ag_saved(&S, c, 0)), *d = NULL;
+  g = ag_widen(&S, g);
   switch (op) {
     case NC_OP_ELU: /* alpha exp(x) for x <= 0, else 1 */
       d = ag_where(&S, ag_bin(&S, NC_OP_LE, AG_T(x), AG_F(0.0)),

@@ -33,6 +33,12 @@ nc_tensor *ag_saved(ag_scope *S, nc_ag_ctx *c, int i) {
   return s == NC_OK ? t : ag_fail(S, s);
 }
 
+nc_tensor *ag_widen(ag_scope *S, nc_tensor *t) {
+  if (!ag_ok(S) || !t || !nc_dtype_is_storage(t->dtype)) return t;
+  nc_tensor *r = NULL;
+  return ag_take(S, nc_to(t, nc_tensor_device(t), NC_FLOAT32, &r), &r);
+}
+
 nc_tensor *ag_un(ag_scope *S, nc_op op, nc_tensor *x) {
   if (!ag_ok(S)) return NULL;
   nc_tensor *r = NULL;

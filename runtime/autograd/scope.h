@@ -44,6 +44,10 @@ nc_status ag_end(ag_scope *S);
 
 /* Saved tensor i of the rule's context (borrowed: the context owns it). */
 nc_tensor *ag_saved(ag_scope *S, nc_ag_ctx *c, int i);
+/* t as float32 when it has a storage dtype (bfloat16, float16), else t itself (NULL stays NULL):
+ * rules compute with widened saved values and gradients, so that the gradients of those dtypes
+ * are float32 and are rounded nowhere on the way (docs/autograd.md). */
+nc_tensor *ag_widen(ag_scope *S, nc_tensor *t);
 
 /* Elementwise ops. */
 nc_tensor *ag_un(ag_scope *S, nc_op op, nc_tensor *x);

@@ -42,8 +42,9 @@ nc_status nc_dispatch_lookup(const nc_device *dev, nc_op op, nc_backend_fn *out)
 }
 
 /* The storage dtypes (bfloat16, float16) reach a backend only through the ops whose row takes
- * them (fill, copy, the layout copies and the matrix products): one check here covers every op,
- * those composed of others included, whatever checks the op made itself. */
+ * them (fill, copy, the layout copies, the matrix products and the elementwise families): one
+ * check here covers every op, those composed of others included, whatever checks the op made
+ * itself. */
 static nc_status storage_guard(nc_op op, int n, const nc_tensor *const *ts) {
   for (int i = 0; i < n; i++)
     if (ts[i] && nc_dtype_is_storage(ts[i]->dtype)) NC_TRY(nc_op_check_dtype(op, ts[i]->dtype));

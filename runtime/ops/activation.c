@@ -1,7 +1,9 @@
 /* Activations defined by their op-table rows (netcl/table_ops.h): elu, softplus, mish and
  * leaky_relu. Each checks its input and numbers, takes x contiguous (x itself when it already is,
  * at any offset) and writes a new tensor of x's shape and dtype through its backend kernel, in
- * chunks of ACT_CHUNK elements: one OpenCL work-group per chunk. */
+ * chunks of ACT_CHUNK elements: one OpenCL work-group per chunk. A storage-dtype x (bfloat16,
+ * float16) goes through the float32 kernel: x widened (exactly), the float32 result rounded once
+ * into x's dtype, as the elementwise families compute those dtypes. */
 #include <math.h>
 #include "backend/dispatch.h"
 #include "core/check.h"
@@ -18,11 +20,25 @@ static nc_status check_finite(const char *what, double v) {
   return NC_OK;
 }
 
+static nc_status activation(nc_op op, nc_tensor *x, int nf, const double *f, nc_tensor **out);
+
+/* The storage dtypes: op on x as float32, rounded once into x's dtype. */
+static nc_status activation_storage(nc_op op, nc_tensor *x, int nf, const double *f, nc_tensor **out) {
+  nc_tensor *wide = NULL, *y = NULL;
+  nc_status s = nc_to(x, nc_tensor_device(x), NC_FLOAT32, &wide);
+  if (s == NC_OK) s = activation(op, wide, nf, f, &y);
+  if (s == NC_OK) s = nc_to(y, nc_tensor_device(y), x->dtype, out);
+  nc_tensor_release(wide);
+  nc_tensor_release(y);
+  return s;
+}
+
 /* y = op(x; f[0 .. nf)) */
 static nc_status activation(nc_op op, nc_tensor *x, int nf, const double *f, nc_tensor **out) {
-  NC_TRY(nc_check_not_storage(x, NULL));
   if (!nc_op_accepts(op, x->dtype))
-    return nc_error(NC_ERR_DTYPE, "expected a float32 or float64 input, got %s", nc_dtype_name(x->dtype));
+    return nc_error(NC_ERR_DTYPE, "expected a float32, float64, bfloat16 or float16 input, got %s",
+                    nc_dtype_name(x->dtype));
+  if (nc_dtype_is_storage(x->dtype)) return activation_storage(op, x, nf, f, out);
   const int64_t n = nc_tensor_numel(x);
   nc_tensor *xc, *y = NULL;
   NC_TRY(nc_contiguous(x, &xc));

@@ -152,7 +152,7 @@ end
 function TestActivations:test_errors()
   local i = nc.tensor({1, 2}, {dtype = "int64"})
   for _, name in ipairs({"elu", "softplus", "mish", "leaky_relu"}) do
-    H.assert_error(function() nc[name](i) end, "netcl." .. name, "float32 or float64", "int64")
+    H.assert_error(function() nc[name](i) end, "netcl." .. name, "float32, float64, bfloat16 or float16", "int64")
     H.assert_error(function() nc[name](nc.ones({2}), {bogus = 1}) end, "netcl." .. name, "unknown option 'bogus'")
     H.assert_error(function() nc[name](nc.ones({2}), 3) end, "netcl." .. name, "options must be a table")
     H.assert_error(function() nc[name]() end, "netcl." .. name, "argument 1")

@@ -2,7 +2,8 @@
 -- reference written here from the formats' definitions (nearest value by search, ties to even)
 -- and bit for bit against the CPU backend; every pattern widened; conversions with the other
 -- dtypes; views, copies, transfers and reads; the storage-only error of compute ops (other than
--- the matrix products, tests/lua/test_lowp_matmul.lua); safetensors
+-- the matrix products, tests/lua/test_lowp_matmul.lua, and the elementwise ops,
+-- tests/lua/test_half_elementwise.lua); safetensors
 -- and npy files; optimizers stepping a float32 master copy. NumPy's float16, when python3 has
 -- numpy, is a second reference.
 local lu = require "luaunit"
@@ -271,26 +272,26 @@ function TestStorage.test_compute_ops_refuse_storage_dtypes()
   for _, dt in ipairs({"bfloat16", "float16"}) do
     local t = nc.randn({4, 4}):to(dt)
     local f = nc.randn({4, 4})
+    -- the elementwise families, the comparisons and the activations take them
+    -- (tests/lua/test_half_elementwise.lua); every other compute op refuses them
     local ops = {
-      add = function() return t + t end, mul = function() return t * 2 end, exp = function() return t:exp() end,
       sum = function() return t:sum() end, max = function() return t:max() end, argmax = function() return t:argmax() end,
       softmax = function() return t:softmax(1) end, sort = function() return t:sort(1) end,
-      eq = function() return t:eq(t) end, where = function() return nc.where(f:gt(0), t, t) end,
-      cumsum = function() return t:cumsum(1) end, relu = function() return nc.relu(t) end,
-      layer_norm = function() return nc.layer_norm(t, {4}) end, isnan = function() return t:isnan() end,
-      add_ = function() return t:add_(1) end, mse_loss = function() return nc.mse_loss(t, t) end,
+      where = function() return nc.where(f:gt(0), t, t) end, cumsum = function() return t:cumsum(1) end,
+      layer_norm = function() return nc.layer_norm(t, {4}) end, mse_loss = function() return nc.mse_loss(t, t) end,
       index_select = function() return t:index_select(1, nc.tensor({0}, {dtype = "int64"})) end,
       rand = function() return nc.rand({2}, {dtype = dt}) end,
     }
     for name, fn in pairs(ops) do
       H.assert_error(fn, "netcl." .. name:gsub("_$", ""), "dtype " .. dt .. " " .. msg)
     end
-    -- a mixed op refuses too: nothing is converted behind the user's back (the products take
-    -- storage-dtype operands, all of one dtype: tests/lua/test_lowp_matmul.lua)
-    H.assert_error(function() return f + t end, "netcl.add", msg)
+    -- mixed with float32, an elementwise op promotes as for every dtype (float32 result); the
+    -- products take storage-dtype operands all of one dtype only (tests/lua/test_lowp_matmul.lua)
+    lu.assertEquals((f + t).dtype, "float32")
     H.assert_error(function() return nc.linear(f, t) end, "netcl.linear", "expected operands of one float dtype")
     lu.assertEquals(t:matmul(t).dtype, dt)
     lu.assertEquals((t:float() + f).dtype, "float32")
+    lu.assertEquals((t + t).dtype, dt)
   end
 end
 

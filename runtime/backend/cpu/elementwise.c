@@ -1,7 +1,8 @@
 /* CPU elementwise families (unary, binary, comparisons, where). Each op is its own loop, with
  * the switch outside, so that contiguous rows vectorize; strided rows run the same expression
  * with strides. Integer arithmetic wraps (computed unsigned), as on OpenCL devices. The
- * expressions match kernels/elementwise.cl term for term. */
+ * expressions match kernels/elementwise.cl term for term. The storage dtypes (bfloat16, float16)
+ * run the float32 loops on blocks widened to float32 and round once into the result. */
 #include <string.h>
 #include <tgmath.h>
 #include "cpu_backend.h"
@@ -252,7 +253,40 @@ static nc_status unsupported(const char *family, nc_op op, nc_dtype dt) {
     });                                                                                                   \
   } while (0)
 
+/* ---- storage dtypes (bfloat16, float16) ---------------------------------------------------------
+ * Each block of x (a, b) is widened into float32 buffers (cpu_half.c's exact conversions), goes
+ * through the float32 row function, whose contiguous loops vectorize, and is rounded once (to
+ * nearest, ties to even; NaN stays NaN) into out: every element is the float32 op's value on the
+ * widened inputs, rounded to out's dtype. Scalar operands are float32, as for float32 tensors. */
+static nc_status unary_half(nc_op op, nc_tensor *out, const nc_tensor *x, float lo, float hi) {
+  nc_cpu_iter it;
+  const nc_tensor *ts[2] = {out, x};
+  nc_cpu_iter_init(&it, 2, ts);
+  const int64_t numel = nc_tensor_numel(out), nblk = nc_cpu_iter_blocks(&it);
+  const bool pred = op == NC_OP_ISNAN || op == NC_OP_ISINF;
+  char *D = base_of(out);
+  const uint16_t *X = base_of(x);
+  const int64_t ds = it.strides[0][it.ndim - 1], xs = it.strides[1][it.ndim - 1];
+  bool ok = true;
+  NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, reduction(&& : ok), blk, nblk, {
+    float buf[NC_CPU_BLOCK];
+    int64_t o[2], len;
+    nc_cpu_iter_block(&it, blk, o, &len);
+    nc_cpu_half_to_f32(x->dtype, buf, 1, X + o[1], xs, len);
+    if (pred) {
+      ok = pred_float32(op, (uint8_t *)D + o[0], ds, buf, 1, len) && ok;
+    } else {
+      ok = unary_float32(op, buf, 1, buf, 1, len, lo, hi) && ok;
+      nc_cpu_f32_to_half(out->dtype, (uint16_t *)D + o[0], ds, buf, 1, len);
+    }
+  });
+  return ok ? NC_OK : unsupported("unary", op, x->dtype);
+}
+
 nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_scalar *p) {
+  const nc_scalar zero = nc_scalar_int(0);
+  if (nc_dtype_is_storage(x->dtype))
+    return unary_half(op, out, x, SCALAR_TO(float, p ? &p[0] : &zero), SCALAR_TO(float, p ? &p[1] : &zero));
   nc_cpu_iter it;
   const nc_tensor *ts[2] = {out, x};
   nc_cpu_iter_init(&it, 2, ts);
@@ -267,7 +301,6 @@ nc_status nc_cpu_unary(nc_op op, nc_tensor *out, const nc_tensor *x, const nc_sc
       DRIVE1(pred_float64, uint8_t, double);
     return ok ? NC_OK : unsupported("unary", op, x->dtype);
   }
-  const nc_scalar zero = nc_scalar_int(0);
   const nc_scalar *lo = p ? &p[0] : &zero, *hi = p ? &p[1] : &zero;
   switch (x->dtype) {
     case NC_FLOAT32:
@@ -432,12 +465,54 @@ COMPARE(uint8, uint8_t)
     });                                                                                                   \
   } while (0)
 
+/* Binary ops and comparisons on storage dtypes: a and b widened block by block (a scalar is
+ * the float32 value, read with stride 0), the float32 row function, then out rounded once
+ * (comparisons write bools directly). */
+static bool binary_half_row(nc_op op, bool compare, nc_dtype dt, char *D, int64_t ds, const uint16_t *A,
+                            int64_t as, const uint16_t *B, int64_t bs, float sa, float sb, int64_t len) {
+  float fa[NC_CPU_BLOCK], fb[NC_CPU_BLOCK];
+  const float *pa = &sa, *pb = &sb;
+  int64_t sta = 0, stb = 0;
+  if (A) nc_cpu_half_to_f32(dt, fa, 1, A, as, len), pa = fa, sta = 1;
+  if (B) nc_cpu_half_to_f32(dt, fb, 1, B, bs, len), pb = fb, stb = 1;
+  if (compare) return compare_float32(op, (uint8_t *)D, ds, pa, sta, pb, stb, len);
+  /* the result goes to fa (in place over a's values when a is a tensor: same index, read first) */
+  if (!binary_float32(op, fa, 1, pa, sta, pb, stb, len)) return false;
+  nc_cpu_f32_to_half(dt, (uint16_t *)D, ds, fa, 1, len);
+  return true;
+}
+
+static nc_status binary_half(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b,
+                             const nc_tensor *const *ts) {
+  const nc_dtype dt = a->t ? a->t->dtype : b->t->dtype;
+  const bool compare = nc_op_get(op)->result == NC_RES_BOOL;
+  nc_cpu_iter it;
+  nc_cpu_iter_init(&it, 3, ts);
+  const int64_t numel = nc_tensor_numel(out), nblk = nc_cpu_iter_blocks(&it);
+  const float sa = a->t ? 0.0f : SCALAR_TO(float, &a->s), sb = b->t ? 0.0f : SCALAR_TO(float, &b->s);
+  char *D = base_of(out);
+  const uint16_t *A = a->t ? base_of(a->t) : NULL, *B = b->t ? base_of(b->t) : NULL;
+  const size_t es = nc_dtype_size(out->dtype);
+  const int64_t ds = it.strides[0][it.ndim - 1], as = it.strides[1][it.ndim - 1],
+                bs = it.strides[2][it.ndim - 1];
+  bool ok = true;
+  NC_CPU_PARALLEL_FOR(numel > NC_CPU_PARALLEL_MIN, reduction(&& : ok), blk, nblk, {
+    int64_t o[3], len;
+    nc_cpu_iter_block(&it, blk, o, &len);
+    ok = binary_half_row(op, compare, dt, D + o[0] * (int64_t)es, ds, A ? A + o[1] : NULL, as, B ? B + o[2] : NULL,
+                         bs, sa, sb, len) &&
+         ok;
+  });
+  return ok ? NC_OK : unsupported(compare ? "compare" : "binary", op, dt);
+}
+
 nc_status nc_cpu_binary(nc_op op, nc_tensor *out, const nc_operand *a, const nc_operand *b) {
   nc_tensor fa, fb;
   if (!a->t) scalar_header(&fa, out);
   if (!b->t) scalar_header(&fb, out);
   const nc_tensor *ts[3] = {out, a->t ? a->t : &fa, b->t ? b->t : &fb};
   const nc_dtype dt = a->t ? a->t->dtype : b->t->dtype;
+  if (nc_dtype_is_storage(dt)) return binary_half(op, out, a, b, ts);
   nc_cpu_iter it;
   nc_cpu_iter_init(&it, 3, ts);
   const int64_t numel = nc_tensor_numel(out), nblk = nc_cpu_iter_blocks(&it);

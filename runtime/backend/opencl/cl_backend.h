@@ -390,7 +390,8 @@ size_t nc_cl_kernel_local_size(nc_device *dev, cl_kernel k);
 /* NC_ERR_UNSUPPORTED for float64 on a device without cl_khr_fp64. */
 nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt);
 
-/* A scalar as a kernel argument of dtype dt (bool and uint8 as uchar). */
+/* A scalar as a kernel argument of dtype dt (bool and uint8 as uchar; bfloat16 and float16 as float32,
+ * the type their kernels compute in). */
 typedef union {
   cl_float f;
   cl_double d;

@@ -188,7 +188,11 @@ nc_status nc_cl_check_dtype(nc_device *dev, nc_dtype dt) {
 
 nc_cl_arg nc_cl_scalar_arg(nc_dtype dt, const nc_scalar *s, nc_cl_scalar *v) {
   switch (dt) {
-    case NC_FLOAT32: v->f = (cl_float)(s->is_int ? (double)s->i : s->f); return (nc_cl_arg){sizeof v->f, &v->f};
+    case NC_FLOAT32:
+    case NC_BFLOAT16: /* the storage dtypes' kernels compute in float32 and take float32 numbers */
+    case NC_FLOAT16:
+      v->f = (cl_float)(s->is_int ? (double)s->i : s->f);
+      return (nc_cl_arg){sizeof v->f, &v->f};
     case NC_FLOAT64: v->d = s->is_int ? (double)s->i : s->f; return (nc_cl_arg){sizeof v->d, &v->d};
     case NC_INT32: v->i = (cl_int)(s->is_int ? s->i : (int64_t)s->f); return (nc_cl_arg){sizeof v->i, &v->i};
     case NC_INT64: v->l = (cl_long)(s->is_int ? s->i : (int64_t)s->f); return (nc_cl_arg){sizeof v->l, &v->l};

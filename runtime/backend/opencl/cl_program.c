@@ -268,6 +268,12 @@ static const char *real_options(nc_dtype dt) { return dt == NC_FLOAT64 ? "-DREAL
 /* ---- kernel handles -------------------------------------------------------------------------- */
 enum { TYPED, BYTES, COPY, REAL, TILED };
 
+/* The elementwise kernels of the storage dtypes (bfloat16, float16) are a build of their own,
+ * after half.cl's conversions (kernels/elementwise.cl, NC_EW_STORAGE): programs that never see
+ * those dtypes don't build them. */
+#define EW_STORAGE_PROGRAM "half+elementwise"
+#define EW_STORAGE_OPTIONS "-DNC_EW_STORAGE=1 -DNC_HALF_CONVERSIONS_ONLY=1"
+
 static const struct {
   const char *program, *name;
   int naming;
@@ -356,6 +362,8 @@ nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *optio
         break;
     }
   }
+  if (strcmp(program, "elementwise") == 0 && nc_dtype_is_storage(dt))
+    program = EW_STORAGE_PROGRAM, opts = EW_STORAGE_OPTIONS;
   nc_cl_device *cd;
   NC_TRY(nc_cl_ready(dev, &cd));
   pthread_mutex_lock(&cd->programs_lock);
@@ -402,10 +410,11 @@ nc_status nc_cl_build_all(nc_device *dev) {
     for (int j = 0; j < n && !seen; j++) seen = strcmp(programs[j], p) == 0;
     if (!seen && n < MAX_PROGRAMS) programs[n++] = p;
   }
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i <= n; i++) { /* the last: the storage dtypes' elementwise build */
     pthread_mutex_lock(&cd->programs_lock);
     nc_cl_program *entry;
-    nc_status s = build_program(dev, cd, programs[i], "", &entry);
+    nc_status s = i < n ? build_program(dev, cd, programs[i], "", &entry)
+                        : build_program(dev, cd, EW_STORAGE_PROGRAM, EW_STORAGE_OPTIONS, &entry);
     pthread_mutex_unlock(&cd->programs_lock);
     NC_TRY(s);
   }

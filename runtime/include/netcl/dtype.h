@@ -17,8 +17,8 @@ typedef enum {
   NC_INT64,
   NC_UINT8,
   NC_BOOL,     /* one byte, 0 or 1 */
-  NC_BFLOAT16, /* storage only (see nc_dtype_is_storage): bfloat16 bits, as uint16_t */
-  NC_FLOAT16,  /* storage only: IEEE 754 binary16 bits, as uint16_t */
+  NC_BFLOAT16, /* a storage dtype (see nc_dtype_is_storage): bfloat16 bits, as uint16_t */
+  NC_FLOAT16,  /* a storage dtype: IEEE 754 binary16 bits, as uint16_t */
   NC_DTYPE_COUNT
 } nc_dtype;
 
@@ -28,8 +28,10 @@ const char *nc_dtype_name(nc_dtype d);         /* "float32", ... */
 nc_status nc_dtype_parse(const char *name, nc_dtype *out);
 bool nc_dtype_is_float(nc_dtype d); /* float32, float64, bfloat16, float16 */
 /* Storage dtypes (bfloat16, float16) are held and moved (creation, copies and conversions,
- * views, transfers, files) but computed on by no op: ops say so (nc_op_check_dtype) and ask
- * for a conversion to float32 first. */
+ * views, transfers, files); the ops that compute on them do it in float32 and round once into
+ * the storage dtype: the matrix products, the elementwise unary and binary ops, the comparisons
+ * and the activations (netcl/optable.h, NC_DT_STORAGE). Every other op says so
+ * (nc_op_check_dtype) and asks for a conversion to float32 first. */
 bool nc_dtype_is_storage(nc_dtype d);
 bool nc_dtype_valid(int d);
 

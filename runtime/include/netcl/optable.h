@@ -22,12 +22,17 @@ extern "C" {
 #define NC_DT_BOOL (1u << NC_BOOL)
 #define NC_DT_NUM (NC_DT_FLOAT | NC_DT_INT)
 #define NC_DT_ALL (NC_DT_NUM | NC_DT_BOOL)
-/* The storage dtypes (nc_dtype_is_storage): only ops that move elements take them (fill, copy,
- * views and the copies that make layouts), and the matrix products (matmul, mm, bmm, linear,
- * whose backends sum in float32 and round once into the result: docs/linalg.md); the dispatch
- * layer refuses them to every other op. */
+/* The storage dtypes (nc_dtype_is_storage): the ops that move elements take them (fill, copy,
+ * views and the copies that make layouts), and so do the ops that compute in float32 and round
+ * once into the storage dtype: the matrix products (matmul, mm, bmm, linear, whose backends sum
+ * in float32: docs/linalg.md), the unary and binary elementwise families with the comparisons
+ * (NC_DT_EW_*: each element computed by the float32 expression from the widened inputs) and the
+ * activations elu, softplus, mish and leaky_relu. The dispatch layer refuses them to every other
+ * op. */
 #define NC_DT_STORAGE ((1u << NC_BFLOAT16) | (1u << NC_FLOAT16))
 #define NC_DT_MOVE (NC_DT_ALL | NC_DT_STORAGE)
+#define NC_DT_EW_NUM (NC_DT_NUM | NC_DT_STORAGE)
+#define NC_DT_EW_ALL (NC_DT_ALL | NC_DT_STORAGE)
 
 typedef enum {
   NC_FAMILY_UNARY,   /* out = f(x [, params]) elementwise */
@@ -85,43 +90,43 @@ typedef enum {
  * gradient checks walk, is generated from it, and a DIFF row whose function is missing fails the
  * build. */
 #define NC_OPS(X)                                                                                          \
-  X(ABS, "abs", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                 \
-  X(NEG, "neg", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                 \
-  X(EXP, "exp", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
-  X(LOG, "log", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
-  X(LOG1P, "log1p", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                            \
-  X(SQRT, "sqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
-  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                            \
-  X(SIN, "sin", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
-  X(COS, "cos", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
-  X(TANH, "tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
-  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                        \
-  X(RELU, "relu", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
-  X(GELU, "gelu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
-  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                    \
-  X(SILU, "silu", UNARY, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
-  X(FLOOR, "floor", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                             \
-  X(CEIL, "ceil", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
-  X(ROUND, "round", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                             \
-  X(SIGN, "sign", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
-  X(CLAMP, "clamp", UNARY, 1, NC_DT_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_clamp), NC_K_UNARY, "cpu_unary")                             \
-  X(ISNAN, "isnan", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, ENTRY(UNARY), NODIFF, NC_K_COMPARE, "cpu_unary")                           \
-  X(ISINF, "isinf", UNARY, 1, NC_DT_ALL, NC_RES_BOOL, ENTRY(UNARY), NODIFF, NC_K_COMPARE, "cpu_unary")                           \
-  X(ADD, "add", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
-  X(SUB, "sub", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
-  X(MUL, "mul", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
-  X(DIV, "div", BINARY, 2, NC_DT_ALL, NC_RES_FLOAT, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                             \
-  X(POW, "pow", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
-  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                      \
-  X(MINIMUM, "minimum", BINARY, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                      \
-  X(FLOOR_DIVIDE, "floor_divide", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")       \
-  X(REMAINDER, "remainder", BINARY, 2, NC_DT_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")              \
-  X(EQ, "eq", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
-  X(NE, "ne", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
-  X(LT, "lt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
-  X(LE, "le", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
-  X(GT, "gt", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
-  X(GE, "ge", BINARY, 2, NC_DT_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(ABS, "abs", UNARY, 1, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                 \
+  X(NEG, "neg", UNARY, 1, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                 \
+  X(EXP, "exp", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
+  X(LOG, "log", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
+  X(LOG1P, "log1p", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                            \
+  X(SQRT, "sqrt", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
+  X(RSQRT, "rsqrt", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                            \
+  X(SIN, "sin", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
+  X(COS, "cos", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                                \
+  X(TANH, "tanh", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
+  X(SIGMOID, "sigmoid", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                        \
+  X(RELU, "relu", UNARY, 1, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
+  X(GELU, "gelu", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
+  X(GELU_TANH, "gelu_tanh", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                    \
+  X(SILU, "silu", UNARY, 1, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                              \
+  X(FLOOR, "floor", UNARY, 1, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                             \
+  X(CEIL, "ceil", UNARY, 1, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
+  X(ROUND, "round", UNARY, 1, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                             \
+  X(SIGN, "sign", UNARY, 1, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_unary), NC_K_UNARY, "cpu_unary")                               \
+  X(CLAMP, "clamp", UNARY, 1, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(UNARY), DIFF(nc_ag_clamp), NC_K_UNARY, "cpu_unary")                             \
+  X(ISNAN, "isnan", UNARY, 1, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(UNARY), NODIFF, NC_K_COMPARE, "cpu_unary")                           \
+  X(ISINF, "isinf", UNARY, 1, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(UNARY), NODIFF, NC_K_COMPARE, "cpu_unary")                           \
+  X(ADD, "add", BINARY, 2, NC_DT_EW_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
+  X(SUB, "sub", BINARY, 2, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
+  X(MUL, "mul", BINARY, 2, NC_DT_EW_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
+  X(DIV, "div", BINARY, 2, NC_DT_EW_ALL, NC_RES_FLOAT, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                             \
+  X(POW, "pow", BINARY, 2, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                              \
+  X(MAXIMUM, "maximum", BINARY, 2, NC_DT_EW_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                      \
+  X(MINIMUM, "minimum", BINARY, 2, NC_DT_EW_ALL, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")                      \
+  X(FLOOR_DIVIDE, "floor_divide", BINARY, 2, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")       \
+  X(REMAINDER, "remainder", BINARY, 2, NC_DT_EW_NUM, NC_RES_SAME, ENTRY(BINARY), DIFF(nc_ag_binary), NC_K_BINARY, "cpu_binary")              \
+  X(EQ, "eq", BINARY, 2, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(NE, "ne", BINARY, 2, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(LT, "lt", BINARY, 2, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(LE, "le", BINARY, 2, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(GT, "gt", BINARY, 2, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
+  X(GE, "ge", BINARY, 2, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
   X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, ENTRY(WHERE), DIFF(nc_ag_where), "elementwise.cl:where_<T>", "cpu_where")             \
   X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(WHERE), DIFF(nc_ag_masked_fill), "elementwise.cl:where_<T>", "cpu_where") \
   X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, ENTRY(REDUCE), DIFF(nc_ag_reduce),                                                          \
@@ -230,18 +235,18 @@ typedef enum {
    * float64, else NC_ERR_DTYPE; numbers not finite: NC_ERR_ARG). The kernels run over contiguous \
    * x in chunks, one work-group each; the gradients are composed of ops.                         \
    * elu: x > 0 ? x : alpha (exp(x) - 1). */                                                      \
-  X(ELU, "elu", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME, KERNEL(elu, (tensor(x), number(alpha, 1.0))), \
+  X(ELU, "elu", ACTIVATION, 1, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, KERNEL(elu, (tensor(x), number(alpha, 1.0))), \
     DIFF(nc_ag_elu), "activation.cl:elu_fwd", "cpu_elu")                                           \
   /* softplus: log1p(exp(beta x)) / beta, and x itself where beta x > threshold (beta 0:         \
    * NC_ERR_ARG). */                                                                              \
-  X(SOFTPLUS, "softplus", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME,                                 \
+  X(SOFTPLUS, "softplus", ACTIVATION, 1, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME,                                 \
     KERNEL(softplus, (tensor(x), number(beta, 1.0), number(threshold, 20.0))), DIFF(nc_ag_softplus), \
     "activation.cl:softplus_fwd", "cpu_softplus")                                                  \
   /* mish: x tanh(softplus(x)), softplus with beta 1 and threshold 20. */                         \
-  X(MISH, "mish", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME, KERNEL(mish, (tensor(x))), DIFF(nc_ag_mish), \
+  X(MISH, "mish", ACTIVATION, 1, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, KERNEL(mish, (tensor(x))), DIFF(nc_ag_mish), \
     "activation.cl:mish_fwd", "cpu_mish")                                                          \
   /* leaky_relu: x > 0 ? x : negative_slope x. */                                                  \
-  X(LEAKY_RELU, "leaky_relu", ACTIVATION, 1, NC_DT_FLOAT, NC_RES_SAME,                             \
+  X(LEAKY_RELU, "leaky_relu", ACTIVATION, 1, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME,                             \
     KERNEL(leaky_relu, (tensor(x), number(negative_slope, 0.01))), DIFF(nc_ag_leaky_relu),         \
     "activation.cl:leaky_relu_fwd", "cpu_leaky_relu")                                              \
   /* Image transforms (netcl.data.transforms), one set of parameters per sample, on float32 or    \
