@@ -27,8 +27,8 @@ extern "C" {
  * once into the storage dtype: the matrix products (matmul, mm, bmm, linear, whose backends sum
  * in float32: docs/linalg.md), the unary and binary elementwise families with the comparisons
  * (NC_DT_EW_*: each element computed by the float32 expression from the widened inputs) and the
- * activations elu, softplus, mish and leaky_relu. The dispatch layer refuses them to every other
- * op. */
+ * activations elu, softplus, mish and leaky_relu; the NC_DT_WIDEN ops below take them in the op
+ * layer. The dispatch layer refuses them to every other backend call. */
 #define NC_DT_STORAGE ((1u << NC_BFLOAT16) | (1u << NC_FLOAT16))
 /* Ops that take the storage dtypes in the op layer only, through their float32 path (ops/support.h:
  * the operands widened to float32, the result rounded once into the storage dtype): convolution,
