@@ -104,7 +104,8 @@ static nc_status row_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   bool rms = ip[3];
   nc_tensor *x = ag_widen(&S, ag_saved(&S, c, slot++)), *rstd = ag_saved(&S, c, slot++);
   nc_tensor *mean = rms ? NULL : ag_saved(&S, c, slot++);
-  nc_tensor *w = ip[1] >= 0 ? ag_widen(&S, ag_saved(&S, c, slot++)) : NULL, *dx = NULL, *dw = NULL, *db = NULL;
+  nc_tensor *w = ip[1] >= 0 ? ag_widen(&S, ag_saved(&S, c, slot++)) : NULL, *dx = NULL, *dw = NULL,
+            *db = NULL;
   g = ag_widen(&S, g);
   if (ag_ok(&S)) {
     nc_status s = rms ? nc_rms_norm_backward(g, x, nd, w, rstd, &dx, w ? &dw : NULL)

@@ -63,9 +63,10 @@ nc_status nc_conv2d_plan(nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor 
 
 static nc_status same_float(const nc_tensor *a, const nc_tensor *b, const char *what) {
   if (!nc_dtype_is_float(a->dtype) || a->dtype != b->dtype)
-    return nc_error(NC_ERR_DTYPE,
-                    "expected operands of one float dtype (float32, float64, bfloat16 or float16), got %s and %s",
-                    nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));
+    return nc_error(
+        NC_ERR_DTYPE,
+        "expected operands of one float dtype (float32, float64, bfloat16 or float16), got %s and %s",
+        nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));
   if (nc_tensor_device(a) != nc_tensor_device(b))
     return nc_error(NC_ERR_DEVICE, "tensors are on different devices");
   return NC_OK;

@@ -40,7 +40,8 @@ static nc_status one_param_dtype(int n, nc_tensor *const *ps) {
   for (int i = 0; i < n; i++) {
     if (!ps[i]) continue;
     if (first && ps[i]->dtype != first->dtype)
-      return nc_error(NC_ERR_DTYPE, "the parameters mix %s and %s; give them one dtype (the input's or float32)",
+      return nc_error(NC_ERR_DTYPE,
+                      "the parameters mix %s and %s; give them one dtype (the input's or float32)",
                       nc_dtype_name(first->dtype), nc_dtype_name(ps[i]->dtype));
     if (!first) first = ps[i];
   }
@@ -103,7 +104,8 @@ static nc_status batch_norm_storage(nc_tensor *x, nc_tensor *weight, nc_tensor *
                                     nc_tensor **y, nc_tensor **save_mean, nc_tensor **save_invstd) {
   nc_tensor *in[5] = {x, weight, bias, running_mean, running_var}, *wide[5], *r = NULL, *m = NULL, *is = NULL;
   NC_TRY(nc_widen_n(5, in, wide));
-  nc_status s = nc_batch_norm(wide[0], wide[1], wide[2], wide[3], wide[4], training, momentum, eps, &r, &m, &is);
+  nc_status s =
+      nc_batch_norm(wide[0], wide[1], wide[2], wide[3], wide[4], training, momentum, eps, &r, &m, &is);
   for (int i = 3; i < 5 && s == NC_OK && training; i++)
     if (in[i] && wide[i] != in[i]) s = nc_copy(in[i], wide[i]);
   nc_release_n(5, wide);
@@ -147,8 +149,8 @@ nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_ten
   nc_tensor *params[4] = {weight, bias, running_mean, running_var};
   NC_TRY(one_param_dtype(4, params));
   if (nc_dtype_is_storage(x->dtype))
-    return batch_norm_storage(x, weight, bias, running_mean, running_var, training, momentum, eps, y, save_mean,
-                              save_invstd);
+    return batch_norm_storage(x, weight, bias, running_mean, running_var, training, momentum, eps, y,
+                              save_mean, save_invstd);
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[3] = {x, weight, bias}, *d[3], *r = NULL, *m = NULL, *is = NULL;
   NC_TRY(dense(in, d, 3));
@@ -202,8 +204,8 @@ nc_status nc_batch_norm_backward(nc_tensor *dy, nc_tensor *x, nc_tensor *weight,
   if (nc_dtype_is_storage(x->dtype)) {
     nc_tensor *in[5] = {dy, x, weight, save_mean, save_invstd}, *wide[5], *r[3] = {NULL, NULL, NULL};
     NC_TRY(nc_widen_n(5, in, wide));
-    nc_status s = nc_batch_norm_backward(wide[0], wide[1], wide[2], wide[3], wide[4], training, dx ? &r[0] : NULL,
-                                         dweight ? &r[1] : NULL, dbias ? &r[2] : NULL);
+    nc_status s = nc_batch_norm_backward(wide[0], wide[1], wide[2], wide[3], wide[4], training,
+                                         dx ? &r[0] : NULL, dweight ? &r[1] : NULL, dbias ? &r[2] : NULL);
     nc_release_n(5, wide);
     return round_grads(s, r, x, weight, dx, dweight, dbias);
   }
