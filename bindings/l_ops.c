@@ -206,7 +206,7 @@ static int l_ops(lua_State *L) {
     lua_setfield(L, -2, "arity");
     lua_newtable(L);
     for (int d = 0, n = 0; d < NC_DTYPE_COUNT; d++)
-      if (o->dtypes & (1u << d)) {
+      if (nc_op_accepts((nc_op)i, (nc_dtype)d)) {
         lua_pushstring(L, nc_dtype_name((nc_dtype)d));
         lua_rawseti(L, -2, ++n);
       }

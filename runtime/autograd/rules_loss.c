@@ -14,7 +14,9 @@
 /* iparams: [0] ignore_index, [1] reduction; params: [0] label_smoothing; saved: logits, targets, lse. */
 static nc_status cross_entropy_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
-  nc_tensor *x = ag_saved(&S, c, 0), *targets = ag_saved(&S, c, 1), *lse = ag_saved(&S, c, 2), *r = NULL;
+  nc_tensor *x = ag_widen(&S, ag_saved(&S, c, 0)), *targets = ag_saved(&S, c, 1), *lse = ag_saved(&S, c, 2),
+            *r = NULL;
+  g = ag_widen(&S, g); /* storage logits: float32 gradients (the log-sum-exp is float32 already) */
   nc_cross_entropy_opts o = {nc_ag_iparams(c)[0], nc_ag_params(c)[0], (nc_reduction)nc_ag_iparams(c)[1]};
   if (ag_ok(&S) && ag_take(&S, nc_cross_entropy_backward(g, x, targets, lse, &o, &r), &r))
     gi[0] = ag_keep(&S, r);

@@ -49,12 +49,15 @@ static void record_positions(nc_ag_ctx *c, const affine_inputs *a) {
 }
 
 /* ---- batch norm ------------------------------------------------------------------------------- */
-/* iparams: [0] training, [1] weight position, [2] bias position; saved: x, mean, invstd, weight? */
+/* iparams: [0] training, [1] weight position, [2] bias position; saved: x, mean, invstd, weight?
+ * (the statistics are float32 for a storage-dtype x; x, the weight and g are widened, so that
+ * every gradient is the float32 op's, float32). */
 static nc_status batch_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   const int64_t *ip = nc_ag_iparams(c);
-  nc_tensor *x = ag_saved(&S, c, 0), *mean = ag_saved(&S, c, 1), *invstd = ag_saved(&S, c, 2);
-  nc_tensor *w = ip[1] >= 0 ? ag_saved(&S, c, 3) : NULL, *dx = NULL, *dw = NULL, *db = NULL;
+  nc_tensor *x = ag_widen(&S, ag_saved(&S, c, 0)), *mean = ag_saved(&S, c, 1), *invstd = ag_saved(&S, c, 2);
+  nc_tensor *w = ip[1] >= 0 ? ag_widen(&S, ag_saved(&S, c, 3)) : NULL, *dx = NULL, *dw = NULL, *db = NULL;
+  g = ag_widen(&S, g);
   if (ag_ok(&S)) {
     nc_status s = nc_batch_norm_backward(g, x, w, mean, invstd, ip[0], &dx, w ? &dw : NULL, w ? &db : NULL);
     ag_take(&S, s, &dx);
@@ -99,9 +102,11 @@ static nc_status row_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   const int64_t *ip = nc_ag_iparams(c);
   int nd = (int)ip[0], slot = 0;
   bool rms = ip[3];
-  nc_tensor *x = ag_saved(&S, c, slot++), *rstd = ag_saved(&S, c, slot++);
+  nc_tensor *x = ag_widen(&S, ag_saved(&S, c, slot++)), *rstd = ag_saved(&S, c, slot++);
   nc_tensor *mean = rms ? NULL : ag_saved(&S, c, slot++);
-  nc_tensor *w = ip[1] >= 0 ? ag_saved(&S, c, slot++) : NULL, *dx = NULL, *dw = NULL, *db = NULL;
+  nc_tensor *w = ip[1] >= 0 ? ag_widen(&S, ag_saved(&S, c, slot++)) : NULL, *dx = NULL, *dw = NULL,
+            *db = NULL;
+  g = ag_widen(&S, g);
   if (ag_ok(&S)) {
     nc_status s = rms ? nc_rms_norm_backward(g, x, nd, w, rstd, &dx, w ? &dw : NULL)
                       : nc_layer_norm_backward(g, x, nd, w, mean, rstd, &dx, w ? &dw : NULL, w ? &db : NULL);
@@ -160,8 +165,9 @@ static nc_status group_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   const int64_t *ip = nc_ag_iparams(c);
   const int64_t groups = ip[0];
-  nc_tensor *x = ag_saved(&S, c, 0), *mean = ag_saved(&S, c, 1), *rstd = ag_saved(&S, c, 2);
-  nc_tensor *w = ip[1] >= 0 ? ag_saved(&S, c, 3) : NULL, *dx = NULL, *dw = NULL, *db = NULL;
+  nc_tensor *x = ag_widen(&S, ag_saved(&S, c, 0)), *mean = ag_saved(&S, c, 1), *rstd = ag_saved(&S, c, 2);
+  nc_tensor *w = ip[1] >= 0 ? ag_widen(&S, ag_saved(&S, c, 3)) : NULL, *dx = NULL, *dw = NULL, *db = NULL;
+  g = ag_widen(&S, g);
   if (ag_ok(&S) && nc_ag_needs_grad(c, 0)) {
     nc_tensor *r;
     dx = ag_take(&S, nc_group_norm_backward(g, x, groups, w, mean, rstd, &r), &r);

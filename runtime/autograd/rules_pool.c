@@ -12,6 +12,7 @@ static nc_status pool_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   const nc_pool2d_desc *p = nc_ag_user(c);
   const nc_tensor *x = nc_ag_input_value(c, 0);
   nc_tensor *idx = p->kind == NC_POOL_MAX ? ag_saved(&S, c, 0) : NULL, *r = NULL;
+  g = ag_widen(&S, g); /* a storage dtype's gradient is float32 */
   if (ag_ok(&S) && ag_take(&S, nc_pool2d_backward(g, idx, x->ndim, x->shape, p, &r), &r))
     gi[0] = ag_keep(&S, r);
   return ag_end(&S);

@@ -70,7 +70,10 @@ static nc_status reduce_rule(nc_ag_ctx *c, nc_tensor *g_out, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   reduce_spec r = load_spec(c);
   bool linear = r.op == NC_OP_SUM || r.op == NC_OP_MEAN; /* these read neither x nor y */
-  nc_tensor *x = linear ? NULL : ag_saved(&S, c, 0), *y_out = linear ? NULL : ag_saved(&S, c, 1);
+  /* storage-dtype values and gradients widened: the gradient is float32 */
+  nc_tensor *x = linear ? NULL : ag_widen(&S, ag_saved(&S, c, 0));
+  nc_tensor *y_out = linear ? NULL : ag_widen(&S, ag_saved(&S, c, 1));
+  g_out = ag_widen(&S, g_out);
   const nc_tensor *xs = nc_ag_input_value(c, 0);
   nc_tensor *g = keepdims(&S, g_out, xs, &r), *y = linear ? NULL : keepdims(&S, y_out, xs, &r), *d = NULL;
   switch (r.op) {

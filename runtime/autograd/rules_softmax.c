@@ -11,7 +11,8 @@ static nc_status softmax_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   nc_op op = (nc_op)nc_ag_iparams(c)[0];
   int dim = (int)nc_ag_iparams(c)[1];
-  nc_tensor *y = ag_saved(&S, c, 0), *d;
+  nc_tensor *y = ag_widen(&S, ag_saved(&S, c, 0)), *d; /* storage dtypes: float32 gradients */
+  g = ag_widen(&S, g);
   if (op == NC_OP_SOFTMAX) {
     nc_tensor *dot = ag_sum_keep(&S, ag_mul(&S, g, y), 1, &dim);
     d = ag_mul(&S, y, ag_bin(&S, NC_OP_SUB, AG_T(g), AG_T(dot)));

@@ -44,10 +44,13 @@ nc_status nc_dispatch_lookup(const nc_device *dev, nc_op op, nc_backend_fn *out)
 /* The storage dtypes (bfloat16, float16) reach a backend only through the ops whose row takes
  * them (fill, copy, the layout copies, the matrix products and the elementwise families): one
  * check here covers every op, those composed of others included, whatever checks the op made
- * itself. */
+ * itself. The ops that widen them in the op layer (NC_DT_WIDEN) hand their backends float32, so
+ * this check refuses a storage tensor to them too. */
 static nc_status storage_guard(nc_op op, int n, const nc_tensor *const *ts) {
+  const nc_op_info *o = nc_op_get(op);
   for (int i = 0; i < n; i++)
-    if (ts[i] && nc_dtype_is_storage(ts[i]->dtype)) NC_TRY(nc_op_check_dtype(op, ts[i]->dtype));
+    if (ts[i] && nc_dtype_is_storage(ts[i]->dtype) && !(o && (o->dtypes & (1u << ts[i]->dtype))))
+      return nc_storage_dtype_error(ts[i]->dtype);
   return NC_OK;
 }
 #define GUARD(op, ...)                                                         \

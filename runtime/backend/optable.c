@@ -29,7 +29,8 @@ const char *nc_op_family_name(nc_op_family f) {
 
 bool nc_op_accepts(nc_op op, nc_dtype d) {
   const nc_op_info *o = nc_op_get(op);
-  return o && nc_dtype_valid(d) && (o->dtypes & (1u << d));
+  if (!o || !nc_dtype_valid(d)) return false;
+  return (o->dtypes & (1u << d)) || (nc_dtype_is_storage(d) && (o->dtypes & NC_DT_WIDEN));
 }
 
 nc_status nc_op_check_dtype(nc_op op, nc_dtype d) {

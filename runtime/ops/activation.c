@@ -22,15 +22,13 @@ static nc_status check_finite(const char *what, double v) {
 
 static nc_status activation(nc_op op, nc_tensor *x, int nf, const double *f, nc_tensor **out);
 
-/* The storage dtypes: op on x as float32, rounded once into x's dtype. */
+/* The storage dtypes: op on x as float32, rounded once into x's dtype (ops/support.h). */
 static nc_status activation_storage(nc_op op, nc_tensor *x, int nf, const double *f, nc_tensor **out) {
-  nc_tensor *wide = NULL, *y = NULL;
-  nc_status s = nc_to(x, nc_tensor_device(x), NC_FLOAT32, &wide);
-  if (s == NC_OK) s = activation(op, wide, nf, f, &y);
-  if (s == NC_OK) s = nc_to(y, nc_tensor_device(y), x->dtype, out);
-  nc_tensor_release(wide);
-  nc_tensor_release(y);
-  return s;
+  nc_tensor *wide, *y = NULL;
+  NC_TRY(nc_widen_n(1, &x, &wide));
+  nc_status s = activation(op, wide, nf, f, &y);
+  nc_release_n(1, &wide);
+  return nc_round_result(s, y, x->dtype, out);
 }
 
 /* y = op(x; f[0 .. nf)) */

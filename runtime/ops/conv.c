@@ -1,5 +1,7 @@
 /* conv2d forward and gradients: geometry checks, contiguous operands, output allocation,
- * dispatch to the backend. */
+ * dispatch to the backend. bfloat16 and float16 operands (all of one dtype, as in PyTorch) go
+ * through the float32 path: widened, convolved in float32, the result rounded once into their
+ * dtype (ops/support.h). */
 #include "backend/dispatch.h"
 #include "core/check.h"
 #include "support.h"
@@ -60,10 +62,11 @@ nc_status nc_conv2d_plan(nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor 
 }
 
 static nc_status same_float(const nc_tensor *a, const nc_tensor *b, const char *what) {
-  NC_TRY(nc_check_not_storage(a, b));
   if (!nc_dtype_is_float(a->dtype) || a->dtype != b->dtype)
-    return nc_error(NC_ERR_DTYPE, "expected float32 or float64 tensors of one dtype, got %s and %s",
-                    nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));
+    return nc_error(
+        NC_ERR_DTYPE,
+        "expected operands of one float dtype (float32, float64, bfloat16 or float16), got %s and %s",
+        nc_dtype_name(a->dtype), nc_dtype_name(b->dtype));
   if (nc_tensor_device(a) != nc_tensor_device(b))
     return nc_error(NC_ERR_DEVICE, "tensors are on different devices");
   return NC_OK;
@@ -91,6 +94,13 @@ nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_c
     NC_TRY(same_float(x, bias, "conv2d bias"));
     if (bias->ndim != 1 || bias->shape[0] != p.c_out)
       return nc_error(NC_ERR_SHAPE, "conv2d bias must have shape [%lld]", (long long)p.c_out);
+  }
+  if (nc_dtype_is_storage(x->dtype)) {
+    nc_tensor *in[3] = {x, weight, bias}, *wide[3], *y = NULL;
+    NC_TRY(nc_widen_n(3, in, wide));
+    nc_status s = nc_conv2d(wide[0], wide[1], wide[2], params, &y);
+    nc_release_n(3, wide);
+    return nc_round_result(s, y, x->dtype, out);
   }
   int64_t shape[4] = {p.n, p.c_out, p.oh, p.ow};
   nc_device *dev = nc_tensor_device(x);
@@ -128,6 +138,13 @@ nc_status nc_conv2d_backward_input(nc_tensor *dy, nc_tensor *weight, const int64
   NC_TRY(nc_shape_check(4, input_shape));
   NC_TRY(plan_shapes(&p, input_shape, weight->shape));
   NC_TRY(check_dy(dy, &p));
+  if (nc_dtype_is_storage(dy->dtype)) {
+    nc_tensor *in[2] = {dy, weight}, *wide[2], *r = NULL;
+    NC_TRY(nc_widen_n(2, in, wide));
+    nc_status s = nc_conv2d_backward_input(wide[0], wide[1], input_shape, params, &r);
+    nc_release_n(2, wide);
+    return nc_round_result(s, r, dy->dtype, dx);
+  }
   nc_device *dev = nc_tensor_device(dy);
   nc_tensor *r, *cdy, *cw;
   NC_TRY(nc_tensor_empty(dev, dy->dtype, 4, input_shape, 0, &r));
@@ -156,6 +173,13 @@ nc_status nc_conv2d_backward_weight(nc_tensor *dy, nc_tensor *x, const int64_t w
   NC_TRY(nc_shape_check(4, weight_shape));
   NC_TRY(plan_shapes(&p, x->shape, weight_shape));
   NC_TRY(check_dy(dy, &p));
+  if (nc_dtype_is_storage(dy->dtype)) {
+    nc_tensor *in[2] = {dy, x}, *wide[2], *r = NULL;
+    NC_TRY(nc_widen_n(2, in, wide));
+    nc_status s = nc_conv2d_backward_weight(wide[0], wide[1], weight_shape, params, &r);
+    nc_release_n(2, wide);
+    return nc_round_result(s, r, dy->dtype, dw);
+  }
   nc_device *dev = nc_tensor_device(dy);
   nc_tensor *r, *cdy, *cx;
   NC_TRY(nc_tensor_empty(dev, dy->dtype, 4, weight_shape, 0, &r));

@@ -1,4 +1,6 @@
-/* cross_entropy: checks (targets must be int64 class indices), allocation, dispatch. */
+/* cross_entropy: checks (targets must be int64 class indices), allocation, dispatch. bfloat16 and
+ * float16 logits go through the float32 path (ops/support.h): the loss is the float32 one rounded
+ * once into the logits' dtype (PyTorch's dtype), the log-sum-exp kept for the backward is float32. */
 #include "backend/dispatch.h"
 #include "core/check.h"
 #include "core/device_impl.h"
@@ -13,7 +15,8 @@ nc_cross_entropy_opts nc_cross_entropy_defaults(void) {
 
 static nc_status check(const nc_tensor *logits, const nc_tensor *targets, const nc_cross_entropy_opts *o) {
   if (!nc_dtype_is_float(logits->dtype))
-    return nc_error(NC_ERR_DTYPE, "logits must be float32 or float64, got %s", nc_dtype_name(logits->dtype));
+    return nc_error(NC_ERR_DTYPE, "logits must be float32, float64, bfloat16 or float16, got %s",
+                    nc_dtype_name(logits->dtype));
   if (targets->dtype != NC_INT64)
     return nc_error(NC_ERR_DTYPE, "targets must be int64 class indices, got %s",
                     nc_dtype_name(targets->dtype));
@@ -37,6 +40,16 @@ nc_status nc_cross_entropy(nc_tensor *logits, nc_tensor *targets, const nc_cross
                            nc_tensor **loss, nc_tensor **lse) {
   nc_cross_entropy_opts o = opts ? *opts : nc_cross_entropy_defaults();
   NC_TRY(check(logits, targets, &o));
+  if (nc_dtype_is_storage(logits->dtype)) {
+    nc_tensor *wide, *l = NULL, *s_ = NULL;
+    NC_TRY(nc_widen_n(1, &logits, &wide));
+    nc_status s = nc_cross_entropy(wide, targets, &o, &l, &s_);
+    nc_release_n(1, &wide);
+    s = nc_round_result(s, l, logits->dtype, loss);
+    if (s == NC_OK && lse) *lse = s_, s_ = NULL;
+    nc_tensor_release(s_);
+    return s;
+  }
   nc_device *dev = nc_tensor_device(logits);
   nc_tensor *l = NULL, *s_ = NULL, *dl = NULL, *dt = NULL;
   nc_status s = o.reduction == NC_REDUCTION_NONE
@@ -69,14 +82,25 @@ nc_status nc_cross_entropy_backward(nc_tensor *dloss, nc_tensor *logits, nc_tens
                                     const nc_cross_entropy_opts *opts, nc_tensor **dlogits) {
   nc_cross_entropy_opts o = opts ? *opts : nc_cross_entropy_defaults();
   NC_TRY(check(logits, targets, &o));
-  if (dloss->dtype != logits->dtype || nc_tensor_device(dloss) != nc_tensor_device(logits))
+  /* storage logits: the loss gradient and the log-sum-exp may be float32 (what the forward gave) */
+  const bool storage = nc_dtype_is_storage(logits->dtype);
+  if ((dloss->dtype != logits->dtype && !(storage && dloss->dtype == NC_FLOAT32)) ||
+      nc_tensor_device(dloss) != nc_tensor_device(logits))
     return nc_error(NC_ERR_DTYPE, "the loss gradient must match the logits' dtype and device");
   bool ok = o.reduction == NC_REDUCTION_NONE ? dloss->ndim == targets->ndim : nc_tensor_numel(dloss) == 1;
   for (int i = 0; ok && o.reduction == NC_REDUCTION_NONE && i < targets->ndim; i++)
     ok = dloss->shape[i] == targets->shape[i];
   if (!ok) return nc_error(NC_ERR_SHAPE, "the loss gradient does not have the loss's shape");
-  if (!lse || lse->dtype != logits->dtype || nc_tensor_numel(lse) != nc_tensor_numel(targets))
+  if (!lse || (lse->dtype != logits->dtype && !(storage && lse->dtype == NC_FLOAT32)) ||
+      nc_tensor_numel(lse) != nc_tensor_numel(targets))
     return nc_error(NC_ERR_ARG, "needs the log-sum-exp the forward op returned");
+  if (storage) {
+    nc_tensor *in[3] = {dloss, logits, lse}, *wide[3], *r = NULL;
+    NC_TRY(nc_widen_n(3, in, wide));
+    nc_status s = nc_cross_entropy_backward(wide[0], wide[1], targets, wide[2], &o, &r);
+    nc_release_n(3, wide);
+    return nc_round_result(s, r, logits->dtype, dlogits);
+  }
   nc_device *dev = nc_tensor_device(logits);
   nc_tensor *r = NULL, *d[4] = {NULL, NULL, NULL, NULL};
   nc_status s = nc_tensor_empty(dev, logits->dtype, logits->ndim, logits->shape, 0, &r);

@@ -1,4 +1,9 @@
-/* Normalization ops: shape checks, saved-statistics tensors, dispatch. */
+/* Normalization ops: shape checks, saved-statistics tensors, dispatch. A bfloat16 or float16
+ * input goes through the float32 path, as PyTorch computes it: its affine parameters and running
+ * statistics have the input's dtype or float32 (all one of them), everything is widened, the
+ * float32 op runs, and y (or dx, and the parameters' gradients) is rounded once into the dtype of
+ * what it belongs to (ops/support.h). The statistics the forward returns (mean, invstd, rstd) are
+ * the float32 path's, float32; storage running statistics get the float32 update rounded once. */
 #include "backend/dispatch.h"
 #include "core/check.h"
 #include "core/device_impl.h"
@@ -7,11 +12,12 @@
 #include "netcl/norm.h"
 #include "netcl/table_ops.h"
 #include "ops/dense.h"
+#include "ops/support.h"
 
 static nc_status check_param(const nc_tensor *p, const nc_tensor *x, int ndim, const int64_t *shape,
                              const char *what) {
   if (!p) return NC_OK;
-  if (p->dtype != x->dtype)
+  if (p->dtype != x->dtype && !(nc_dtype_is_storage(x->dtype) && p->dtype == NC_FLOAT32))
     return nc_error(NC_ERR_DTYPE, "%s is %s but the input is %s", what, nc_dtype_name(p->dtype),
                     nc_dtype_name(x->dtype));
   if (nc_tensor_device(p) != nc_tensor_device(x))
@@ -28,9 +34,24 @@ static nc_status check_param(const nc_tensor *p, const nc_tensor *x, int ndim, c
   return NC_OK;
 }
 
+/* The affine parameters and running statistics given (NULLs skipped) share one dtype. */
+static nc_status one_param_dtype(int n, nc_tensor *const *ps) {
+  const nc_tensor *first = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!ps[i]) continue;
+    if (first && ps[i]->dtype != first->dtype)
+      return nc_error(NC_ERR_DTYPE,
+                      "the parameters mix %s and %s; give them one dtype (the input's or float32)",
+                      nc_dtype_name(first->dtype), nc_dtype_name(ps[i]->dtype));
+    if (!first) first = ps[i];
+  }
+  return NC_OK;
+}
+
 static nc_status check_float(const nc_tensor *x) {
   if (!nc_dtype_is_float(x->dtype))
-    return nc_error(NC_ERR_DTYPE, "expected a float32 or float64 input, got %s", nc_dtype_name(x->dtype));
+    return nc_error(NC_ERR_DTYPE, "expected a float32, float64, bfloat16 or float16 input, got %s",
+                    nc_dtype_name(x->dtype));
   return NC_OK;
 }
 
@@ -52,10 +73,57 @@ static void release_all(nc_tensor **t, int n) {
   for (int i = 0; i < n; i++) nc_tensor_release(t[i]);
 }
 
+/* The storage dtypes' backward: the float32 path's dx, dweight, dbias (r[], references taken; NULL
+ * where not asked) rounded once into x's and the weight's dtypes and handed out, or all released. */
+static nc_status round_grads(nc_status s, nc_tensor **r, const nc_tensor *x, const nc_tensor *weight,
+                             nc_tensor **dx, nc_tensor **dweight, nc_tensor **dbias) {
+  nc_tensor *o[3] = {NULL, NULL, NULL};
+  const nc_dtype dts[3] = {x->dtype, weight ? weight->dtype : x->dtype, weight ? weight->dtype : x->dtype};
+  for (int i = 0; i < 3; i++) s = nc_round_result(s, r[i], dts[i], &o[i]);
+  if (s != NC_OK) {
+    nc_release_n(3, o);
+    return s;
+  }
+  if (dx) *dx = o[0];
+  if (dweight) *dweight = o[1];
+  if (dbias) *dbias = o[2];
+  return NC_OK;
+}
+
 /* Running stats are updated in place, so they must be contiguous themselves. */
 static nc_status check_inplace(const nc_tensor *t, const char *what) {
   if (t && !nc_tensor_is_contiguous(t))
     return nc_error(NC_ERR_ARG, "%s must be contiguous (it is updated in place)", what);
+  return NC_OK;
+}
+
+/* The storage dtypes (checked): the float32 batch norm on widened operands; the running
+ * statistics, when they have a storage dtype, get its update rounded once. */
+static nc_status batch_norm_storage(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor *running_mean,
+                                    nc_tensor *running_var, bool training, double momentum, double eps,
+                                    nc_tensor **y, nc_tensor **save_mean, nc_tensor **save_invstd) {
+  nc_tensor *in[5] = {x, weight, bias, running_mean, running_var}, *wide[5], *r = NULL, *m = NULL, *is = NULL;
+  NC_TRY(nc_widen_n(5, in, wide));
+  nc_status s =
+      nc_batch_norm(wide[0], wide[1], wide[2], wide[3], wide[4], training, momentum, eps, &r, &m, &is);
+  for (int i = 3; i < 5 && s == NC_OK && training; i++)
+    if (in[i] && wide[i] != in[i]) s = nc_copy(in[i], wide[i]);
+  nc_release_n(5, wide);
+  nc_tensor *ry = NULL;
+  s = nc_round_result(s, r, x->dtype, &ry);
+  if (s != NC_OK) {
+    nc_tensor_release(m), nc_tensor_release(is);
+    return s;
+  }
+  *y = ry;
+  if (save_mean)
+    *save_mean = m;
+  else
+    nc_tensor_release(m);
+  if (save_invstd)
+    *save_invstd = is;
+  else
+    nc_tensor_release(is);
   return NC_OK;
 }
 
@@ -78,6 +146,11 @@ nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_ten
   if (training && per_channel < 2)
     return nc_error(NC_ERR_SHAPE, "training needs more than 1 value per channel, got %lld",
                     (long long)per_channel);
+  nc_tensor *params[4] = {weight, bias, running_mean, running_var};
+  NC_TRY(one_param_dtype(4, params));
+  if (nc_dtype_is_storage(x->dtype))
+    return batch_norm_storage(x, weight, bias, running_mean, running_var, training, momentum, eps, y,
+                              save_mean, save_invstd);
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[3] = {x, weight, bias}, *d[3], *r = NULL, *m = NULL, *is = NULL;
   NC_TRY(dense(in, d, 3));
@@ -128,6 +201,14 @@ nc_status nc_batch_norm_backward(nc_tensor *dy, nc_tensor *x, nc_tensor *weight,
   NC_TRY(check_param(save_invstd, x, 1, &c, "save_invstd"));
   if (!save_mean || !save_invstd) return nc_error(NC_ERR_ARG, "needs the saved mean and invstd");
   if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "affine gradients need the weight");
+  if (nc_dtype_is_storage(x->dtype)) {
+    nc_tensor *in[5] = {dy, x, weight, save_mean, save_invstd}, *wide[5], *r[3] = {NULL, NULL, NULL};
+    NC_TRY(nc_widen_n(5, in, wide));
+    nc_status s = nc_batch_norm_backward(wide[0], wide[1], wide[2], wide[3], wide[4], training,
+                                         dx ? &r[0] : NULL, dweight ? &r[1] : NULL, dbias ? &r[2] : NULL);
+    nc_release_n(5, wide);
+    return round_grads(s, r, x, weight, dx, dweight, dbias);
+  }
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[5] = {dy, x, weight, save_mean, save_invstd}, *d[5], *out[3] = {NULL, NULL, NULL};
   NC_TRY(dense(in, d, 5));
@@ -162,6 +243,19 @@ static nc_status row_forward(bool rms, nc_tensor *x, int nd, nc_tensor *weight, 
   NC_TRY(check_param(weight, x, nd, norm_shape, "weight"));
   NC_TRY(check_param(bias, x, nd, norm_shape, "bias"));
   if (!(eps > 0)) return nc_error(NC_ERR_ARG, "eps must be > 0, got %g", eps);
+  nc_tensor *params[2] = {weight, bias};
+  NC_TRY(one_param_dtype(2, params));
+  if (nc_dtype_is_storage(x->dtype)) {
+    nc_tensor *in[3] = {x, weight, bias}, *wide[3], *r = NULL, *m = NULL, *rs = NULL;
+    NC_TRY(nc_widen_n(3, in, wide));
+    nc_status s = row_forward(rms, wide[0], nd, wide[1], wide[2], eps, &r, rms ? NULL : &m, &rs);
+    nc_release_n(3, wide);
+    s = nc_round_result(s, r, x->dtype, y);
+    if (s == NC_OK && mean) *mean = m, m = NULL;
+    if (s == NC_OK && rstd) *rstd = rs, rs = NULL;
+    nc_tensor_release(m), nc_tensor_release(rs);
+    return s;
+  }
   nc_device *dev = nc_tensor_device(x);
   int lead = x->ndim - nd;
   nc_tensor *in[3] = {x, weight, bias}, *d[3], *r = NULL, *m = NULL, *rs = NULL;
@@ -199,6 +293,14 @@ static nc_status row_backward(bool rms, nc_tensor *dy, nc_tensor *x, int nd, nc_
   NC_TRY(check_param(rstd, x, lead, x->shape, "rstd"));
   if (!rstd || (!rms && !mean)) return nc_error(NC_ERR_ARG, "needs the statistics saved by the forward op");
   if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "affine gradients need the weight");
+  if (nc_dtype_is_storage(x->dtype)) {
+    nc_tensor *in[5] = {dy, x, weight, rms ? NULL : mean, rstd}, *wide[5], *r[3] = {NULL, NULL, NULL};
+    NC_TRY(nc_widen_n(5, in, wide));
+    nc_status s = row_backward(rms, wide[0], wide[1], nd, wide[2], wide[3], wide[4], dx ? &r[0] : NULL,
+                               dweight ? &r[1] : NULL, dbias ? &r[2] : NULL);
+    nc_release_n(5, wide);
+    return round_grads(s, r, x, weight, dx, dweight, dbias);
+  }
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[5] = {dy, x, weight, rms ? NULL : mean, rstd}, *d[5], *out[3] = {NULL, NULL, NULL};
   NC_TRY(dense(in, d, 5));
@@ -269,6 +371,19 @@ nc_status nc_group_norm(nc_tensor *x, int64_t num_groups, nc_tensor *weight, nc_
   NC_TRY(check_param(weight, x, 1, &c, "weight"));
   NC_TRY(check_param(bias, x, 1, &c, "bias"));
   if (!(eps > 0)) return nc_error(NC_ERR_ARG, "eps must be > 0, got %g", eps);
+  nc_tensor *params[2] = {weight, bias};
+  NC_TRY(one_param_dtype(2, params));
+  if (nc_dtype_is_storage(x->dtype)) {
+    nc_tensor *in[3] = {x, weight, bias}, *wide[3], *y = NULL, *m = NULL, *rs = NULL;
+    NC_TRY(nc_widen_n(3, in, wide));
+    nc_status s = nc_group_norm(wide[0], num_groups, wide[1], wide[2], eps, &m, &rs, &y);
+    nc_release_n(3, wide);
+    s = nc_round_result(s, y, x->dtype, out);
+    if (s == NC_OK && mean) *mean = m, m = NULL;
+    if (s == NC_OK && rstd) *rstd = rs, rs = NULL;
+    nc_tensor_release(m), nc_tensor_release(rs);
+    return s;
+  }
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[3] = {x, weight, bias}, *d[3], *r[3] = {NULL, NULL, NULL};
   NC_TRY(dense(in, d, 3));
@@ -299,6 +414,13 @@ nc_status nc_group_norm_backward(nc_tensor *dy, nc_tensor *x, int64_t num_groups
   if (!mean || !rstd) return nc_error(NC_ERR_ARG, "needs the statistics saved by the forward op");
   NC_TRY(check_param(mean, x, 2, stats, "mean"));
   NC_TRY(check_param(rstd, x, 2, stats, "rstd"));
+  if (nc_dtype_is_storage(x->dtype)) {
+    nc_tensor *in[5] = {dy, x, weight, mean, rstd}, *wide[5], *r = NULL;
+    NC_TRY(nc_widen_n(5, in, wide));
+    nc_status s = nc_group_norm_backward(wide[0], wide[1], num_groups, wide[2], wide[3], wide[4], &r);
+    nc_release_n(5, wide);
+    return nc_round_result(s, r, x->dtype, out);
+  }
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[5] = {dy, x, weight, mean, rstd}, *d[5], *dx = NULL;
   NC_TRY(dense(in, d, 5));

@@ -1,5 +1,7 @@
 /* Pooling: output geometry (PyTorch's rules for padding, dilation and ceil mode), checks,
- * allocation and dispatch. */
+ * allocation and dispatch. A bfloat16 or float16 input (or output gradient) goes through the
+ * float32 path: widened, pooled in float32, the result rounded once into its dtype (ops/support.h);
+ * max pooling's positions are those of the float32 path. */
 #include "backend/dispatch.h"
 #include "core/check.h"
 #include "core/device_impl.h"
@@ -7,6 +9,7 @@
 #include "netcl/creation.h"
 #include "netcl/pool.h"
 #include "ops/dense.h"
+#include "ops/support.h"
 
 nc_pool2d_desc nc_pool2d_defaults(int kind, int64_t kh, int64_t kw) {
   nc_pool2d_desc p = {
@@ -67,7 +70,8 @@ static nc_status plan(nc_pool2d_desc *p, int ndim, const int64_t *shape) {
 
 static nc_status check_float(const nc_tensor *t) {
   if (!nc_dtype_is_float(t->dtype))
-    return nc_error(NC_ERR_DTYPE, "expected a float32 or float64 tensor, got %s", nc_dtype_name(t->dtype));
+    return nc_error(NC_ERR_DTYPE, "expected a float32, float64, bfloat16 or float16 tensor, got %s",
+                    nc_dtype_name(t->dtype));
   return NC_OK;
 }
 
@@ -75,6 +79,19 @@ nc_status nc_pool2d(nc_tensor *x, const nc_pool2d_desc *params, nc_tensor **out,
   nc_pool2d_desc p = *params;
   NC_TRY(check_float(x));
   NC_TRY(plan(&p, x->ndim, x->shape));
+  if (nc_dtype_is_storage(x->dtype)) {
+    nc_tensor *wide, *y = NULL, *idx = NULL;
+    NC_TRY(nc_widen_n(1, &x, &wide));
+    nc_status s = nc_pool2d(wide, params, &y, indices ? &idx : NULL);
+    nc_release_n(1, &wide);
+    s = nc_round_result(s, y, x->dtype, out);
+    if (s != NC_OK) {
+      nc_tensor_release(idx);
+      return s;
+    }
+    if (indices) *indices = idx;
+    return NC_OK;
+  }
   int64_t shape[4];
   for (int i = 0; i < x->ndim - 2; i++) shape[i] = x->shape[i];
   shape[x->ndim - 2] = p.oh;
@@ -137,6 +154,13 @@ nc_status nc_pool2d_backward(nc_tensor *dy, nc_tensor *indices, int input_ndim, 
     if (!same)
       return nc_error(NC_ERR_SHAPE,
                       "max_pool2d backward: indices must have the output gradient's shape and device");
+  }
+  if (nc_dtype_is_storage(dy->dtype)) {
+    nc_tensor *wide, *r = NULL;
+    NC_TRY(nc_widen_n(1, &dy, &wide));
+    nc_status s = nc_pool2d_backward(wide, indices, input_ndim, input_shape, params, &r);
+    nc_release_n(1, &wide);
+    return nc_round_result(s, r, dy->dtype, dx);
   }
   nc_tensor *r = NULL, *cdy = NULL;
   nc_status s = nc_tensor_empty(dev, dy->dtype, input_ndim, input_shape, 0, &r);

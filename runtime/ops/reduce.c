@@ -8,8 +8,11 @@
 
 nc_reduce_args nc_reduce_defaults(void) { return (nc_reduce_args){2.0, 1.0}; }
 
-/* The dtype a backend reduces in: float32, float64 or int64. */
+/* The dtype a backend reduces in: float32, float64 or int64. The storage dtypes (bfloat16,
+ * float16; rows with NC_DT_WIDEN) are widened to float32 with the input's copy, and the float32
+ * result is rounded once into the storage dtype when it is copied into the result. */
 static nc_dtype compute_dtype(const nc_op_info *o, nc_dtype in) {
+  if (nc_dtype_is_storage(in)) return NC_FLOAT32;
   if (nc_dtype_is_float(in)) return in;
   return o->result == NC_RES_FLOAT ? NC_FLOAT32 : NC_INT64;
 }

@@ -62,6 +62,45 @@ nc_status nc_check_not_storage(const nc_tensor *a, const nc_tensor *b) {
   return NC_OK;
 }
 
+nc_status nc_widen_n(int n, nc_tensor *const *in, nc_tensor **out) {
+  for (int i = 0; i < n; i++) out[i] = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!in[i]) continue;
+    if (!nc_dtype_is_storage(in[i]->dtype)) {
+      out[i] = nc_tensor_retain(in[i]);
+      continue;
+    }
+    nc_status s = nc_to(in[i], nc_tensor_device(in[i]), NC_FLOAT32, &out[i]);
+    if (s != NC_OK) {
+      out[i] = NULL;
+      nc_release_n(i, out);
+      return s;
+    }
+  }
+  return NC_OK;
+}
+
+void nc_release_n(int n, nc_tensor **t) {
+  for (int i = 0; i < n; i++) {
+    nc_tensor_release(t[i]);
+    t[i] = NULL;
+  }
+}
+
+nc_status nc_round_result(nc_status s, nc_tensor *r, nc_dtype dt, nc_tensor **out) {
+  if (s != NC_OK || !out || !r) {
+    nc_tensor_release(r);
+    return s;
+  }
+  if (r->dtype == dt) {
+    *out = r;
+    return NC_OK;
+  }
+  s = nc_to(r, nc_tensor_device(r), dt, out);
+  nc_tensor_release(r);
+  return s;
+}
+
 nc_status nc_check_writable(const nc_tensor *dst) {
   for (int i = 0; i < dst->ndim; i++)
     if (dst->shape[i] > 1 && dst->strides[i] == 0)

@@ -28,6 +28,25 @@ nc_status nc_check_not_storage(const nc_tensor *a, const nc_tensor *b);
 
 nc_status nc_check_writable(const nc_tensor *dst);
 
+/* ---- the storage dtypes through an op's float32 path ----------------------------------------------
+ * Ops without storage-dtype kernels of their own (convolution, pooling, normalization,
+ * cross_entropy, the activations) take bfloat16 and float16 as PyTorch computes them: each storage
+ * operand widened to float32 (exactly: one conversion pass), the op's float32 path run on the
+ * widened operands, and each result that has a storage dtype rounded once into it (to nearest even:
+ * a second pass). The backends see float32 only. */
+
+/* out[i]: a float32 copy of in[i] when in[i] has a storage dtype, else in[i] retained (NULL stays
+ * NULL). On failure out[] holds nothing. */
+nc_status nc_widen_n(int n, nc_tensor *const *in, nc_tensor **out);
+
+/* Releases t[0 .. n) (NULLs skipped) and sets them to NULL. */
+void nc_release_n(int n, nc_tensor **t);
+
+/* Hands r, a float32 path's result (its reference is taken), to *out: converted into dt (the one
+ * rounding) when r has another dtype, else as is. s is the float32 path's status: when it is an
+ * error, or the conversion fails, r is released and the error returned. out NULL: r is released. */
+nc_status nc_round_result(nc_status s, nc_tensor *r, nc_dtype dt, nc_tensor **out);
+
 /* Whether a value of dtype from may be stored in to by an _into op (floats only in floats,
  * integers in integers or floats, bool anywhere). */
 bool nc_dtype_castable(nc_dtype from, nc_dtype to);

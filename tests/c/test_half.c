@@ -126,9 +126,11 @@ int main(void) {
   CHECK_OK(nc_dtype_parse("half", &d));
   CHECK(d == NC_FLOAT16);
   CHECK(nc_dtype_promote(NC_BFLOAT16, NC_FLOAT16) == NC_FLOAT32 && nc_dtype_promote(NC_FLOAT16, NC_INT64) == NC_FLOAT16);
-  CHECK_ERR(nc_op_check_dtype(NC_OP_SUM, NC_BFLOAT16), NC_ERR_DTYPE,
+  CHECK_ERR(nc_op_check_dtype(NC_OP_CUMSUM, NC_BFLOAT16), NC_ERR_DTYPE,
             "dtype bfloat16 is a storage type; convert it with t:float() first");
   CHECK_OK(nc_op_check_dtype(NC_OP_ADD, NC_BFLOAT16)); /* the elementwise families take them */
+  CHECK_OK(nc_op_check_dtype(NC_OP_SUM, NC_FLOAT16));  /* and the ops that widen them (NC_DT_WIDEN) */
+  CHECK(nc_op_accepts(NC_OP_CONV2D, NC_BFLOAT16) && !nc_op_accepts(NC_OP_CONV2D, NC_INT32));
   CHECK_OK(nc_op_check_dtype(NC_OP_COPY, NC_FLOAT16));
   CHECK_DONE();
 }

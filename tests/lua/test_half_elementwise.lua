@@ -293,9 +293,8 @@ function TestBinary.test_other_ops_still_refuse_storage_dtypes()
     local t = nc.randn({4, 4}, {device = dev}):to(dt)
     local f = nc.randn({4, 4}, {device = dev})
     local ops = {
-      sum = function() return t:sum() end, softmax = function() return t:softmax(1) end,
-      cumsum = function() return t:cumsum(1) end, where = function() return nc.where(f:gt(0), t, t) end,
-      layer_norm = function() return nc.layer_norm(t, {4}) end, sort = function() return t:sort(1) end,
+      any = function() return t:any() end, cumsum = function() return t:cumsum(1) end,
+      where = function() return nc.where(f:gt(0), t, t) end, sort = function() return t:sort(1) end,
     }
     for name, fn in pairs(ops) do H.assert_error(fn, "netcl." .. name, "dtype " .. dt .. " " .. msg) end
   end

@@ -27,9 +27,15 @@ extern "C" {
  * once into the storage dtype: the matrix products (matmul, mm, bmm, linear, whose backends sum
  * in float32: docs/linalg.md), the unary and binary elementwise families with the comparisons
  * (NC_DT_EW_*: each element computed by the float32 expression from the widened inputs) and the
- * activations elu, softplus, mish and leaky_relu. The dispatch layer refuses them to every other
- * op. */
+ * activations elu, softplus, mish and leaky_relu; the NC_DT_WIDEN ops below take them in the op
+ * layer. The dispatch layer refuses them to every other backend call. */
 #define NC_DT_STORAGE ((1u << NC_BFLOAT16) | (1u << NC_FLOAT16))
+/* Ops that take the storage dtypes in the op layer only, through their float32 path (ops/support.h:
+ * the operands widened to float32, the result rounded once into the storage dtype): convolution,
+ * pooling, normalization, cross_entropy, the float reductions, softmax and log_softmax. nc_op_accepts
+ * says yes for them, but their backend calls see float32 only: the dispatch layer still refuses a
+ * storage tensor there (the row's storage bits are not set). */
+#define NC_DT_WIDEN (1u << 31)
 #define NC_DT_MOVE (NC_DT_ALL | NC_DT_STORAGE)
 #define NC_DT_EW_NUM (NC_DT_NUM | NC_DT_STORAGE)
 #define NC_DT_EW_ALL (NC_DT_ALL | NC_DT_STORAGE)
@@ -129,26 +135,26 @@ typedef enum {
   X(GE, "ge", BINARY, 2, NC_DT_EW_ALL, NC_RES_BOOL, ENTRY(BINARY), NODIFF, NC_K_COMPARE, "cpu_binary")                               \
   X(WHERE, "where", WHERE, 3, NC_DT_ALL, NC_RES_SAME, ENTRY(WHERE), DIFF(nc_ag_where), "elementwise.cl:where_<T>", "cpu_where")             \
   X(MASKED_FILL, "masked_fill", WHERE, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(WHERE), DIFF(nc_ag_masked_fill), "elementwise.cl:where_<T>", "cpu_where") \
-  X(SUM, "sum", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, ENTRY(REDUCE), DIFF(nc_ag_reduce),                                                          \
+  X(SUM, "sum", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_SUM, ENTRY(REDUCE), DIFF(nc_ag_reduce),                                                          \
     "reduce.cl:reduce_rows_<T>|reduce_sum_<T>+reduce_partials_<T>", "cpu_reduce")                          \
-  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce),                                                      \
+  X(MEAN, "mean", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce),                                                      \
     "reduce.cl:reduce_rows_<T>|reduce_sum_<T>+reduce_partials_<T>", "cpu_reduce")                          \
-  X(PROD, "prod", REDUCE, 1, NC_DT_ALL, NC_RES_SUM, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
-  X(MAX, "max", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                              \
-  X(MIN, "min", REDUCE, 1, NC_DT_ALL, NC_RES_SAME, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                              \
-  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                       \
-  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL, NC_RES_INDEX, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                       \
-  X(VAR, "var", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
-  X(STD, "std", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
-  X(NORM, "norm", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                           \
-  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                 \
+  X(PROD, "prod", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_SUM, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
+  X(MAX, "max", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_SAME, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                              \
+  X(MIN, "min", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_SAME, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                              \
+  X(ARGMAX, "argmax", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_INDEX, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                       \
+  X(ARGMIN, "argmin", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_INDEX, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                       \
+  X(VAR, "var", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
+  X(STD, "std", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                             \
+  X(NORM, "norm", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                           \
+  X(LOGSUMEXP, "logsumexp", REDUCE, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_FLOAT, ENTRY(REDUCE), DIFF(nc_ag_reduce), NC_K_REDUCE, "cpu_reduce")                 \
   X(ANY, "any", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                              \
   X(ALL, "all", REDUCE, 1, NC_DT_ALL, NC_RES_BOOL, ENTRY(REDUCE), NODIFF, NC_K_REDUCE, "cpu_reduce")                              \
   X(CUMSUM, "cumsum", SCAN, 1, NC_DT_ALL, NC_RES_SUM, ENTRY(SCAN), DIFF(nc_ag_cumsum), "reduce.cl:cumsum_rows_<T>|cumsum_groups_<T>",       \
     "cpu_scan")                                                                                            \
-  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(SOFTMAX), DIFF(nc_ag_softmax),                                               \
+  X(SOFTMAX, "softmax", SOFTMAX, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_FLOAT, ENTRY(SOFTMAX), DIFF(nc_ag_softmax),                                               \
     "reduce.cl:softmax_rows_<T>|softmax_groups_<T>", "cpu_softmax")                                        \
-  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL, NC_RES_FLOAT, ENTRY(SOFTMAX), DIFF(nc_ag_softmax),                                       \
+  X(LOG_SOFTMAX, "log_softmax", SOFTMAX, 1, NC_DT_ALL | NC_DT_WIDEN, NC_RES_FLOAT, ENTRY(SOFTMAX), DIFF(nc_ag_softmax),                                       \
     "reduce.cl:softmax_rows_<T>|softmax_groups_<T>", "cpu_softmax")                                        \
   X(INDEX_SELECT, "index_select", INDEX, 2, NC_DT_ALL, NC_RES_SAME, ENTRY(INDEX), DIFF(nc_ag_index_select), "index.cl:take_<element bytes>",       \
     "cpu_index")                                                                                           \
@@ -174,25 +180,25 @@ typedef enum {
   X(MM, "mm", LINALG, 2, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_mm), "gemm.cl:gemm", "cpu_gemm")                                 \
   X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_bmm), "gemm.cl:gemm", "cpu_gemm")                               \
   X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_linear), "gemm.cl:gemm", "cpu_gemm")                         \
-  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D), DIFF(nc_ag_conv2d), "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
-  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D_BWD_INPUT), NODIFF, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
-  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CONV2D_BWD_WEIGHT), NODIFF, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
-  X(MAX_POOL2D, "max_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:max_pool_fwd", "cpu_pool2d")         \
-  X(MAX_POOL2D_BWD, "max_pool2d_backward", POOL, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:max_pool_bwd", "cpu_pool2d_bwd") \
-  X(AVG_POOL2D, "avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d")         \
-  X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
-  X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d") \
-  X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
-  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM), DIFF(nc_ag_batch_norm), "norm.cl:bn_stats", "cpu_batch_norm")   \
-  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(BATCH_NORM_BWD), NODIFF, "norm.cl:bn_bwd_sums", "cpu_batch_norm_bwd") \
-  X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_layer_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")       \
-  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*, norm.cl:row_norm_dw_*", "cpu_row_norm_bwd") \
-  X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_rms_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")           \
-  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*, norm.cl:row_norm_dw_*", "cpu_row_norm_bwd") \
+  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(CONV2D), DIFF(nc_ag_conv2d), "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
+  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(CONV2D_BWD_INPUT), NODIFF, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
+  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(CONV2D_BWD_WEIGHT), NODIFF, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
+  X(MAX_POOL2D, "max_pool2d", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:max_pool_fwd", "cpu_pool2d")         \
+  X(MAX_POOL2D_BWD, "max_pool2d_backward", POOL, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:max_pool_bwd", "cpu_pool2d_bwd") \
+  X(AVG_POOL2D, "avg_pool2d", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d")         \
+  X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
+  X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d") \
+  X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
+  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(BATCH_NORM), DIFF(nc_ag_batch_norm), "norm.cl:bn_stats", "cpu_batch_norm")   \
+  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(BATCH_NORM_BWD), NODIFF, "norm.cl:bn_bwd_sums", "cpu_batch_norm_bwd") \
+  X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_layer_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")       \
+  X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*, norm.cl:row_norm_dw_*", "cpu_row_norm_bwd") \
+  X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_rms_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")           \
+  X(RMS_NORM_BWD, "rms_norm_backward", NORM, 4, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*, norm.cl:row_norm_dw_*", "cpu_row_norm_bwd") \
   X(EMBEDDING, "embedding", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(EMBEDDING), DIFF(nc_ag_embedding), "embedding.cl:embedding_fwd_<I>", "cpu_embedding") \
   X(EMBEDDING_BWD, "embedding_backward", INDEX, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(EMBEDDING_BWD), NODIFF, "embedding.cl:embedding_bwd_<I>", "cpu_embedding_bwd") \
-  X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY), DIFF(nc_ag_cross_entropy), "loss.cl:ce_fwd", "cpu_cross_entropy")  \
-  X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT, NC_RES_SAME, ENTRY(CROSS_ENTROPY_BWD), NODIFF, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd") \
+  X(CROSS_ENTROPY, "cross_entropy", LOSS, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(CROSS_ENTROPY), DIFF(nc_ag_cross_entropy), "loss.cl:ce_fwd", "cpu_cross_entropy")  \
+  X(CROSS_ENTROPY_BWD, "cross_entropy_backward", LOSS, 4, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(CROSS_ENTROPY_BWD), NODIFF, "loss.cl:ce_bwd", "cpu_cross_entropy_bwd") \
   X(FILL, "fill", DATA, 1, NC_DT_MOVE, NC_RES_SAME, ENTRY(FILL), NODIFF, "core.cl:fill_<T>", "cpu_fill")                       \
   X(COPY, "copy", DATA, 1, NC_DT_MOVE, NC_RES_ARG, ENTRY(COPY), NODIFF, "core.cl:copy_<T>_<S>, strided_copy_<size>", "cpu_copy")                  \
   X(ARANGE, "arange", DATA, 0, NC_DT_NUM, NC_RES_ARG, ENTRY(ARANGE), NODIFF, "core.cl:arange_<T>", "cpu_arange")             \
@@ -221,13 +227,13 @@ typedef enum {
   /* group_norm(x [N, C, ...], num_groups dividing C, weight [C]?, bias [C]?, {eps = 1e-5}): each    \
    * sample's channels in num_groups groups, normalized by the group's mean and biased variance   \
    * (saved: mean, rstd [N, num_groups]), then scaled and shifted per channel. */                 \
-  X(GROUP_NORM, "group_norm", NORM, 3, NC_DT_FLOAT, NC_RES_SAME,                                    \
+  X(GROUP_NORM, "group_norm", NORM, 3, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME,                                    \
     KERNEL(group_norm, (tensor(x), integer(num_groups), opt_tensor(weight), opt_tensor(bias),       \
                         number(eps, 1e-5), saved(mean), saved(rstd))),                              \
     DIFF(nc_ag_group_norm), "norm.cl:group_norm_fwd", "cpu_group_norm")                             \
   /* The input gradient of group_norm from dy and the saved statistics (fused; the affine         \
    * gradients are sums the rule composes). */                                                     \
-  X(GROUP_NORM_BWD, "group_norm_backward", NORM, 5, NC_DT_FLOAT, NC_RES_SAME,                       \
+  X(GROUP_NORM_BWD, "group_norm_backward", NORM, 5, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME,                       \
     KERNEL(group_norm_backward, (tensor(dy), tensor(x), integer(num_groups), opt_tensor(weight),    \
                                  const_tensor(mean), const_tensor(rstd))),                          \
     NODIFF, "norm.cl:group_norm_bwd", "cpu_group_norm_backward")                                 \
