@@ -190,10 +190,13 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   const cl_convi g = geometry_i(p);
   const int64_t m = g.o, n = (int64_t)g.c * g.kh * g.kw, kt = (int64_t)g.n * g.oh * g.ow;
   /* conv_mma.cl's weight gradient under the tensor-core precisions where dY's rows of four
-   * pixels start 16-byte aligned (oh ow a multiple of 4), else gemm_fast.cl's */
+   * pixels start 16-byte aligned (oh ow a multiple of 4), but for 1 x 1 kernels and, under "high",
+   * for at most 64 output channels, where gemm_fast.cl's was faster on an H100 (ResNet18-CIFAR's
+   * shapes, docs/performance.md); else gemm_fast.cl's */
   const nc_cl_handle *k;
   int64_t bm_, bn_, items;
-  if ((g.oh * g.ow) % 4 == 0 && mma_kernel(dev, p->precision, true, m, &k)) {
+  if ((g.oh * g.ow) % 4 == 0 && g.kh * g.kw > 1 && (p->precision == NC_PRECISION_MEDIUM || m > 64) &&
+      mma_kernel(dev, p->precision, true, m, &k)) {
     bm_ = items = mma_bm(m), bn_ = MMA_BN;
   } else {
     const conv_tile tile = pick_tile(dev, m, n, true, p->precision);
