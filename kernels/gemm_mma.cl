@@ -5,6 +5,9 @@
  * cl_gemm.c picks it for "medium" products whose operand rows start 16-byte aligned and that
  * cl_gemm_lowp.c does not round into bfloat16 temporaries for kernels/gemm_bf16.cl (a long K
  * over few tiles, whose splits of K run here). "high" (tf32) products run kernels/gemm_tf32.cl.
+ * kernels/conv_mma.cl builds on this file's pipeline, fragment reads and products, with
+ * -DTC_CONV=1 (no GEMM kernels) and -DNC_MMA_BF16=1 or -DNC_MMA_TF32=1 (tf32 products, for its
+ * "high" convolutions: TC_PRODUCTS).
  *
  * A work-group computes a 128 x 128 tile of C with TC_WARPS_N x 2 warps, each a 64 x (128 /
  * TC_WARPS_N) block. K advances 16 at a time through TC_STAGES local buffers: the tile
