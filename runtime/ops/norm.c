@@ -97,6 +97,21 @@ static nc_status check_inplace(const nc_tensor *t, const char *what) {
   return NC_OK;
 }
 
+/* The batch norm's results to the caller: y, and the saved statistics where asked for (else
+ * released). */
+static void hand_out(nc_tensor *r, nc_tensor *m, nc_tensor *is, nc_tensor **y, nc_tensor **save_mean,
+                     nc_tensor **save_invstd) {
+  *y = r;
+  if (save_mean)
+    *save_mean = m;
+  else
+    nc_tensor_release(m);
+  if (save_invstd)
+    *save_invstd = is;
+  else
+    nc_tensor_release(is);
+}
+
 /* The storage dtypes (checked): the float32 batch norm on widened operands; the running
  * statistics, when they have a storage dtype, get its update rounded once. */
 static nc_status batch_norm_storage(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor *running_mean,
@@ -115,15 +130,7 @@ static nc_status batch_norm_storage(nc_tensor *x, nc_tensor *weight, nc_tensor *
     nc_tensor_release(m), nc_tensor_release(is);
     return s;
   }
-  *y = ry;
-  if (save_mean)
-    *save_mean = m;
-  else
-    nc_tensor_release(m);
-  if (save_invstd)
-    *save_invstd = is;
-  else
-    nc_tensor_release(is);
+  hand_out(ry, m, is, y, save_mean, save_invstd);
   return NC_OK;
 }
 
@@ -177,15 +184,7 @@ nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_ten
     nc_tensor_release(r), nc_tensor_release(m), nc_tensor_release(is);
     return s;
   }
-  *y = r;
-  if (save_mean)
-    *save_mean = m;
-  else
-    nc_tensor_release(m);
-  if (save_invstd)
-    *save_invstd = is;
-  else
-    nc_tensor_release(is);
+  hand_out(r, m, is, y, save_mean, save_invstd);
   return NC_OK;
 }
 
