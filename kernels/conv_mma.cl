@@ -5,7 +5,7 @@
  * kernels/gemm_mma.cl (built before this file with -DTC_CONV=1, which leaves its GEMM kernels
  * out): K advances 16 at a time through TC_STAGES local buffers, filled by cp.async TC_STAGES - 1
  * K tiles ahead while the work-group multiplies the current one, one barrier per K tile, and
- * gemm_mma.cl's fragment reads and products (TC_READ_AT, TC_PRODUCTS).
+ * gemm_mma.cl's fragment reads and products (TC_PIPELINE, TC_READ_AT, TC_PRODUCTS).
  *
  * Both products have a K-major A (the weights [o, c kh kw]; dY [o, (b, q)] per image) copied 16
  * bytes at a time, and an implicit im2col B gathered 4 bytes at a time (cp.async.ca with a zero
@@ -34,22 +34,10 @@
 #define CM_UNROLL4 _Pragma("unroll 4")
 #endif
 
-/* The main loop, from K tile 0 to ntiles - 1, with LOAD(st, kt) copying K tile kt into stage st. */
-#define CM_MAIN(BM, LOAD)                                                                          \
-  _Pragma("unroll") for (int s = 0; s < TC_STAGES - 1; s++) {                                    \
-    if (s < ntiles) LOAD(s, s)                                                                   \
-    TC_COMMIT();                                                                                 \
-  }                                                                                              \
-  int st = 0;                                                                                    \
-  for (int kt = 0; kt < ntiles; kt++) {                                                          \
-    TC_WAIT_ALL_BUT_ONE();                                                                       \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                \
-    if (kt + TC_STAGES - 1 < ntiles) LOAD(st == 0 ? TC_STAGES - 1 : st - 1, kt + TC_STAGES - 1)  \
-    TC_COMMIT();                                                                                 \
-    TC_READ_AT(smem + st * CM_STAGE(BM), smem + st * CM_STAGE(BM) + (BM) * TC_BK, 1, 0)          \
-    TC_PRODUCTS(1, 0)                                                                            \
-    st = st == TC_STAGES - 1 ? 0 : st + 1;                                                       \
-  }
+/* The fragments of stage st (gemm_mma.cl's TC_READ_AT) for a tile of BM rows. */
+#define CM_READ(BM, st) TC_READ_AT(smem + (st) * CM_STAGE(BM), smem + (st) * CM_STAGE(BM) + (BM) * TC_BK, 1, 0)
+#define CM_READ_S(st, A_K, B_K) CM_READ(64, st)
+#define CM_READ_L(st, A_K, B_K) CM_READ(128, st)
 
 /* The work-item's place: lane, warp (wm along M, wn along N: two warps along N), g and t. */
 #define CM_START(BM)                                                                               \
@@ -60,11 +48,7 @@
   __local float4 smem4_[TC_STAGES * CM_STAGE(BM) / 4];                                           \
   __local float *smem = (__local float *)smem4_;                                                 \
   MMA_SCRATCH(BM)                                                                                \
-  float acc[4][TC_FJ][4];                                                                        \
-  _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
-    _Pragma("unroll") for (int j = 0; j < TC_FJ; j++)                                            \
-      _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
-  float4 fa[8], fb[TC_FJ];
+  TC_REGS
 
 /* Four 16-byte chunks of a K-major A tile (BM rows of 16) per work-item: chunk c_ is row c_ / 4,
  * k = k0_ + 4 (c_ % 4); SRC(r, k) is its address for an absolute row r < M and a k < KEND. */
@@ -101,10 +85,10 @@
       }                                                                                          \
     }                                                                                            \
   }
-#define CM_FWD_LOAD_S(st, kt) CM_FWD_LOAD(64, st, kt)
-#define CM_FWD_LOAD_L(st, kt) CM_FWD_LOAD(128, st, kt)
+#define CM_FWD_LOAD_S(st, kt, A_K, B_K) CM_FWD_LOAD(64, st, kt)
+#define CM_FWD_LOAD_L(st, kt, A_K, B_K) CM_FWD_LOAD(128, st, kt)
 
-#define CM_FWD_BODY(BM, LOAD)                                                                      \
+#define CM_FWD_BODY(BM, LOAD, READ)                                                                      \
   CM_START(BM)                                                                                   \
   const int M = p.o, N = p.n * ohw, K = p.c * khw, ntiles = (K + TC_BK - 1) / TC_BK;             \
   __global const float *Abase = Wt;                                                              \
@@ -116,7 +100,7 @@
     cx[u] = (q - oy * p.ow) * p.sw - p.pw;                                                       \
     cofs[u] = b * p.c * hw + (oy * p.sh - p.ph) * p.w + cx[u];                                   \
   }                                                                                              \
-  CM_MAIN(BM, LOAD)                                                                              \
+  TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
   CM_FWD_EPILOGUE(BM)
 
 /* The results, one warp row (64 rows of C) at a time, through local memory (rows of CM_PITCH
@@ -153,10 +137,10 @@
   const nc_convi p, __global const float *X, __global const float *Wt, __global const float *bias, \
       const int has_bias, __global float *Y
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_fwd_s(CM_FWD_ARGS) {
-  CM_FWD_BODY(64, CM_FWD_LOAD_S)
+  CM_FWD_BODY(64, CM_FWD_LOAD_S, CM_READ_S)
 }
 __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM_FWD_ARGS) {
-  CM_FWD_BODY(128, CM_FWD_LOAD_L)
+  CM_FWD_BODY(128, CM_FWD_LOAD_L, CM_READ_L)
 }
 
 /* ---- weight gradient: dW[m, n = (c, i, j)] = sum over k = (b, q) of dY[b, m, q] X_col[k, n] -- */
@@ -187,10 +171,10 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM
       }                                                                                          \
     }                                                                                            \
   }
-#define CM_WG_LOAD_S(st, kt) CM_WG_LOAD(64, st, kt)
-#define CM_WG_LOAD_L(st, kt) CM_WG_LOAD(128, st, kt)
+#define CM_WG_LOAD_S(st, kt, A_K, B_K) CM_WG_LOAD(64, st, kt)
+#define CM_WG_LOAD_L(st, kt, A_K, B_K) CM_WG_LOAD(128, st, kt)
 
-#define CM_WG_BODY(BM, LOAD)                                                                       \
+#define CM_WG_BODY(BM, LOAD, READ)                                                                       \
   CM_START(BM)                                                                                   \
   const int M = p.o, N = p.c * khw, split = get_group_id(2);                                     \
   const int kbeg = split * kchunk, kend = min(p.n * ohw, kbeg + kchunk);                        \
@@ -204,7 +188,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM
     rx[u] = (r - i * p.kw) * p.dw - p.pw;                                                        \
     tofs[u] = c * hw + (i * p.dh - p.ph) * p.w + rx[u];                                          \
   }                                                                                              \
-  CM_MAIN(BM, LOAD)                                                                              \
+  TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
   __global float *Wout = WS + (long)split * M * N;                                               \
   MMA_UNROLL for (int i = 0; i < 4; i++)                                                         \
     MMA_UNROLL for (int h = 0; h < 2; h++) {                                                     \
@@ -221,10 +205,10 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM
 #define CM_WG_ARGS                                                                                 \
   const nc_convi p, const int kchunk, __global const float *DY, __global const float *X, __global float *WS
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_wgrad_s(CM_WG_ARGS) {
-  CM_WG_BODY(64, CM_WG_LOAD_S)
+  CM_WG_BODY(64, CM_WG_LOAD_S, CM_READ_S)
 }
 __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_l(CM_WG_ARGS) {
-  CM_WG_BODY(128, CM_WG_LOAD_L)
+  CM_WG_BODY(128, CM_WG_LOAD_L, CM_READ_L)
 }
 
 #endif

@@ -222,19 +222,20 @@ inline uint tc_tf32_(const float x) {
 #define TC_ROW(A_K, i, h) MMA_ROW16(A_K, i, h)
 #define TC_COL(B_K, j, e) MMA_COL16(B_K, j, e, TC_WN)
 
-#define TC_BODY(A_K, B_K)                                                                          \
-  MMA_TILE_START(float, TC_BM, TC_BN, TC_WARPS_N, A_K, B_K)                                      \
-  __local float4 smem4_[TC_STAGES * TC_STAGE_FLOATS / 4];                                        \
-  __local float *smem = (__local float *)smem4_;                                                 \
-  MMA_SCRATCH(TC_ITEMS)                                                                          \
+/* A work-item's accumulators (zeroed) and fragment registers. */
+#define TC_REGS                                                                                    \
   float acc[4][TC_FJ][4];                                                                        \
   _Pragma("unroll") for (int i = 0; i < 4; i++)                                                  \
     _Pragma("unroll") for (int j = 0; j < TC_FJ; j++)                                            \
       _Pragma("unroll") for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;                         \
-  float4 fa[8], fb[TC_FJ];                                                                       \
-  const int ntiles = (K + TC_BK - 1) / TC_BK;                                                    \
+  float4 fa[8], fb[TC_FJ];
+
+/* The pipeline over K tiles 0 .. ntiles - 1 (conv_mma.cl runs it too): LOAD(st, kt, A_K, B_K)
+ * copies K tile kt into stage st, READ(st, A_K, B_K) reads a stage's fragments, which
+ * TC_PRODUCTS multiplies. */
+#define TC_PIPELINE(LOAD, READ, A_K, B_K)                                                          \
   _Pragma("unroll") for (int s = 0; s < TC_STAGES - 1; s++) {                                    \
-    if (s < ntiles) TC_LOAD(s, s, A_K, B_K)                                                      \
+    if (s < ntiles) LOAD(s, s, A_K, B_K)                                                         \
     TC_COMMIT();                                                                                 \
   }                                                                                              \
   int st = 0;                                                                                    \
@@ -244,13 +245,22 @@ inline uint tc_tf32_(const float x) {
     /* the stage read at kt - 1 is free: every work-item passed the barrier after reading it */  \
     if (kt + TC_STAGES - 1 < ntiles) {                                                           \
       const int ls_ = st == 0 ? TC_STAGES - 1 : st - 1;                                          \
-      TC_LOAD(ls_, kt + TC_STAGES - 1, A_K, B_K)                                                 \
+      LOAD(ls_, kt + TC_STAGES - 1, A_K, B_K)                                                    \
     }                                                                                            \
     TC_COMMIT();                                                                                 \
-    TC_READ(st, A_K, B_K)                                                                        \
+    READ(st, A_K, B_K)                                                                           \
     TC_PRODUCTS(A_K, B_K)                                                                        \
     st = st == TC_STAGES - 1 ? 0 : st + 1;                                                       \
-  }                                                                                              \
+  }
+
+#define TC_BODY(A_K, B_K)                                                                          \
+  MMA_TILE_START(float, TC_BM, TC_BN, TC_WARPS_N, A_K, B_K)                                      \
+  __local float4 smem4_[TC_STAGES * TC_STAGE_FLOATS / 4];                                        \
+  __local float *smem = (__local float *)smem4_;                                                 \
+  MMA_SCRATCH(TC_ITEMS)                                                                          \
+  TC_REGS                                                                                        \
+  const int ntiles = (K + TC_BK - 1) / TC_BK;                                                    \
+  TC_PIPELINE(TC_LOAD, TC_READ, A_K, B_K)                                                        \
   MMA_EPILOGUE(float, TC_FJ, TC_ROW, A_K, TC_COL, B_K, MMA_ID, MMA_ID)
 
 /* Grid: (ceil(N/128) * TC_ITEMS, ceil(M/128), batch); local (TC_ITEMS, 1, 1). gemm_mma_<a><b>: a
