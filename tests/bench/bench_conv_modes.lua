@@ -96,16 +96,7 @@ for mode in [%s]:
 res["device"] = torch.cuda.get_device_name(0)
 print(json.dumps(res))
 ]]):format(REPS, B, table.concat(tmodes, ", "), table.concat(shapes, ", "))
-local out = H.python_output(H.python("torch") or "python3", script)
-local ref = {}
-if out:match("nocuda") then
-  io.stderr:write("bench_conv_modes: PyTorch has no CUDA device here; the reference is skipped\n")
-elseif not out:match("^%s*{") then
-  io.stderr:write("bench_conv_modes: python3-torch not found or failed; the reference is skipped\n")
-else
-  for k, v in out:gmatch('"([%w_]+)": ([%d%.e%+%-]+)') do ref[k] = tonumber(v) end
-  ref.device = out:match('"device": "([^"]*)"')
-end
+local ref = H.torch_cuda_reference("bench_conv_modes", script)
 local tsums = {}
 for _, r in ipairs(results) do
   local key = TORCH[r.mode] .. "_" .. r.key

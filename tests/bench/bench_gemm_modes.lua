@@ -72,16 +72,7 @@ for mode, dt, tf in (("fp32", torch.float32, False), ("tf32", torch.float32, Tru
 res["device"] = torch.cuda.get_device_name(0)
 print(json.dumps(res))
 ]]):format("[" .. table.concat(shapes, ", ") .. "]")
-local out = H.python_output(H.python("torch") or "python3", script)
-local ref = {}
-if out:match("nocuda") then
-  io.stderr:write("bench_gemm_modes: PyTorch has no CUDA device here; the reference is skipped\n")
-elseif not out:match("^%s*{") then
-  io.stderr:write("bench_gemm_modes: python3-torch not found or failed; the reference is skipped\n")
-else
-  for k, v in out:gmatch('"([%w_]+)": ([%d%.e%+%-]+)') do ref[k] = tonumber(v) end
-  ref.device = out:match('"device": "([^"]*)"')
-end
+local ref = H.torch_cuda_reference("bench_gemm_modes", script)
 for _, r in ipairs(results) do
   -- the reference's key: <torch mode>_MxKxN[_rc]
   local n, layout = r.case:match("_(%d+)_(r[rc])$")

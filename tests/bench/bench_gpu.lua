@@ -27,7 +27,6 @@ local ag = require "netcl.autograd"
 local optim = require "netcl.optim"
 local models = require "netcl.models"
 local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
-local PY = H.python("torch") or "python3"
 
 local QUICK = os.getenv("NETCL_BENCH_QUICK") == "1"
 local dev = nc.default_device()
@@ -280,17 +279,7 @@ print(json.dumps(res))
 ]]):format(QUICK and "True" or "False", "[" .. table.concat(S.gemm, ", ") .. "]", S.batch, S.elems, S.steps, S.reps,
              TF32 and "True" or "False", BF16 and "True" or "False")
 
-local out = H.python_output(PY, script)
-local ref = {}
-if out:match("nocuda") then
-  io.stderr:write("bench_gpu: PyTorch has no CUDA device here; the reference is skipped\n")
-elseif not out:match("^%s*{") then
-  io.stderr:write("bench_gpu: python3-torch not found or failed; the reference is skipped\n")
-else
-  for k, v in out:gmatch('"([%w_]+)": ([%d%.e%+%-]+)') do ref[k] = tonumber(v) end
-  ref.device = out:match('"device": "([^"]*)"')
-  ref.torch = out:match('"torch": "([^"]*)"')
-end
+local ref = H.torch_cuda_reference("bench_gpu", script)
 for _, name in ipairs(order) do
   local r = results[name]
   local t = ref[name] or ref[(name:gsub("^gemm(%d+)_bf16_tensors$", "sgemm%1_bf16"))]

@@ -130,6 +130,25 @@ function M.python_output(py, script, args)
   return out
 end
 
+-- The figures of a PyTorch reference script (run by M.python("torch"), else python3) that prints
+-- "nocuda" without a CUDA device, else one JSON object of numbers and the strings "device" and
+-- "torch": a table of them, empty (with a message to stderr naming `who`) when PyTorch or CUDA is
+-- missing or the script failed. The GPU benchmarks' references go this way.
+function M.torch_cuda_reference(who, script)
+  local out = M.python_output(M.python("torch") or "python3", script)
+  local ref = {}
+  if out:match("nocuda") then
+    io.stderr:write(who .. ": PyTorch has no CUDA device here; the reference is skipped\n")
+  elseif not out:match("^%s*{") then
+    io.stderr:write(who .. ": python3-torch not found or failed; the reference is skipped\n")
+  else
+    for k, v in out:gmatch('"([%w_]+)": ([%d%.e%+%-]+)') do ref[k] = tonumber(v) end
+    ref.device = out:match('"device": "([^"]*)"')
+    ref.torch = out:match('"torch": "([^"]*)"')
+  end
+  return ref
+end
+
 function M.sh(cmd)
   local p = io.popen(cmd .. " 2>&1")
   local out = p:read("a")
