@@ -55,7 +55,8 @@ inline long nc_ipow(long a, long b) {
   X(N, T, TANH, tanh, tanh(v))                                                                    \
   X(N, T, SIGMOID, sigmoid, (T)1 / ((T)1 + exp(-v)))                                              \
   X(N, T, RELU, relu, FAULT_RELU(v < 0 ? (T)0 : v))                                               \
-  X(N, T, GELU, gelu, (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440)))                   \
+  /* 1 + erf(u) as erfc(-u): no cancellation for u << 0, as the CPU backend's (vmath.h) */       \
+  X(N, T, GELU, gelu, (T)0.5 * v * erfc(v * (T)-0.70710678118654752440))                          \
   /* 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)): no reliance on tanh saturating */                     \
   X(N, T, GELU_TANH, gelu_tanh, v / ((T)1 + exp((T)-1.5957691216057307118 * (v + (T)0.044715 * v * v * v)))) \
   X(N, T, SILU, silu, v / ((T)1 + exp(-v)))                                                       \
