@@ -11,6 +11,7 @@ local models = require "netcl.models"
 local optim = require "netcl.optim"
 
 local dev = nc.default_device()
+local helpers = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
 local function env(k, d) return tonumber(os.getenv(k) or d) end
 local V, DIM, L, H, T, HID = 1024, env("P_DIM", 256), 4, 4, env("P_T", 128), env("P_HID", 683)
 local B, N, W = env("P_B", 32), math.max(1, env("P_N", 10)), env("P_W", 3)
@@ -26,15 +27,6 @@ local function step()
   tape:backward(loss)
   opt:step()
 end
-for _ = 1, W do step() end
-dev:sync()
-local ts = {}
-for i = 1, N do
-  local t0 = nc.clock()
-  step()
-  dev:sync()
-  ts[i] = nc.clock() - t0
-end
-table.sort(ts)
+local ts = helpers.step_times(dev, W, N, step)
 print(string.format("gpt_step %s batch %d T %d: best %.2f ms, median %.2f ms over %d steps", dev.spec, B, T, ts[1] * 1e3,
   ts[N // 2 + 1] * 1e3, N))

@@ -15,6 +15,7 @@ local models = require "netcl.models"
 local optim = require "netcl.optim"
 
 local dev = nc.default_device()
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
 local function env(k, d) return tonumber(os.getenv(k) or d) end
 local B, N, W = env("P_B", 256), math.max(1, env("P_N", 10)), env("P_W", 3)
 nc.set_matmul_precision(os.getenv("P_PREC") or "highest")
@@ -34,15 +35,6 @@ local function step()
   tape:backward(loss)
   opt:step()
 end
-for _ = 1, W do step() end
-dev:sync()
-local ts = {}
-for i = 1, N do
-  local t0 = nc.clock()
-  step()
-  dev:sync()
-  ts[i] = nc.clock() - t0
-end
-table.sort(ts)
+local ts = H.step_times(dev, W, N, step)
 print(string.format("resnet_step %s batch %d %s precision %s: best %.2f ms, median %.2f ms over %d steps (%.0f img/s)",
   dev.spec, B, DT, nc.get_matmul_precision(), ts[1] * 1e3, ts[N // 2 + 1] * 1e3, N, B / ts[N // 2 + 1]))

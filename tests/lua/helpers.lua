@@ -31,6 +31,22 @@ function M.best_time(dev, reps, fn)
   return best
 end
 
+-- The times of n calls of fn after `warm` unmeasured ones, each ended by a sync of dev, sorted
+-- (fastest first): the step benchmarks' best (t[1]) and median (t[n // 2 + 1]).
+function M.step_times(dev, warm, n, fn)
+  for _ = 1, warm do fn() end
+  dev:sync()
+  local ts = {}
+  for i = 1, n do
+    local t0 = nc.clock()
+    fn()
+    dev:sync()
+    ts[i] = nc.clock() - t0
+  end
+  table.sort(ts)
+  return ts
+end
+
 -- Flattens a nested table of numbers/booleans.
 function M.flat(t, out)
   out = out or {}
