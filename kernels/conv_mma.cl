@@ -104,14 +104,14 @@
   CM_FWD_EPILOGUE(BM)
 
 /* The results, one warp row (64 rows of C) at a time, through local memory (rows of CM_PITCH
- * floats, which puts a warp's 32 writes in distinct banks) to Y in rows of TC_BN pixels: work-item
- * lid stores columns lid + u BM. */
+ * floats, which puts a warp's 32 writes in distinct banks) to Y in rows of TC_BN pixels (at the
+ * layout of p's yp, yr, yc, y0): work-item lid stores columns lid + u BM. */
 #define CM_FWD_EPILOGUE(BM)                                                                        \
   TC_WAIT_ALL();                                                                                 \
   int yofs[TC_BN / (BM)];                                                                        \
   _Pragma("unroll") for (int u = 0; u < TC_BN / (BM); u++) {                                     \
     const int n = n0 + col[u], b = CV_DIV_OHW(n);                                                \
-    yofs[u] = n < N ? b * (M - 1) * ohw + n : -1;                                                \
+    yofs[u] = n < N ? CV_YOFS(b, n - b * ohw) : -1;                                              \
   }                                                                                              \
   _Pragma("unroll 1") for (int part = 0; part < (BM) / 64; part++) {                             \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                \
@@ -127,7 +127,7 @@
       if (yofs[u] >= 0)                                                                          \
         CM_UNROLL4 for (int r = 0; r < 64; r++) {                                       \
           const int m = m0 + part * 64 + r;                                                      \
-          if (m < M) Y[yofs[u] + m * ohw] = smem[r * CM_PITCH + col[u]] + (has_bias ? bias[m] : 0.0f); \
+          if (m < M) Y[yofs[u] + m * p.yp] = smem[r * CM_PITCH + col[u]] + (has_bias ? bias[m] : 0.0f); \
         }                                                                                        \
     }                                                                                            \
   }

@@ -229,7 +229,7 @@
 #define CF_MMA_ST(m, n, val, j)                                                                   \
   if ((n) < N) {                                                                                 \
     const int b_ = CV_DIV_OHW(n);                                                                \
-    Y[b_ * p.o * ohw + (m) * ohw + (n) - b_ * ohw] = (val) + (has_bias ? bias[m] : (REAL)0);      \
+    Y[CV_YOFS(b_, (n) - b_ * ohw) + (m) * p.yp] = (val) + (has_bias ? bias[m] : (REAL)0);          \
   }
 #define CW_MMA_ST(m, n, val, j) if ((n) < N) Wout[(m) * N + (n)] = (val);
 #define GF_EPI(BM, BN, WM, WN) GF_MMA_EACH(BM, BN, GF_MMA_ST)
@@ -367,7 +367,7 @@ GF_ATTR gemm_fast_s(GEMM_ARGS) { GF_BODY(64, 64, 16, a_sk == 1, b_sn == 1) }
 #define CF_STORE1(j)                                                                              \
   if (n + (j) < N) {                                                                             \
     const int b_ = CV_DIV_OHW(n + (j));                                                          \
-    Y[b_ * p.o * ohw + m * ohw + (n + (j)) - b_ * ohw] = NC_V4(v, j);                            \
+    Y[CV_YOFS(b_, (n + (j)) - b_ * ohw) + m * p.yp] = NC_V4(v, j);                               \
   }
 
 #define CF_BODY(BM, BN, BK) CF_BODY_(BM, BN, BK, (BM) / 64, (BN) / 64, (BM) * (BK) / 1024, (BN) * (BK) / 1024)
@@ -392,6 +392,7 @@ GF_ATTR gemm_fast_s(GEMM_ARGS) { GF_BODY(64, 64, 16, a_sk == 1, b_sn == 1) }
   CF_EPI(BM, BN, WM, WN)
 
 #define CF_EPI_SIMT(BM, BN, WM, WN)                                                              \
+  const bool dense = p.yc == 1 && p.yr == p.ow; /* rows of Y follow each other */              \
   _Pragma("unroll") for (int r = 0; r < WM; r++)                                                \
     _Pragma("unroll") for (int i = 0; i < 4; i++) {                                             \
       const int m = m0 + r * 64 + ty * 4 + i;                                                   \
@@ -400,7 +401,8 @@ GF_ATTR gemm_fast_s(GEMM_ARGS) { GF_BODY(64, 64, 16, a_sk == 1, b_sn == 1) }
         const int n = n0 + c * 64 + tx * 4;                                                     \
         const REAL4 v = acc[r * 4 + i][c] + bm;                                                 \
         const int b0 = CV_DIV_OHW(n), q0 = n - b0 * ohw;                                        \
-        if (m < M && n + 3 < N && q0 + 3 < ohw) vstore4(v, 0, Y + b0 * p.o * ohw + m * ohw + q0); \
+        if (m < M && n + 3 < N && q0 + 3 < ohw && dense)                                        \
+          vstore4(v, 0, Y + (b0 * p.o + m) * p.yp + q0 + p.y0);                                  \
         else if (m < M) {                                                                       \
           CF_STORE1(0) CF_STORE1(1) CF_STORE1(2) CF_STORE1(3)                                    \
         }                                                                                       \
@@ -502,11 +504,17 @@ __kernel void gf_sum_splits(__global const REAL *WS, const int splits, const int
   }
 }
 
-/* The input gradient of a stride-1 convolution is a forward convolution of dY with the weight
- * transposed (o <-> c) and flipped in space: WF[c, o, kh-1-i, kw-1-j] = W[o, c, i, j]. */
-__kernel void conv_flip_weight(__global const REAL *W, const int o, const int c, const int khw, __global REAL *WF) {
-  for (int e = get_global_id(0); e < o * c * khw; e += get_global_size(0)) {
-    const int oi = e / (c * khw), r = e - oi * c * khw, ci = r / khw, t = r - ci * khw;
-    WF[(ci * o + oi) * khw + (khw - 1 - t)] = W[e];
+/* The weights of one phase of a convolution's input gradient (runtime/backend/opencl/cl_conv.c):
+ * transposed (o <-> c) and flipped in space, the taps ky = ky0 + sy m (m < th) and kx = kx0 + sx m'
+ * (m' < tw) only: WP[c, o, th-1-m, tw-1-m'] = W[o, c, ky0 + sy m, kx0 + sx m']. With ky0 = kx0 = 0,
+ * steps of 1 and every tap, the input gradient of a stride-1 convolution. */
+__kernel void conv_phase_weight(__global const REAL *W, const int o, const int c, const int kh, const int kw,
+                                const int ky0, const int kx0, const int sy, const int sx, const int th,
+                                const int tw, __global REAL *WP) {
+  const int thw = th * tw;
+  for (int e = get_global_id(0); e < o * c * thw; e += get_global_size(0)) {
+    const int ci = e / (o * thw), r = e - ci * o * thw, oi = r / thw, t = r - oi * thw, ty = t / tw;
+    const int ky = ky0 + sy * (th - 1 - ty), kx = kx0 + sx * (tw - 1 - (t - ty * tw));
+    WP[e] = W[((oi * c + ci) * kh + ky) * kw + kx];
   }
 }

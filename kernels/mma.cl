@@ -91,16 +91,21 @@
 /* Mirrors cl_conv.c's cl_convi, the geometry of the large-tile convolutions: input [n, c, h, w],
  * weight [o, c, kh, kw], output [n, o, oh, ow]; every product of extents fits in 32 bits (checked
  * by the host). The NC_DIV constants of kw, kh * kw, ow and oh * ow follow (m, then sh, for
- * each). */
+ * each). Then the output's layout, which the forward's stores follow: element (b, m, oy, ox) of
+ * Y lies at (b o + m) yp + oy yr + ox yc + y0 (a dense output: yp = oh ow, yr = ow, yc = 1,
+ * y0 = 0; the phases of a strided input gradient write every s-th pixel of a larger plane). */
 typedef struct {
   int n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
   uint kw_m, khw_m, ow_m, ohw_m;
   int kw_s, khw_s, ow_s, ohw_s;
+  int yp, yr, yc, y0;
 } nc_convi;
 #define CV_DIV_KW(n) NC_DIV(n, p.kw_m, p.kw_s)
 #define CV_DIV_KHW(n) NC_DIV(n, p.khw_m, p.khw_s)
 #define CV_DIV_OW(n) NC_DIV(n, p.ow_m, p.ow_s)
 #define CV_DIV_OHW(n) NC_DIV(n, p.ohw_m, p.ohw_s)
+/* The offset in Y of output pixel q (< oh ow) of image b, channel 0 (channel m adds m yp). */
+#define CV_YOFS(b, q) ((b) * p.o * p.yp + CV_DIV_OW(q) * (p.yr - p.ow * p.yc) + (q) * p.yc + p.y0)
 
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)

@@ -284,8 +284,10 @@ function TestGemmFast:test_layouts_and_edges()
 end
 
 -- conv2d's three passes against the CPU backend over geometries that reach every path: stride 1
--- (input gradient as a flipped forward convolution), stride 2 (columns and col2im), dilation,
--- 1x1, output channels above one tile, and a batch long enough to split the weight gradient's K.
+-- (input gradient as a flipped forward convolution), strides 2 and 3 (the input gradient as one
+-- convolution per phase of the stride, with phases no tap reaches, odd extents, a padding past
+-- the kernel's reach, a 7x7 stem and a stride of 2 x 1), dilation, 1x1, output channels above one
+-- tile, and a batch long enough to split the weight gradient's K.
 -- On a device of few compute units (PoCL), the 64 x 128 tile of products of at most 64 rows
 -- (cl_conv.c's pick_tile) takes the forward of the last two (the 33-channel one with edges in M
 -- and N) and the input gradient (M: input channels) of several.
@@ -293,13 +295,18 @@ function TestGemmFast:test_conv_geometries()
   local function err(a, b) return (a - b):abs():max():item() / math.max(1, b:abs():max():item()) end
   for _, c in ipairs({{2, 3, 9, 7, 5, 3, 3, 1, 1, 1}, {3, 8, 11, 13, 70, 3, 3, 1, 2, 1}, {2, 5, 10, 10, 7, 3, 3, 2, 1, 1},
                       {2, 6, 9, 9, 130, 1, 1, 1, 0, 1}, {1, 4, 12, 12, 3, 5, 3, 1, 2, 2}, {2, 3, 7, 7, 4, 2, 2, 2, 0, 1},
-                      {5, 3, 9, 11, 33, 3, 3, 1, 1, 1}, {64, 8, 8, 8, 8, 3, 3, 1, 1, 1}}) do
+                      {5, 3, 9, 11, 33, 3, 3, 1, 1, 1}, {64, 8, 8, 8, 8, 3, 3, 1, 1, 1},
+                      {2, 8, 9, 10, 12, 1, 1, 2, 0, 1}, {2, 4, 11, 13, 8, 2, 2, 3, 0, 1}, {2, 5, 13, 12, 9, 7, 7, 2, 3, 1},
+                      {2, 4, 8, 9, 6, 3, 3, 2, 3, 1}, {3, 16, 16, 16, 32, 3, 3, 2, 1, 1}, {2, 6, 9, 10, 8, 3, 3, 1, 3, 1},
+                      {2, 4, 9, 12, 8, 3, 3, {2, 1}, 1, 1}, {2, 4, 10, 9, 8, 3, 3, {1, 3}, {0, 2}, {2, 1}}}) do
     local B, C, H, W, O, KH, KW, S, P, D = table.unpack(c)
     local o = {stride = S, padding = P, dilation = D}
     local x, w, bias = nc.randn({B, C, H, W}, {device = cpu}), nc.randn({O, C, KH, KW}, {device = cpu}), nc.randn({O}, {device = cpu})
     local y = ops.conv2d(x, w, bias, o)
     local dy = nc.randn(y.shape, {device = cpu})
-    local what = table.concat(c, ",")
+    local what = {}
+    for i, v in ipairs(c) do what[i] = type(v) == "table" and "{" .. table.concat(v, ",") .. "}" or tostring(v) end
+    what = table.concat(what, ",")
     lu.assertTrue(err(ops.conv2d(x:to(dev), w:to(dev), bias:to(dev), o):to(cpu), y) < 1e-5, "forward " .. what)
     lu.assertTrue(err(ops.conv2d_backward_input(dy:to(dev), w:to(dev), x.shape, o):to(cpu),
       ops.conv2d_backward_input(dy, w, x.shape, o)) < 1e-5, "input gradient " .. what)

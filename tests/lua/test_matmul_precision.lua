@@ -172,7 +172,8 @@ function TestMatmulPrecision:test_products_within_bound()
  end
 end
 
--- conv2d and its two gradients (stride 1 and 2) against float64 on the CPU backend.
+-- conv2d and its two gradients (stride 1 and 2; the input gradient of stride 2 by phases) against
+-- float64 on the CPU backend.
 function TestMatmulPrecision:test_convolution_passes_within_bound()
  for _, mode in ipairs({"high", "medium"}) do
   local shapes = {
@@ -181,6 +182,8 @@ function TestMatmulPrecision:test_convolution_passes_within_bound()
     {x = {2, 24, 9, 9}, w = {72, 24, 1, 1}, o = {}},
     {x = {3, 12, 8, 6}, w = {20, 12, 3, 3}, o = {padding = 2, dilation = 2}},
     {x = {2, 8, 32, 32}, w = {16, 8, 3, 3}, o = {padding = 1}}, -- a weight gradient split along K
+    {x = {2, 12, 11, 12}, w = {16, 12, 3, 3}, o = {padding = 1, stride = 2}}, -- input gradient phases on conv_mma
+    {x = {2, 8, 9, 9}, w = {12, 8, 1, 1}, o = {stride = 2}}, -- phases no tap reaches
   }
   for i, s in ipairs(shapes) do
     local x64, w64 = rand(s.x, 20 + i):double(), rand(s.w, 40 + i):double()

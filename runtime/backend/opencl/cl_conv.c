@@ -48,12 +48,14 @@ static void grid(const nc_gemm_config *cfg, int64_t m, int64_t n, int64_t z, siz
 
 /* ---- the large-tile path (kernels/gemm_fast.cl): float32, one group, 32-bit extents -------------- */
 
-/* Mirrors nc_convi in kernels/gemm_fast.cl: the geometry, then the kernels' division constants
- * (nc_cl_divisor) for kw, kh * kw, ow and oh * ow, set by convi. */
+/* Mirrors nc_convi in kernels/mma.cl: the geometry, then the kernels' division constants
+ * (nc_cl_divisor) for kw, kh * kw, ow and oh * ow, set by convi, then the output's layout (a dense
+ * [n, o, oh, ow] from convi; element (b, m, oy, ox) at (b o + m) yp + oy yr + ox yc + y0). */
 typedef struct {
   cl_int n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw;
   cl_uint kw_m, khw_m, ow_m, ohw_m;
   cl_int kw_s, khw_s, ow_s, ohw_s;
+  cl_int yp, yr, yc, y0;
 } cl_convi;
 
 void nc_cl_divisor(int32_t d, uint32_t *m, int32_t *sh) {
@@ -68,7 +70,8 @@ void nc_cl_divisor(int32_t d, uint32_t *m, int32_t *sh) {
 static cl_convi convi(cl_int n, cl_int c, cl_int h, cl_int w, cl_int o, cl_int kh, cl_int kw, cl_int oh, cl_int ow,
                       cl_int sh, cl_int sw, cl_int ph, cl_int pw, cl_int dh, cl_int dw) {
   cl_convi g = {.n = n, .c = c, .h = h, .w = w, .o = o, .kh = kh, .kw = kw, .oh = oh, .ow = ow,
-                .sh = sh, .sw = sw, .ph = ph, .pw = pw, .dh = dh, .dw = dw};
+                .sh = sh, .sw = sw, .ph = ph, .pw = pw, .dh = dh, .dw = dw,
+                .yp = oh * ow, .yr = ow, .yc = 1, .y0 = 0};
   nc_cl_divisor(kw, &g.kw_m, &g.kw_s);
   nc_cl_divisor(kh * kw, &g.khw_m, &g.khw_s);
   nc_cl_divisor(ow, &g.ow_m, &g.ow_s);
@@ -162,25 +165,64 @@ static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi 
   return nc_cl_launch_nd(dev, k->kernel, 6, args, 3, global, local);
 }
 
+/* The taps of one phase of an input gradient along one dim (extent x of dX, kernel k, stride s,
+ * padding pd, dilation d, with d == 1 or s == 1): the pixels x = s i + ph of dX (i < n) take the
+ * taps k0 + s m (m < t), tap m from dY[i + e0 - m d']; as a stride-1 forward convolution of dY
+ * with those taps flipped, its dilation is d' (d where s == 1, else 1) and its padding
+ * pad = (t - 1) d' - e0. t is 0 where no tap reaches the phase. */
+typedef struct {
+  cl_int n, k0, t, pad, dil;
+} conv_phase;
+
+static conv_phase phase_of(int64_t x, int64_t k, int64_t s, int64_t pd, int64_t d, int64_t ph) {
+  conv_phase r = {.n = (cl_int)(ph < x ? (x - ph + s - 1) / s : 0), .dil = (cl_int)(s == 1 ? d : 1)};
+  r.k0 = (cl_int)(s == 1 ? 0 : (ph + pd) % s);
+  r.t = r.k0 < k ? (cl_int)((k - 1 - r.k0) / s + 1) : 0;
+  const int64_t e0 = (ph + pd - r.k0 * d) / s;
+  r.pad = (cl_int)((r.t - 1) * r.dil - e0);
+  return r;
+}
+
+/* dX = the input gradient of a convolution with stride s (dilation 1 in each strided dim), as s_h
+ * s_w stride-1 forward convolutions of dY, one per phase (py, px) of dX's pixels (y = s_h i + py,
+ * x = s_w j + px), each with the weights of the taps that reach it (conv_phase_weight), storing
+ * every s-th pixel of dX. The taps split among the phases, so the products add to those of the
+ * convolution: no multiplications by the zeros a dilated dY would hold, and no col2im. Phases
+ * no tap reaches are zeros. */
 static nc_status fast_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
                                      nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
   const cl_convi g = geometry_i(p);
-  const cl_int khw = g.kh * g.kw;
-  int64_t wshape[1] = {(int64_t)g.o * g.c * khw};
-  nc_tensor *wf;
-  NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &wf));
-  const nc_cl_handle *flip;
-  nc_status s = nc_cl_handle_get(dev, NC_CL_K_CONV_FLIP_WEIGHT, NC_FLOAT32, &flip);
-  cl_mem wm = nc_cl_mem(w), wfm = nc_cl_mem(wf);
-  nc_cl_arg fargs[] = {NC_CL_ARG(wm), NC_CL_ARG(g.o), NC_CL_ARG(g.c), NC_CL_ARG(khw), NC_CL_ARG(wfm)};
-  if (s == NC_OK) s = nc_cl_launch(dev, flip->kernel, 5, fargs, nc_cl_global_size(dev, wshape[0]), 0);
-  /* dX = conv(dY, WF) with stride 1, the same dilation and padding d*(k-1) - p */
-  const cl_convi t = convi(g.n, g.o, g.oh, g.ow, g.c, g.kh, g.kw, g.h, g.w, 1, 1, g.dh * (g.kh - 1) - g.ph,
-                           g.dw * (g.kw - 1) - g.pw, g.dh, g.dw);
-  if (s == NC_OK) s = fast_forward(dev, p->precision, &t, nc_cl_mem(dy), wfm, wfm, 0, nc_cl_mem(dx));
-  /* The workspace returns to the pool; the queue is in order, so its reuse waits for us. */
-  nc_tensor_release(wf);
+  const nc_cl_handle *pw;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_CONV_PHASE_WEIGHT, NC_FLOAT32, &pw));
+  bool empty = false;
+  for (int py = 0; py < g.sh; py++)
+    for (int px = 0; px < g.sw; px++) {
+      const conv_phase a = phase_of(g.h, g.kh, g.sh, g.ph, g.dh, py), b = phase_of(g.w, g.kw, g.sw, g.pw, g.dw, px);
+      empty |= a.n > 0 && b.n > 0 && (a.t == 0 || b.t == 0);
+    }
+  nc_status s = empty ? nc_cl_fill(dx, 0.0) : NC_OK;
+  cl_mem wm = nc_cl_mem(w), dym = nc_cl_mem(dy), dxm = nc_cl_mem(dx);
+  for (int py = 0; s == NC_OK && py < g.sh; py++)
+    for (int px = 0; s == NC_OK && px < g.sw; px++) {
+      const conv_phase a = phase_of(g.h, g.kh, g.sh, g.ph, g.dh, py), b = phase_of(g.w, g.kw, g.sw, g.pw, g.dw, px);
+      if (a.n == 0 || b.n == 0 || a.t == 0 || b.t == 0) continue;
+      int64_t wshape[1] = {(int64_t)g.o * g.c * a.t * b.t};
+      nc_tensor *wp;
+      s = nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &wp);
+      if (s != NC_OK) break;
+      cl_mem wpm = nc_cl_mem(wp);
+      nc_cl_arg wargs[] = {NC_CL_ARG(wm),   NC_CL_ARG(g.o),  NC_CL_ARG(g.c),  NC_CL_ARG(g.kh),
+                           NC_CL_ARG(g.kw), NC_CL_ARG(a.k0), NC_CL_ARG(b.k0), NC_CL_ARG(g.sh),
+                           NC_CL_ARG(g.sw), NC_CL_ARG(a.t),  NC_CL_ARG(b.t),  NC_CL_ARG(wpm)};
+      s = nc_cl_launch(dev, pw->kernel, 12, wargs, nc_cl_global_size(dev, wshape[0]), 0);
+      /* dX's phase = conv(dY, WP): input [n, o, oh, ow], output channels c, a.n x b.n pixels */
+      cl_convi t = convi(g.n, g.o, g.oh, g.ow, g.c, a.t, b.t, a.n, b.n, 1, 1, a.pad, b.pad, a.dil, b.dil);
+      t.yp = g.h * g.w, t.yr = g.sh * g.w, t.yc = g.sw, t.y0 = py * g.w + px;
+      if (s == NC_OK) s = fast_forward(dev, p->precision, &t, dym, wpm, wpm, 0, dxm);
+      /* The workspace returns to the pool; the queue is in order, so its reuse waits for us. */
+      nc_tensor_release(wp);
+    }
   return s;
 }
 
@@ -309,9 +351,9 @@ static nc_status backward_input_cols(const cl_conv *geo, nc_precision prec, cons
 nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
                                       nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
-  /* Stride 1 with padding at most the dilated kernel's reach: a forward convolution. */
-  if (fast_fits(p, dx->dtype) && p->stride[0] == 1 && p->stride[1] == 1 &&
-      p->padding[0] <= p->dilation[0] * (p->kh - 1) && p->padding[1] <= p->dilation[1] * (p->kw - 1))
+  /* Forward convolutions, one per phase of a stride (fast_backward_input). */
+  if (fast_fits(p, dx->dtype) && (p->stride[0] == 1 || p->dilation[0] == 1) &&
+      (p->stride[1] == 1 || p->dilation[1] == 1))
     return fast_backward_input(p, dy, w, dx);
   nc_gemm_config cfg;
   const nc_cl_handle *k;
