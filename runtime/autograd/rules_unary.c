@@ -56,8 +56,6 @@ static nc_tensor *derivative(ag_scope *S, nc_op op, nc_tensor *x, nc_tensor *y) 
       return ag_bin(S, NC_OP_SUB, AG_F(1.0), AG_T(ag_mul(S, y, y)));
     case NC_OP_SIGMOID:
       return ag_mul(S, y, ag_bin(S, NC_OP_SUB, AG_F(1.0), AG_T(y)));
-    case NC_OP_RELU:
-      return ag_where(S, ag_bin(S, NC_OP_GT, AG_T(y), AG_F(0.0)), AG_F(1.0), AG_F(0.0));
     case NC_OP_GELU: {
       /* x Phi(x) -> Phi(x) + x phi(x). There is no erf op, but the forward already computed
        * y = x Phi(x): Phi = y / x, exact to rounding (Phi(0) = 1/2). */
@@ -95,6 +93,11 @@ static nc_status unary_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   if (op == NC_OP_NEG) {
     gi[0] = ag_keep(&S, ag_un(&S, NC_OP_NEG, ag_widen(&S, g)));
+  } else if (op == NC_OP_RELU) {
+    /* g where y > 0, else 0: two passes (the comparison reads y in its own dtype, bfloat16 too),
+     * not a derivative tensor times g; 0 where y <= 0 whatever g holds, as PyTorch's */
+    nc_tensor *pos = ag_bin(&S, NC_OP_GT, AG_T(ag_saved(&S, c, 0)), AG_F(0.0));
+    gi[0] = ag_keep(&S, ag_where(&S, pos, AG_T(ag_widen(&S, g)), AG_F(0.0)));
   } else if (!what) {
     gi[0] = ag_keep(&S, ag_zeros_like(&S, ag_widen(&S, g)));
   } else {

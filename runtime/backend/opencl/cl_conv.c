@@ -117,6 +117,17 @@ static nc_cl_slot tile_slot(conv_tile t, nc_cl_slot s, nc_cl_slot w, nc_cl_slot 
   return t == CONV_TILE_L ? l : t == CONV_TILE_W ? w : s;
 }
 
+/* OUT[i] = sum over s < splits of WS[s total + i] for i < total, in that order (gf_sum_splits). */
+static nc_status sum_splits(nc_device *dev, const nc_tensor *ws, int64_t splits, int64_t total, cl_mem out) {
+  const nc_cl_handle *sum;
+  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum));
+  cl_mem wsm = nc_cl_mem(ws);
+  cl_int sp = (cl_int)splits, tot = (cl_int)total;
+  cl_long off = 0;
+  nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(tot), NC_CL_ARG(out), NC_CL_ARG(off)};
+  return nc_cl_launch(dev, sum->kernel, 5, sargs, nc_cl_global_size(dev, total), 0);
+}
+
 /* ---- the tensor-core kernels with asynchronous copies (kernels/conv_mma.cl) ------------------ */
 
 /* Their tile: 64 x 128 (two warps, the _s kernels) for at most 64 rows (output channels, or
@@ -145,18 +156,37 @@ static bool mma_kernel(nc_device *dev, nc_precision prec, bool wgrad, int64_t m,
 
 /* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]): conv_mma.cl's
  * forward under the tensor-core precisions where the weights' rows (c kh kw floats) start
- * 16-byte aligned, else gemm_fast.cl's (its tensor-core build under those precisions). */
+ * 16-byte aligned, else gemm_fast.cl's (its tensor-core build under those precisions). A dense
+ * output whose tiles number fewer than the compute units (ResNet18-CIFAR's layer 4 at batch 256:
+ * 128 tiles) splits K among about two work-groups per compute unit, into a workspace that
+ * gf_sum_splits adds up in a fixed order. */
 static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm,
                               cl_int has_bias, cl_mem ym) {
-  const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow;
-  nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(xm), NC_CL_ARG(wm), NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
+  const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow, kt = (int64_t)g->c * g->kh * g->kw;
   const nc_cl_handle *k;
-  if ((int64_t)g->c * g->kh * g->kw % 4 == 0 && n + MMA_BN < ((int64_t)1 << 31) && mma_kernel(dev, prec, false, m, &k)) {
-    const int64_t bm_ = mma_bm(m);
+  if (kt % 4 == 0 && n + MMA_BN < ((int64_t)1 << 31) && mma_kernel(dev, prec, false, m, &k)) {
+    const int64_t bm_ = mma_bm(m), tiles = (n + MMA_BN - 1) / MMA_BN * ((m + bm_ - 1) / bm_);
+    const bool dense = g->yc == 1 && g->yr == g->ow && g->y0 == 0 && g->yp == g->oh * g->ow;
+    int64_t kc = (kt + 15) / 16 * 16, splits = 1;
+    if (dense && tiles < nc_cl_compute_units(dev) && n * m < ((int64_t)1 << 28))
+      splits = nc_cl_k_splits(dev, tiles, kt, 8, &kc);
+    nc_tensor *ws = NULL;
+    if (splits > 1) {
+      int64_t wshape[1] = {splits * n * m};
+      NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
+    }
+    cl_mem om = ws ? nc_cl_mem(ws) : ym;
+    cl_int kchunk = (cl_int)kc;
+    nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(kchunk), NC_CL_ARG(xm), NC_CL_ARG(wm),
+                        NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(om)};
     size_t local[3] = {(size_t)bm_, 1, 1};
-    size_t global[3] = {(size_t)((n + MMA_BN - 1) / MMA_BN * bm_), (size_t)((m + bm_ - 1) / bm_), 1};
-    return nc_cl_launch_nd(dev, k->kernel, 6, args, 3, global, local);
+    size_t global[3] = {(size_t)((n + MMA_BN - 1) / MMA_BN * bm_), (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
+    nc_status s = nc_cl_launch_nd(dev, k->kernel, 7, args, 3, global, local);
+    if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, ym);
+    nc_tensor_release(ws);
+    return s;
   }
+  nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(xm), NC_CL_ARG(wm), NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(ym)};
   const conv_tile tile = pick_tile(dev, m, n, false, prec);
   NC_TRY(nc_cl_fast_kernel(dev, tile_slot(tile, NC_CL_K_CONV_FAST_S, NC_CL_K_CONV_FAST_W, NC_CL_K_CONV_FAST_L), prec, &k));
   const int64_t bm_ = CONV_TILES[tile].bm, bn_ = CONV_TILES[tile].bn;
@@ -262,14 +292,7 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   size_t local[3] = {(size_t)items, 1, 1};
   size_t global[3] = {(size_t)((n + bn_ - 1) / bn_ * items), (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
   nc_status s = nc_cl_launch_nd(dev, k->kernel, 5, args, 3, global, local);
-  if (s == NC_OK && ws) {
-    const nc_cl_handle *sum;
-    s = nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum);
-    cl_int sp = (cl_int)splits, total = (cl_int)(m * n);
-    cl_long off = 0;
-    nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(total), NC_CL_ARG(dwm), NC_CL_ARG(off)};
-    if (s == NC_OK) s = nc_cl_launch(dev, sum->kernel, 5, sargs, nc_cl_global_size(dev, total), 0);
-  }
+  if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, dwm);
   nc_tensor_release(ws);
   return s;
 }
