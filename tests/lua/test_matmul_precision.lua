@@ -185,6 +185,7 @@ function TestMatmulPrecision:test_convolution_passes_within_bound()
     {x = {2, 12, 11, 12}, w = {16, 12, 3, 3}, o = {padding = 1, stride = 2}}, -- input gradient phases on conv_mma
     {x = {2, 8, 9, 9}, w = {12, 8, 1, 1}, o = {stride = 2}}, -- phases no tap reaches
     {x = {2, 128, 8, 8}, w = {32, 128, 3, 3}, o = {padding = 1}}, -- one tile: the forward splits K
+    {x = {2, 32, 16, 16}, w = {256, 32, 3, 3}, o = {padding = 1, stride = 2}}, -- an input gradient phase splits K
   }
   for i, s in ipairs(shapes) do
     local x64, w64 = rand(s.x, 20 + i):double(), rand(s.w, 40 + i):double()

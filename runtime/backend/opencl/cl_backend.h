@@ -171,6 +171,7 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV_WGRAD_TC_W, "mma+gemm_fast", "conv_wgrad_fast_w", TILED)            \
   X(CONV_WGRAD_BF_W, "mma+gemm_fast", "conv_wgrad_fast_w", TILED)            \
   X(GF_SUM_SPLITS, "mma+gemm_fast", "gf_sum_splits", REAL)                   \
+  X(CONV_SUM_SPLITS, "mma+gemm_fast", "conv_sum_splits", REAL)               \
   X(CONV_PHASE_WEIGHT, "mma+gemm_fast", "conv_phase_weight", REAL)             \
   X(CONV2D_FWD, "gemm+conv", "conv2d_fwd", TILED)                            \
   X(CONV2D_BWD_INPUT, "gemm+conv", "conv2d_bwd_input", TILED)                \

@@ -156,10 +156,11 @@ static bool mma_kernel(nc_device *dev, nc_precision prec, bool wgrad, int64_t m,
 
 /* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]): conv_mma.cl's
  * forward under the tensor-core precisions where the weights' rows (c kh kw floats) start
- * 16-byte aligned, else gemm_fast.cl's (its tensor-core build under those precisions). A dense
+ * 16-byte aligned, else gemm_fast.cl's (its tensor-core build under those precisions). An
  * output whose tiles number fewer than the compute units (ResNet18-CIFAR's layer 4 at batch 256:
- * 128 tiles) splits K among about two work-groups per compute unit, into a workspace that
- * gf_sum_splits adds up in a fixed order. */
+ * 128 tiles; the phases of its strided input gradient, 64) splits K among about two work-groups
+ * per compute unit, into a dense workspace that gf_sum_splits (conv_sum_splits for another
+ * output layout) adds up in a fixed order. */
 static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm,
                               cl_int has_bias, cl_mem ym) {
   const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow, kt = (int64_t)g->c * g->kh * g->kw;
@@ -168,21 +169,30 @@ static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi 
     const int64_t bm_ = mma_bm(m), tiles = (n + MMA_BN - 1) / MMA_BN * ((m + bm_ - 1) / bm_);
     const bool dense = g->yc == 1 && g->yr == g->ow && g->y0 == 0 && g->yp == g->oh * g->ow;
     int64_t kc = (kt + 15) / 16 * 16, splits = 1;
-    if (dense && tiles < nc_cl_compute_units(dev) && n * m < ((int64_t)1 << 28))
-      splits = nc_cl_k_splits(dev, tiles, kt, 8, &kc);
+    if (tiles < nc_cl_compute_units(dev) && n * m < ((int64_t)1 << 28)) splits = nc_cl_k_splits(dev, tiles, kt, 8, &kc);
     nc_tensor *ws = NULL;
+    cl_convi gw = *g; /* the splits write a dense [n, o, oh, ow] each */
     if (splits > 1) {
       int64_t wshape[1] = {splits * n * m};
       NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
+      gw.yp = g->oh * g->ow, gw.yr = g->ow, gw.yc = 1, gw.y0 = 0;
     }
     cl_mem om = ws ? nc_cl_mem(ws) : ym;
     cl_int kchunk = (cl_int)kc;
-    nc_cl_arg args[] = {NC_CL_ARG(*g), NC_CL_ARG(kchunk), NC_CL_ARG(xm), NC_CL_ARG(wm),
+    nc_cl_arg args[] = {NC_CL_ARG(gw), NC_CL_ARG(kchunk), NC_CL_ARG(xm), NC_CL_ARG(wm),
                         NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(om)};
     size_t local[3] = {(size_t)bm_, 1, 1};
     size_t global[3] = {(size_t)((n + MMA_BN - 1) / MMA_BN * bm_), (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
     nc_status s = nc_cl_launch_nd(dev, k->kernel, 7, args, 3, global, local);
-    if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, ym);
+    if (s == NC_OK && ws && dense) s = sum_splits(dev, ws, splits, m * n, ym);
+    if (s == NC_OK && ws && !dense) {
+      const nc_cl_handle *sum;
+      s = nc_cl_handle_get(dev, NC_CL_K_CONV_SUM_SPLITS, NC_FLOAT32, &sum);
+      cl_mem wsm = nc_cl_mem(ws);
+      cl_int sp = (cl_int)splits;
+      nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(*g), NC_CL_ARG(ym)};
+      if (s == NC_OK) s = nc_cl_launch(dev, sum->kernel, 4, sargs, nc_cl_global_size(dev, m * n), 0);
+    }
     nc_tensor_release(ws);
     return s;
   }
