@@ -60,6 +60,24 @@ function TestTape:test_explicit_gradient_for_a_non_scalar_output()
   H.assert_close(x.grad, {{2, 0}, {3, 16}}, 1e-12)
 end
 
+-- relu passes g where its output is positive and 0 elsewhere, whatever g holds there (as
+-- PyTorch's threshold_backward: an infinite or NaN g at a negative input gives 0, not NaN), in
+-- float64 and on bfloat16 values (whose gradients are float32) on the device under test.
+function TestTape:test_relu_gradient_is_g_where_positive()
+  local x = ag.param(f64({-2, -0.5, 0, 0.25, 3}))
+  local tape = ag.Tape()
+  local y = tape:record(function() return x:relu() end)
+  tape:backward(y, f64({math.huge, 0 / 0, 5, 7, -1}))
+  local g = x.grad:tolist()
+  lu.assertEquals({g[1], g[2], g[3], g[4], g[5]}, {0, 0, 0, 7, -1})
+  local xb = ag.param(nc.tensor({-1.5, 2.5, 0.75, -3}, {device = dev}):to("bfloat16"))
+  tape = ag.Tape()
+  y = tape:record(function() return (xb:relu() * 2):sum() end)
+  tape:backward(y)
+  lu.assertEquals(xb.grad.dtype, "float32")
+  lu.assertEquals(xb.grad:to(nc.device("cpu")):tolist(), {0, 2, 2, 0})
+end
+
 function TestTape:test_no_grad_and_no_tape_record_nothing()
   local x = ag.param(f64({1, 2}))
   local free = x * 2
