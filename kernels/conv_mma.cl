@@ -12,10 +12,11 @@
  * fill where the window leaves the image): column n of the forward's B is the output pixel
  * (b, oy, ox), row k the tap (c, i, j); the weight gradient's B has the tap as its column and the
  * pixel as its row. B is kept N-major in local memory (16 rows of 128, gemm_mma.cl's chunk
- * permutation). Both gather along the pixels, which lie side by side in X: in the forward the
- * 32 work-items of a warp gather 32 neighbouring columns of one row (32 distinct banks), each
- * decoding its columns once and stepping through the K tile's 16 rows; in the weight gradient
- * eight work-items gather eight neighbouring rows of one column (below).
+ * permutation), so that the 32 work-items of a warp, which gather 32 neighbouring columns of one
+ * row, write 32 distinct banks. Each work-item decodes its columns once and steps through the K
+ * tile's 16 rows, whose decoding every work-item shares. (Gathering the weight gradient's B with
+ * eight work-items on eight neighbouring pixels of one tap instead, the taps from a table in
+ * local memory, made it 20 to 35% slower on an H100: docs/performance.md.)
  *
  * A work-group is BM x 128 (BM = 64: _s kernels, two warps; 128: _l kernels, four warps), each
  * warp a 64 x 64 block. The forward's results go through local memory to the output in rows of
@@ -152,28 +153,29 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM
 /* ---- weight gradient: dW[m, n = (c, i, j)] = sum over k = (b, q) of dY[b, m, q] X_col[k, n] -- */
 
 /* K tile kt of this split into stage st: A from dY (four k of one image per chunk, since oh ow is
- * a multiple of 4), B gathered from X with the pixels (rows, k) along the lanes: each work-item
- * holds one row r (eight neighbouring pixels per warp and column, which lie side by side in X
- * for a stride of 1) and the columns cg + 4 (BM / 64) j, whose taps it reads from the table
- * CTAB (tofs, ry, rx: the tap's offset in X and the window's offsets from (oy sh, ox sw)). With
- * the taps along the lanes instead, a warp's 32 gathers spread over three rows of some four
- * channels, several times the memory transactions (docs/performance.md). A warp writes rows r0 to
- * r0 + 7 of four neighbouring columns: two lanes a bank. */
+ * a multiple of 4), B gathered from X: row k = (b, oy, ox), decoded once per tile and stepped,
+ * at the work-item's columns, whose taps are decoded into ry, rx (the window's offsets from
+ * (oy sh, ox sw)) and tofs. */
 #define CM_WG_A(r, k) (DY + (CV_DIV_OHW(k) * (M - 1) * ohw + (r) * ohw + (k)))
 #define CM_WG_LOAD(BM, st, kt)                                                                     \
   {                                                                                              \
     const int k0_ = kbeg + (kt) * TC_BK;                                                         \
     __local float *sa_ = smem + (st) * CM_STAGE(BM), *sb_ = sa_ + (BM) * TC_BK;                  \
     CM_LOAD_A(BM, sa_, kend, CM_WG_A)                                                            \
-    const int k_ = k0_ + wr, kk_ = k_ < kend ? k_ : kbeg, b_ = CV_DIV_OHW(kk_), q_ = kk_ - b_ * ohw; \
-    const int oy_ = CV_DIV_OW(q_), y_ = oy_ * p.sh, x_ = (q_ - oy_ * p.ow) * p.sw;                \
-    const int pofs_ = b_ * p.c * hw + y_ * p.w + x_, yk_ = k_ < kend ? y_ : -(1 << 29);          \
-    __local float *dst_ = sb_ + wr * TC_BN + (wcg & 3);                                          \
-    _Pragma("unroll") for (int j_ = 0; j_ < TC_BN * TC_BK / (BM); j_++) {                        \
-      const int col_ = wcg + 4 * ((BM) / 64) * j_;                                               \
-      const int4 e_ = ctab[col_];                                                                \
-      const bool ok_ = (uint)(yk_ + e_.y) < (uint)p.h && (uint)(x_ + e_.z) < (uint)p.w;         \
-      tc_copy4(dst_ + TC_SWZ(col_ >> 2, wr) * 4, ok_ ? X + (pofs_ + e_.x) : X, ok_ ? 4 : 0);     \
+    int b_ = CV_DIV_OHW(k0_), ox_ = k0_ - b_ * ohw, oy_ = CV_DIV_OW(ox_);                        \
+    ox_ -= oy_ * p.ow;                                                                           \
+    _Pragma("unroll") for (int r_ = 0; r_ < TC_BK; r_++) {                                       \
+      const bool kok_ = k0_ + r_ < kend;                                                         \
+      const int y_ = oy_ * p.sh, x_ = ox_ * p.sw, pofs_ = b_ * p.c * hw + y_ * p.w + x_;         \
+      _Pragma("unroll") for (int u_ = 0; u_ < TC_BN / (BM); u_++) {                              \
+        const bool ok_ = kok_ && (uint)(y_ + ry[u_]) < (uint)p.h && (uint)(x_ + rx[u_]) < (uint)p.w; \
+        tc_copy4(sb_ + r_ * TC_BN + TC_SWZ(col[u_] >> 2, r_) * 4 + (col[u_] & 3),                \
+                 ok_ ? X + (pofs_ + tofs[u_]) : X, ok_ ? 4 : 0);                                 \
+      }                                                                                          \
+      if (++ox_ == p.ow) {                                                                       \
+        ox_ = 0;                                                                                 \
+        if (++oy_ == p.oh) oy_ = 0, b_++;                                                        \
+      }                                                                                          \
     }                                                                                            \
   }
 #define CM_WG_LOAD_S(st, kt, A_K, B_K) CM_WG_LOAD(64, st, kt)
@@ -185,16 +187,14 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM
   const int kbeg = split * kchunk, kend = min(p.n * ohw, kbeg + kchunk);                        \
   const int ntiles = (kend - kbeg + TC_BK - 1) / TC_BK;                                          \
   __global const float *Abase = DY;                                                              \
-  __local int4 ctab[TC_BN];                                                                      \
-  for (int u = lid; u < TC_BN; u += (BM)) {                                                      \
-    const int n = n0 + u, nn = n < N ? n : 0; /* past N: never read */                          \
+  int col[TC_BN / (BM)], ry[TC_BN / (BM)], rx[TC_BN / (BM)], tofs[TC_BN / (BM)];                 \
+  _Pragma("unroll") for (int u = 0; u < TC_BN / (BM); u++) {                                     \
+    const int n = n0 + (col[u] = lid + u * (BM)), nn = n < N ? n : 0; /* past N: never read */  \
     const int c = CV_DIV_KHW(nn), r = nn - c * khw, i = CV_DIV_KW(r);                            \
-    const int ry = i * p.dh - p.ph, rx = (r - i * p.kw) * p.dw - p.pw;                           \
-    ctab[u] = (int4)(c * hw + ry * p.w + rx, n < N ? ry : -(1 << 29), rx, 0);                    \
+    ry[u] = n < N ? i * p.dh - p.ph : -(1 << 29);                                                \
+    rx[u] = (r - i * p.kw) * p.dw - p.pw;                                                        \
+    tofs[u] = c * hw + (i * p.dh - p.ph) * p.w + rx[u];                                          \
   }                                                                                              \
-  barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
-  /* this work-item's row of B and first column: warps in pairs over rows 0-7 and 8-15 */       \
-  const int wr = (lane & 7) + 8 * (warp & 1), wcg = (lane >> 3) + 4 * (warp >> 1);              \
   TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
   __global float *Wout = WS + (long)split * M * N;                                               \
   MMA_UNROLL for (int i = 0; i < 4; i++)                                                         \
