@@ -117,13 +117,20 @@ static nc_cl_slot tile_slot(conv_tile t, nc_cl_slot s, nc_cl_slot w, nc_cl_slot 
   return t == CONV_TILE_L ? l : t == CONV_TILE_W ? w : s;
 }
 
-/* OUT[i] = sum over s < splits of WS[s total + i] for i < total, in that order (gf_sum_splits). */
-static nc_status sum_splits(nc_device *dev, const nc_tensor *ws, int64_t splits, int64_t total, cl_mem out) {
+/* OUT[i] = sum over s < splits of WS[s total + i] for i < total, in that order: gf_sum_splits, or
+ * with a convolution's geometry g (total = its n o oh ow), conv_sum_splits, which stores element
+ * i = (b, m, oy, ox) at g's output layout. */
+static nc_status sum_splits(nc_device *dev, const nc_tensor *ws, int64_t splits, int64_t total, const cl_convi *g,
+                            cl_mem out) {
   const nc_cl_handle *sum;
-  NC_TRY(nc_cl_handle_get(dev, NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum));
+  NC_TRY(nc_cl_handle_get(dev, g ? NC_CL_K_CONV_SUM_SPLITS : NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum));
   cl_mem wsm = nc_cl_mem(ws);
   cl_int sp = (cl_int)splits, tot = (cl_int)total;
   cl_long off = 0;
+  if (g) {
+    nc_cl_arg cargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(*g), NC_CL_ARG(out)};
+    return nc_cl_launch(dev, sum->kernel, 4, cargs, nc_cl_global_size(dev, total), 0);
+  }
   nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(tot), NC_CL_ARG(out), NC_CL_ARG(off)};
   return nc_cl_launch(dev, sum->kernel, 5, sargs, nc_cl_global_size(dev, total), 0);
 }
@@ -184,15 +191,7 @@ static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi 
     size_t local[3] = {(size_t)bm_, 1, 1};
     size_t global[3] = {(size_t)((n + MMA_BN - 1) / MMA_BN * bm_), (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
     nc_status s = nc_cl_launch_nd(dev, k->kernel, 7, args, 3, global, local);
-    if (s == NC_OK && ws && dense) s = sum_splits(dev, ws, splits, m * n, ym);
-    if (s == NC_OK && ws && !dense) {
-      const nc_cl_handle *sum;
-      s = nc_cl_handle_get(dev, NC_CL_K_CONV_SUM_SPLITS, NC_FLOAT32, &sum);
-      cl_mem wsm = nc_cl_mem(ws);
-      cl_int sp = (cl_int)splits;
-      nc_cl_arg sargs[] = {NC_CL_ARG(wsm), NC_CL_ARG(sp), NC_CL_ARG(*g), NC_CL_ARG(ym)};
-      if (s == NC_OK) s = nc_cl_launch(dev, sum->kernel, 4, sargs, nc_cl_global_size(dev, m * n), 0);
-    }
+    if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, dense ? NULL : g, ym);
     nc_tensor_release(ws);
     return s;
   }
@@ -302,7 +301,7 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   size_t local[3] = {(size_t)items, 1, 1};
   size_t global[3] = {(size_t)((n + bn_ - 1) / bn_ * items), (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
   nc_status s = nc_cl_launch_nd(dev, k->kernel, 5, args, 3, global, local);
-  if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, dwm);
+  if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, NULL, dwm);
   nc_tensor_release(ws);
   return s;
 }
