@@ -20,13 +20,7 @@ local m = models.GPT{vocab_size = V, dim = DIM, n_layers = L, n_heads = H, max_s
 local opt = optim.AdamW(m:parameters(), {lr = 1e-3})
 local ids = nc.randint(0, V, {B, T + 1}, {dtype = "int64", device = dev})
 local x, y = ids:narrow(2, 1, T), ids:narrow(2, 2, T)
-local function step()
-  opt:zero_grad()
-  local tape = ag.Tape()
-  local loss = tape:record(function() return ag.cross_entropy(m(x):reshape({-1, V}), y:reshape({-1})) end)
-  tape:backward(loss)
-  opt:step()
-end
+local step = helpers.train_step(opt, function() return ag.cross_entropy(m(x):reshape({-1, V}), y:reshape({-1})) end)
 local ts = helpers.step_times(dev, W, N, step)
 print(string.format("gpt_step %s batch %d T %d: best %.2f ms, median %.2f ms over %d steps", dev.spec, B, T, ts[1] * 1e3,
   ts[N // 2 + 1] * 1e3, N))

@@ -10,7 +10,6 @@
 -- Not a benchmark with a reference (bench_gpu.lua has PyTorch's step beside it).
 local nc = require "netcl"
 local nn = require "netcl.nn"
-local ag = require "netcl.autograd"
 local models = require "netcl.models"
 local optim = require "netcl.optim"
 
@@ -28,13 +27,7 @@ local crit = nn.CrossEntropyLoss()
 local x = nc.randn({B, 3, 32, 32}, {device = dev}):to(DT)
 local y = nc.randint(0, 10, {B}, {device = dev})
 model:train()
-local function step()
-  local tape = ag.Tape()
-  local loss = tape:record(function() return crit(model(x), y) end)
-  opt:zero_grad()
-  tape:backward(loss)
-  opt:step()
-end
+local step = H.train_step(opt, function() return crit(model(x), y) end)
 local ts = H.step_times(dev, W, N, step)
 print(string.format("resnet_step %s batch %d %s precision %s: best %.2f ms, median %.2f ms over %d steps (%.0f img/s)",
   dev.spec, B, DT, nc.get_matmul_precision(), ts[1] * 1e3, ts[N // 2 + 1] * 1e3, N, B / ts[N // 2 + 1]))

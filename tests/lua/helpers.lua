@@ -47,6 +47,20 @@ function M.step_times(dev, warm, n, fn)
   return ts
 end
 
+-- A training step for the benchmarks: records loss_fn() (a scalar node) on a fresh tape, zeroes
+-- opt's gradients, backpropagates and steps; the function returns the loss node.
+function M.train_step(opt, loss_fn)
+  local ag = require "netcl.autograd"
+  return function()
+    local tape = ag.Tape()
+    local loss = tape:record(loss_fn)
+    opt:zero_grad()
+    tape:backward(loss)
+    opt:step()
+    return loss
+  end
+end
+
 -- Flattens a nested table of numbers/booleans.
 function M.flat(t, out)
   out = out or {}
