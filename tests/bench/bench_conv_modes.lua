@@ -67,13 +67,6 @@ end
 local tmodes = {}
 for _, m in ipairs(MODES) do tmodes[#tmodes + 1] = '"' .. TORCH[m] .. '"' end
 local script = ([[
-import json, time
-try:
-    import torch
-except Exception:
-    print("notorch"); raise SystemExit
-if not torch.cuda.is_available():
-    print("nocuda"); raise SystemExit
 torch.backends.cudnn.benchmark = True
 F = torch.nn.functional
 def best(f, reps=%d):

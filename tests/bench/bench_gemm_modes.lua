@@ -48,13 +48,6 @@ local shapes = {}
 for _, n in ipairs(SQUARE) do shapes[#shapes + 1] = string.format("(%d, %d, %d)", n, n, n) end
 for _, s in ipairs(RECT) do shapes[#shapes + 1] = string.format("(%d, %d, %d)", s[1], s[2], s[3]) end
 local script = ([[
-import json, time
-try:
-    import torch
-except Exception:
-    print("notorch"); raise SystemExit
-if not torch.cuda.is_available():
-    print("nocuda"); raise SystemExit
 def best(f, reps=5):
     f(); torch.cuda.synchronize(); b = 1e9
     for _ in range(reps):

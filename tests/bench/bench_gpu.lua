@@ -147,10 +147,6 @@ end
 
 -- PyTorch on the same GPU
 local script = ([[
-import json, sys, time
-import torch
-if not torch.cuda.is_available():
-    print("nocuda"); sys.exit(0)
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 dev = "cuda"

@@ -61,6 +61,13 @@ function M.train_step(opt, loss_fn)
   end
 end
 
+-- The 16-bit patterns (little-endian) of a bfloat16 or float16 tensor's elements, in order.
+function M.u16s(t)
+  local s, out = t:contiguous():bytes(), {}
+  for i = 1, #s, 2 do out[#out + 1] = string.unpack("<I2", s, i) end
+  return out
+end
+
 -- Flattens a nested table of numbers/booleans.
 function M.flat(t, out)
   out = out or {}
@@ -161,11 +168,21 @@ function M.python_output(py, script, args)
 end
 
 -- The figures of a PyTorch reference script (run by M.python("torch"), else python3) that prints
--- "nocuda" without a CUDA device, else one JSON object of numbers and the strings "device" and
--- "torch": a table of them, empty (with a message to stderr naming `who`) when PyTorch or CUDA is
--- missing or the script failed. The GPU benchmarks' references go this way.
+-- one JSON object of numbers and the strings "device" and "torch": a table of them, empty (with a
+-- message to stderr naming `who`) when PyTorch or CUDA is missing or the script failed. The script
+-- runs after a preamble that imports json, sys, time and torch and stops (printing "nocuda")
+-- without a CUDA device. The GPU benchmarks' references go this way.
+local TORCH_CUDA_PREAMBLE = [[
+import json, sys, time
+try:
+    import torch
+except Exception:
+    print("notorch"); raise SystemExit
+if not torch.cuda.is_available():
+    print("nocuda"); raise SystemExit
+]]
 function M.torch_cuda_reference(who, script)
-  local out = M.python_output(M.python("torch") or "python3", script)
+  local out = M.python_output(M.python("torch") or "python3", TORCH_CUDA_PREAMBLE .. script)
   local ref = {}
   if out:match("nocuda") then
     io.stderr:write(who .. ": PyTorch has no CUDA device here; the reference is skipped\n")

@@ -70,11 +70,7 @@ local function ref_decode(f, h)
   return sign * f.value(a)
 end
 
-local function u16s(t)
-  local s, out = t:bytes(), {}
-  for i = 1, #s, 2 do out[#out + 1] = string.unpack("<I2", s, i) end
-  return out
-end
+local u16s = H.u16s
 
 local function from_u16s(list, dtype, device)
   local parts = {}

@@ -22,11 +22,7 @@ local cpu = nc.device("cpu")
 local DTYPES = {"bfloat16", "float16"}
 
 -- ---- bits -------------------------------------------------------------------------------------
-local function u16s(t)
-  local s, out = t:contiguous():bytes(), {}
-  for i = 1, #s, 2 do out[#out + 1] = string.unpack("<I2", s, i) end
-  return out
-end
+local u16s = H.u16s
 
 local function is_nan(dt, h)
   if dt == "bfloat16" then return h & 0x7f80 == 0x7f80 and h & 0x7f ~= 0 end

@@ -22,11 +22,7 @@ local cpu = nc.device("cpu")
 local ops = nc.nn_ops
 local DTYPES = {"bfloat16", "float16"}
 
-local function u16s(t)
-  local s, out = t:contiguous():bytes(), {}
-  for i = 1, #s, 2 do out[#out + 1] = string.unpack("<I2", s, i) end
-  return out
-end
+local u16s = H.u16s
 
 -- got (a storage tensor) must hold the bits of want (a float32 tensor) rounded into got's dtype.
 local function assert_rounded(got, want, dt, what)
