@@ -104,14 +104,15 @@
     cofs[u] = b * p.c * hw + (oy * p.sh - p.ph) * p.w + cx[u];                                   \
   }                                                                                              \
   TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
-  CM_FWD_EPILOGUE(BM)
+  __global float *Ys = Y + (long)split * p.n * p.o * p.yp; /* split s of K: partial sums */     \
+  CM_FWD_EPILOGUE(BM, CM_STORE)
+#define CM_STORE(i, v) Ys[i] = (v)
 
 /* The results, one warp row (64 rows of C) at a time, through local memory (rows of CM_PITCH
  * floats, which puts a warp's 32 writes in distinct banks) to Y in rows of TC_BN pixels (at the
  * layout of p's yp, yr, yc, y0): work-item lid stores columns lid + u BM. */
-#define CM_FWD_EPILOGUE(BM)                                                                        \
+#define CM_FWD_EPILOGUE(BM, STORE)                                                                 \
   TC_WAIT_ALL();                                                                                 \
-  __global float *Ys = Y + (long)split * p.n * p.o * p.yp; /* split s of K: partial sums */     \
   const bool addb = has_bias && split == 0;                                                      \
   int yofs[TC_BN / (BM)];                                                                        \
   _Pragma("unroll") for (int u = 0; u < TC_BN / (BM); u++) {                                     \
@@ -132,7 +133,7 @@
       if (yofs[u] >= 0)                                                                          \
         CM_UNROLL4 for (int r = 0; r < 64; r++) {                                       \
           const int m = m0 + part * 64 + r;                                                      \
-          if (m < M) Ys[yofs[u] + m * p.yp] = smem[r * CM_PITCH + col[u]] + (addb ? bias[m] : 0.0f); \
+          if (m < M) STORE(yofs[u] + m * p.yp, smem[r * CM_PITCH + col[u]] + (addb ? bias[m] : 0.0f)); \
         }                                                                                        \
     }                                                                                            \
   }
@@ -143,12 +144,14 @@
 #define CM_FWD_ARGS                                                                                \
   const nc_convi p, const int kchunk, __global const float *X, __global const float *Wt, __global const float *bias, \
       const int has_bias, __global float *Y
+#ifndef CM_XBF16 /* the bfloat16 build (below) has its own forward and weight gradient */
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_fwd_s(CM_FWD_ARGS) {
   CM_FWD_BODY(64, CM_FWD_LOAD_S, CM_READ_S)
 }
 __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM_FWD_ARGS) {
   CM_FWD_BODY(128, CM_FWD_LOAD_L, CM_READ_L)
 }
+#endif
 
 /* ---- weight gradient: dW[m, n = (c, i, j)] = sum over k = (b, q) of dY[b, m, q] X_col[k, n] -- */
 
@@ -196,6 +199,9 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM
     tofs[u] = c * hw + (i * p.dh - p.ph) * p.w + rx[u];                                          \
   }                                                                                              \
   TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
+  CM_WG_EPILOGUE
+/* split s's results to WS + s M N */
+#define CM_WG_EPILOGUE                                                                             \
   __global float *Wout = WS + (long)split * M * N;                                               \
   MMA_UNROLL for (int i = 0; i < 4; i++)                                                         \
     MMA_UNROLL for (int h = 0; h < 2; h++) {                                                     \
@@ -211,11 +217,275 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM
  * 16; local (BM, 1, 1). */
 #define CM_WG_ARGS                                                                                 \
   const nc_convi p, const int kchunk, __global const float *DY, __global const float *X, __global float *WS
+#ifndef CM_XBF16
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_wgrad_s(CM_WG_ARGS) {
   CM_WG_BODY(64, CM_WG_LOAD_S, CM_READ_S)
 }
 __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_l(CM_WG_ARGS) {
   CM_WG_BODY(128, CM_WG_LOAD_L, CM_READ_L)
 }
+#endif
+
+/* ---- the forward of bfloat16 tensors (-DCM_XBF16=1, with -DNC_MMA_BF16=1 after kernels/half.cl's
+ * conversions): X and Y bfloat16, the weights and bias float32 (the op layer widens those; they
+ * are small), K tiles as in the float32 forward, so that the products, their order and the one
+ * rounding of each result are the float32 forward's on widened tensors, bit for bit, without the
+ * widening and rounding passes over X and Y. The input gradient runs it per phase too.
+ *
+ * A bfloat16 element cannot be copied by cp.async (4 bytes at least), so B holds pairs: word
+ * wd = 2q + h of a K row (tap) is, for the output pixels n0 + 2q and n0 + 2q + 1 (side by side
+ * in one row: stride 1 along x, ow even), the 32-bit word of X at element e - par + 2h, where e
+ * is the first pixel's element at that tap and par its parity. With w even, par depends on the
+ * tap only ((j dw - pw) & 1), so it is one bit per K row (pmask, per stage); a word never spans
+ * two rows of X, so its zero fill at the image's edges is exact. The products read the words as
+ * the float32 build reads floats (TC_READ_AT) and, where par is 1, take the two middle halves of
+ * the word pair: the pixels' values at that tap. The host launches it where w, ow and the stride
+ * along x allow (runtime/backend/opencl/cl_conv.c, bx_fits). */
+#ifdef CM_XBF16
+#ifndef NC_MMA_BF16
+#error "conv_mma.cl: CM_XBF16 needs NC_MMA_BF16"
+#endif
+
+/* 4 bytes (bytes 4, or 0: zeros) from src to dst: a pair of bfloat16 */
+#if !defined(NC_MMA_EMULATE) && !defined(TC_SYNC_COPY)
+inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int bytes) {
+  __asm__ volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"((uint)(ulong)dst), "l"((ulong)src),
+                   "r"(bytes)
+                   : "memory");
+}
+#else
+inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int bytes) { *dst = bytes ? *src : 0u; }
+#endif
+
+/* K tile kt into stage st: A from the weights as in the float32 forward; B as word pairs (above)
+ * at the work-item's words wd[u] (pixel columns decoded into cy, cx, cofs as there, for the
+ * pair's first pixel); the rows' parities into pmask[st]. */
+#define CM_BX_LOAD(BM, st, kt)                                                                     \
+  {                                                                                              \
+    const int k0_ = kbeg + (kt) * TC_BK;                                                         \
+    __local float *sa_ = smem + (st) * CM_STAGE(BM);                                              \
+    __local uint *sb_ = (__local uint *)(sa_ + (BM) * TC_BK);                                     \
+    CM_LOAD_A(BM, sa_, kend, CM_FWD_A)                                                           \
+    const int c0_ = CV_DIV_KHW(k0_), t0_ = k0_ - c0_ * khw, i0_ = CV_DIV_KW(t0_);                \
+    int c_ = c0_, i_ = i0_, j_ = t0_ - i0_ * p.kw;                                               \
+    uint mask_ = 0;                                                                              \
+    _Pragma("unroll") for (int r_ = 0; r_ < TC_BK; r_++) {                                       \
+      const bool kok_ = k0_ + r_ < kend;                                                         \
+      const int ry_ = i_ * p.dh, rx_ = j_ * p.dw, par_ = (rx_ - p.pw) & 1;                        \
+      const int koff_ = c_ * hw + ry_ * p.w + rx_ - par_;                                         \
+      mask_ |= (uint)par_ << r_;                                                                  \
+      _Pragma("unroll") for (int u_ = 0; u_ < TC_BN / (BM); u_++) {                              \
+        const int h_ = wd[u_] & 1, x_ = cx[u_] + rx_ - par_ + 2 * h_;                             \
+        const bool ok_ = kok_ && (h_ == 0 || par_) && (uint)(cy[u_] + ry_) < (uint)p.h && (uint)x_ < (uint)p.w; \
+        cm_copy_pair(sb_ + r_ * TC_BN + TC_SWZ(wd[u_] >> 2, r_) * 4 + (wd[u_] & 3),              \
+                     ok_ ? X2 + ((cofs[u_] + koff_) >> 1) + h_ : X2, ok_ ? 4 : 0);                \
+      }                                                                                          \
+      if (++j_ == p.kw) {                                                                        \
+        j_ = 0;                                                                                  \
+        if (++i_ == p.kh) i_ = 0, c_++;                                                          \
+      }                                                                                          \
+    }                                                                                            \
+    if (lid == 0) pmask[st] = mask_;                                                             \
+  }
+#define CM_BX_LOAD_S(st, kt, A_K, B_K) CM_BX_LOAD(64, st, kt)
+#define CM_BX_LOAD_L(st, kt, A_K, B_K) CM_BX_LOAD(128, st, kt)
+/* The fragments of stage st, and the parities of the work-item's rows 4t .. 4t + 3 in pm_. */
+#define CM_BX_READ(BM, st)                                                                         \
+  CM_READ(BM, st)                                                                                \
+  pm_ = pmask[st] >> (4 * t);
+#define CM_BX_READ_S(st, A_K, B_K) CM_BX_READ(64, st)
+#define CM_BX_READ_L(st, A_K, B_K) CM_BX_READ(128, st)
+
+/* The products (the pipeline's TC_PRODUCTS in this build): A as in the float32 build; fb[u]
+ * holds row 4t + u / (TC_FJ / 4)'s word pairs of four columns, w_[u] the two bfloat16 pairs of
+ * those columns after the row's shift; fragment j's column is column j % 4 of chunk j / 4, as
+ * the float32 build's TC_B. */
+#undef TC_PRODUCTS
+#define TC_PRODUCTS(A_K, B_K)                                                                      \
+  {                                                                                              \
+    uint w_[TC_FJ][2];                                                                           \
+    _Pragma("unroll") for (int u_ = 0; u_ < TC_FJ; u_++) {                                       \
+      const uint4 v_ = as_uint4(fb[u_]);                                                         \
+      const bool sh_ = (pm_ >> (u_ / (TC_FJ / 4))) & 1u;                                          \
+      w_[u_][0] = sh_ ? (v_.x >> 16) | (v_.y << 16) : v_.x;                                       \
+      w_[u_][1] = sh_ ? (v_.z >> 16) | (v_.w << 16) : v_.z;                                       \
+    }                                                                                            \
+    TC_UNROLL for (int i = 0; i < 4; i++) {                                                      \
+      const uint a_[4] = {tc_pack(TC_A(A_K, i, 0, 0), TC_A(A_K, i, 0, 1)), tc_pack(TC_A(A_K, i, 1, 0), TC_A(A_K, i, 1, 1)), \
+                          tc_pack(TC_A(A_K, i, 0, 2), TC_A(A_K, i, 0, 3)), tc_pack(TC_A(A_K, i, 1, 2), TC_A(A_K, i, 1, 3))}; \
+      TC_UNROLL for (int j = 0; j < TC_FJ; j++) {                                                \
+        const int c_ = j / 4, q_ = (j >> 1) & 1;                                                 \
+        const uint r0_ = w_[c_][q_], r1_ = w_[TC_FJ / 4 + c_][q_], r2_ = w_[TC_FJ / 2 + c_][q_],   \
+                   r3_ = w_[3 * (TC_FJ / 4) + c_][q_];                                           \
+        const uint b_[2] = {(j & 1) ? (r0_ >> 16) | (r1_ & 0xffff0000u) : (r0_ & 0xffffu) | (r1_ << 16), \
+                            (j & 1) ? (r2_ >> 16) | (r3_ & 0xffff0000u) : (r2_ & 0xffffu) | (r3_ << 16)}; \
+        MMA_SYNC(acc[i][j], a_, b_);                                                             \
+      }                                                                                          \
+    }                                                                                            \
+  }
+
+/* ---- the weight gradient of bfloat16 tensors (the same build): dY and X bfloat16, dW's partial
+ * sums float32 (conv_mma_sum_bx rounds them once into dW). The K tiles, fragments and products
+ * are the float32 weight gradient's on widened tensors, bit for bit.
+ *
+ * A (dY, K-major) as rows of 16 bfloat16 (two 16-byte copies; oh ow a multiple of 8), whose
+ * fragment words are k 4t, 4t + 1 and 4t + 2, 4t + 3. B as word pairs along K: the rows (k, k +
+ * 1) of a column (tap) are the neighbouring pixels (ox, ox + 1) of one image row (stride 1 along
+ * x, ow even), so the word of X at element e - par (and e - par + 2 where par is 1), e the first
+ * pixel's element at the column's tap, holds them: par is (j dw - pw) & 1, one bit per column,
+ * fixed for the kernel. Row pair rp of a stage holds 128 columns of two words (lo, hi), its
+ * 16-byte units XOR-permuted by CM_WX_SWZ so that the fragment reads (rows 2t, 2t + 1 of 8
+ * lanes g, t) fall in distinct banks. */
+#define CM_WX_SWZ(wd, rp) (((((wd) >> 2) ^ ((((rp) >> 1) & 1) | ((((rp) >> 1) & 2) << 1))) << 2) | ((wd) & 3))
+#define CM_WX_LOAD(BM, st, kt)                                                                     \
+  {                                                                                              \
+    const int k0_ = kbeg + (kt) * TC_BK;                                                         \
+    __local float *sa_ = smem + (st) * CM_STAGE(BM);                                              \
+    __local uint *sb_ = (__local uint *)(sa_ + (BM) * TC_BK);                                     \
+    _Pragma("unroll") for (int i_ = 0; i_ < 2; i_++) { /* chunk c_: row c_ / 2, k 8 (c_ % 2) */  \
+      const int c_ = lid + i_ * (BM), r_ = m0 + (c_ >> 1), k_ = k0_ + (c_ & 1) * 8;              \
+      const bool ok_ = r_ < M && k_ < kend;                                                      \
+      tc_copy16(sa_ + c_ * 4,                                                                    \
+                ok_ ? (__global const float *)(DY + (CV_DIV_OHW(k_) * (M - 1) * ohw + r_ * ohw + k_)) : Abase, \
+                ok_ ? 16 : 0);                                                                   \
+    }                                                                                            \
+    int b_ = CV_DIV_OHW(k0_), ox_ = k0_ - b_ * ohw, oy_ = CV_DIV_OW(ox_);                        \
+    ox_ -= oy_ * p.ow;                                                                           \
+    _Pragma("unroll") for (int rp_ = 0; rp_ < TC_BK / 2; rp_++) {                                \
+      const bool kok_ = k0_ + 2 * rp_ < kend;                                                    \
+      const int y_ = oy_ * p.sh, pofs_ = b_ * p.c * hw + y_ * p.w + ox_;                         \
+      _Pragma("unroll") for (int u_ = 0; u_ < 2 * TC_BN / (BM); u_++) {                          \
+        const int h_ = wd[u_] & 1, x_ = ox_ + rx[u_] - par[u_] + 2 * h_;                          \
+        const bool ok_ = kok_ && (h_ == 0 || par[u_]) && (uint)(y_ + ry[u_]) < (uint)p.h && (uint)x_ < (uint)p.w; \
+        cm_copy_pair(sb_ + rp_ * 2 * TC_BN + CM_WX_SWZ(wd[u_], rp_),                             \
+                     ok_ ? X2 + ((pofs_ + tofs[u_] - par[u_]) >> 1) + h_ : X2, ok_ ? 4 : 0);      \
+      }                                                                                          \
+      ox_ += 2;                                                                                  \
+      if (ox_ == p.ow) {                                                                         \
+        ox_ = 0;                                                                                 \
+        if (++oy_ == p.oh) oy_ = 0, b_++;                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }
+#define CM_WX_LOAD_S(st, kt, A_K, B_K) CM_WX_LOAD(64, st, kt)
+#define CM_WX_LOAD_L(st, kt, A_K, B_K) CM_WX_LOAD(128, st, kt)
+/* Stage st's fragments: fa2[2i + h] row wm 64 + 16 i + 8 h + g's words 2t, 2t + 1; fb4[2 s + v] of
+ * chunk hh (columns 4 ch .. 4 ch + 3, ch = wn 16 + 8 hh + g), row pair 2t + s: unit 2 ch + v. */
+#define CM_WX_READ(BM, st)                                                                         \
+  {                                                                                              \
+    __local const uint *sa_ = (__local const uint *)(smem + (st) * CM_STAGE(BM));                 \
+    __local const uint *sb_ = (__local const uint *)(smem + (st) * CM_STAGE(BM) + (BM) * TC_BK);  \
+    _Pragma("unroll") for (int u_ = 0; u_ < 8; u_++)                                             \
+      fa2[u_] = *(__local const uint2 *)(sa_ + (wm * 64 + (u_ >> 1) * 16 + (u_ & 1) * 8 + g) * 8 + 2 * t); \
+    _Pragma("unroll") for (int u_ = 0; u_ < TC_FJ; u_++) {                                       \
+      const int hh_ = u_ / 4, rp_ = 2 * t + ((u_ >> 1) & 1), ch_ = wn * (TC_WN / 4) + hh_ * 8 + g; \
+      fb4[u_] = *(__local const uint4 *)(sb_ + rp_ * 2 * TC_BN + CM_WX_SWZ(8 * ch_ + 4 * (u_ & 1), rp_)); \
+    }                                                                                            \
+  }
+#define CM_WX_READ_S(st, A_K, B_K) CM_WX_READ(64, st)
+#define CM_WX_READ_L(st, A_K, B_K) CM_WX_READ(128, st)
+/* The products: fragment j's column is column j % 4 of chunk j / 4 (the float32 build's): unit
+ * (j % 4) / 2 of it, words (lo, hi) at .x, .y (an even column) or .z, .w; its two row pairs at
+ * fb4[4 (j / 4) + 2 s + unit], shifted by the column's par (bit j of pc_). */
+#define CM_WX_SHIFT(lo, hi, sh) ((sh) ? ((lo) >> 16) | ((hi) << 16) : (lo))
+#define CM_WX_PRODUCTS                                                                             \
+  TC_UNROLL for (int i = 0; i < 4; i++) {                                                        \
+    const uint a_[4] = {fa2[2 * i].x, fa2[2 * i + 1].x, fa2[2 * i].y, fa2[2 * i + 1].y};          \
+    TC_UNROLL for (int j = 0; j < TC_FJ; j++) {                                                  \
+      const uint4 v0_ = fb4[4 * (j / 4) + ((j >> 1) & 1)], v1_ = fb4[4 * (j / 4) + 2 + ((j >> 1) & 1)]; \
+      const bool sh_ = (pc_ >> j) & 1u;                                                          \
+      const uint b_[2] = {(j & 1) ? CM_WX_SHIFT(v0_.z, v0_.w, sh_) : CM_WX_SHIFT(v0_.x, v0_.y, sh_), \
+                          (j & 1) ? CM_WX_SHIFT(v1_.z, v1_.w, sh_) : CM_WX_SHIFT(v1_.x, v1_.y, sh_)}; \
+      MMA_SYNC(acc[i][j], a_, b_);                                                               \
+    }                                                                                            \
+  }
+
+#if TC_FJ != 8
+#error "conv_mma.cl: the bfloat16 build's fragment reads assume two warps along N"
+#endif
+#define CM_WX_BODY(BM, LOAD, READ)                                                                 \
+  CM_START(BM)                                                                                   \
+  const int M = p.o, N = p.c * khw, split = get_group_id(2);                                     \
+  const int kbeg = split * kchunk, kend = min(p.n * ohw, kbeg + kchunk);                        \
+  const int ntiles = (kend - kbeg + TC_BK - 1) / TC_BK;                                          \
+  __global const float *Abase = (__global const float *)DY;                                      \
+  __global const uint *X2 = (__global const uint *)X;                                            \
+  uint2 fa2[8];                                                                                  \
+  uint4 fb4[TC_FJ];                                                                              \
+  int wd[2 * TC_BN / (BM)], ry[2 * TC_BN / (BM)], rx[2 * TC_BN / (BM)], tofs[2 * TC_BN / (BM)], par[2 * TC_BN / (BM)]; \
+  _Pragma("unroll") for (int u = 0; u < 2 * TC_BN / (BM); u++) {                                 \
+    wd[u] = lid + u * (BM);                                                                      \
+    const int n = n0 + (wd[u] >> 1), nn = n < N ? n : 0; /* past N: never read */              \
+    const int c = CV_DIV_KHW(nn), r = nn - c * khw, i = CV_DIV_KW(r);                            \
+    ry[u] = n < N ? i * p.dh - p.ph : -(1 << 29);                                                \
+    rx[u] = (r - i * p.kw) * p.dw - p.pw;                                                        \
+    par[u] = rx[u] & 1;                                                                          \
+    tofs[u] = c * hw + (i * p.dh - p.ph) * p.w + rx[u];                                          \
+  }                                                                                              \
+  uint pc_ = 0; /* bit j: the par of fragment j's column */                                      \
+  _Pragma("unroll") for (int j = 0; j < TC_FJ; j++) {                                            \
+    const int n = n0 + wn * TC_WN + (j / 4) * 32 + 4 * g + j % 4, nn = n < N ? n : 0;            \
+    const int r = nn - CV_DIV_KHW(nn) * khw, i = CV_DIV_KW(r);                                   \
+    pc_ |= (uint)(((r - i * p.kw) * p.dw - p.pw) & 1) << j;                                      \
+  }                                                                                              \
+  TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
+  CM_WG_EPILOGUE
+
+#define CM_BX_BODY(BM, LOAD, READ)                                                                 \
+  CM_START(BM)                                                                                   \
+  __local uint pmask[TC_STAGES];                                                                 \
+  const int M = p.o, N = p.n * ohw, K = p.c * khw, split = get_group_id(2);                     \
+  const int kbeg = split * kchunk, kend = min(K, kbeg + kchunk), ntiles = (kend - kbeg + TC_BK - 1) / TC_BK; \
+  __global const float *Abase = Wt;                                                              \
+  __global const uint *X2 = (__global const uint *)X;                                            \
+  uint pm_ = 0;                                                                                  \
+  int wd[TC_BN / (BM)], col[TC_BN / (BM)], cy[TC_BN / (BM)], cx[TC_BN / (BM)], cofs[TC_BN / (BM)]; \
+  _Pragma("unroll") for (int u = 0; u < TC_BN / (BM); u++) {                                     \
+    col[u] = wd[u] = lid + u * (BM);                                                             \
+    const int n = n0 + (wd[u] & ~1), nn = n < N ? n : 0; /* past N: never read */                \
+    const int b = CV_DIV_OHW(nn), q = nn - b * ohw, oy = CV_DIV_OW(q);                           \
+    cy[u] = n < N ? oy * p.sh - p.ph : -(1 << 29);                                               \
+    cx[u] = q - oy * p.ow - p.pw;                                                                \
+    cofs[u] = b * p.c * hw + (oy * p.sh - p.ph) * p.w + cx[u];                                   \
+  }                                                                                              \
+  TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
+  __global float *Ws = WS + (long)split * p.n * p.o * p.yp; /* split s of K: partial sums */    \
+  const bool partial = get_num_groups(2) > 1;                                                    \
+  CM_FWD_EPILOGUE(BM, CM_STORE_BX)
+#define CM_STORE_BX(i, v)                                                                          \
+  {                                                                                              \
+    if (partial) Ws[i] = (v);                                                                    \
+    else Y[i] = nc_to_bf16(v);                                                                   \
+  }
+
+/* Grid and splits as the float32 forward's; the splits' partial sums go to WS (a dense
+ * [splits, n, o, oh, ow]), which conv_mma_sum_bx adds up into Y. */
+#define CM_BX_ARGS                                                                                 \
+  const nc_convi p, const int kchunk, __global const ushort *X, __global const float *Wt, __global const float *bias, \
+      const int has_bias, __global ushort *Y, __global float *WS
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_fwd_bx_s(CM_BX_ARGS) {
+  CM_BX_BODY(64, CM_BX_LOAD_S, CM_BX_READ_S)
+}
+__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_bx_l(CM_BX_ARGS) {
+  CM_BX_BODY(128, CM_BX_LOAD_L, CM_BX_READ_L)
+}
+
+/* Grid and splits as the float32 weight gradient's; every split writes its partial sums to WS
+ * (dense [splits, o, c kh kw]), which conv_mma_sum_bx adds up into dW. */
+#undef TC_PRODUCTS
+#define TC_PRODUCTS(A_K, B_K) CM_WX_PRODUCTS
+#define CM_WX_ARGS const nc_convi p, const int kchunk, __global const ushort *DY, __global const ushort *X, __global float *WS
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_wgrad_bx_s(CM_WX_ARGS) {
+  CM_WX_BODY(64, CM_WX_LOAD_S, CM_WX_READ_S)
+}
+__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_bx_l(CM_WX_ARGS) {
+  CM_WX_BODY(128, CM_WX_LOAD_L, CM_WX_READ_L)
+}
+
+/* Y at p's output layout = the sum over s < splits of WS[s total + i], rounded once. */
+__kernel void conv_mma_sum_bx(__global const float *WS, const int splits, const nc_convi p, __global ushort *Y) {
+  CV_SUM_SPLITS(float, WS, splits, Y, nc_to_bf16)
+}
+#endif
 
 #endif

@@ -508,13 +508,7 @@ __kernel void gf_sum_splits(__global const REAL *WS, const int splits, const int
  * dense index of (b, m, oy, ox) in [n, o, oh, ow]: a convolution forward whose K was split
  * (runtime/backend/opencl/cl_conv.c), storing a phase of an input gradient. */
 __kernel void conv_sum_splits(__global const REAL *WS, const int splits, const nc_convi p, __global REAL *Y) {
-  const int ohw = p.oh * p.ow, total = p.n * p.o * ohw;
-  for (int i = get_global_id(0); i < total; i += get_global_size(0)) {
-    REAL s = 0;
-    for (int t = 0; t < splits; t++) s += WS[(long)t * total + i];
-    const int bm = i / ohw, q = i - bm * ohw, oy = q / p.ow;
-    Y[bm * p.yp + oy * p.yr + (q - oy * p.ow) * p.yc + p.y0] = s;
-  }
+  CV_SUM_SPLITS(REAL, WS, splits, Y, )
 }
 
 /* The weights of one phase of a convolution's input gradient (runtime/backend/opencl/cl_conv.c):

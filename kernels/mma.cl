@@ -107,6 +107,18 @@ typedef struct {
 /* The offset in Y of output pixel q (< oh ow) of image b, channel 0 (channel m adds m yp). */
 #define CV_YOFS(b, q) ((b) * p.o * p.yp + CV_DIV_OW(q) * (p.yr - p.ow * p.yc) + (q) * p.yc + p.y0)
 
+/* The body of a kernel that stores, at p's output layout (yp, yr, yc, y0), the sum over s < splits
+ * of WS[s total + i] (summed in T), i the dense index of (b, m, oy, ox) in [n, o, oh, ow], through
+ * CVT (the result's conversion): a convolution forward whose K was split (runtime/backend/opencl/cl_conv.c). */
+#define CV_SUM_SPLITS(T, WS, splits, Y, CVT)                                                          \
+  const int ohw_ = p.oh * p.ow, total_ = p.n * p.o * ohw_;                                      \
+  for (int i_ = get_global_id(0); i_ < total_; i_ += get_global_size(0)) {                      \
+    T s_ = 0;                                                                                   \
+    for (int t_ = 0; t_ < (splits); t_++) s_ += (WS)[(long)t_ * total_ + i_];                   \
+    const int bm_ = i_ / ohw_, q_ = i_ - bm_ * ohw_, oy_ = q_ / p.ow;                           \
+    (Y)[bm_ * p.yp + oy_ * p.yr + (q_ - oy_ * p.ow) * p.yc + p.y0] = CVT(s_);                   \
+  }
+
 /* Component i (a constant) of a 4-vector. */
 #define NC_V4(v, i) ((i) == 0 ? (v).x : (i) == 1 ? (v).y : (i) == 2 ? (v).z : (v).w)
 

@@ -128,6 +128,9 @@ nc_status nc_bk_conv2d_bwd_input(const nc_conv2d_desc *p, const nc_tensor *dy, c
   GUARD(NC_OP_CONV2D_BWD_INPUT, dy, w, dx);
   CALL(dx, NC_OP_CONV2D_BWD_INPUT, CONV2D_BWD_INPUT, nc_conv2d_bwd_input_fn, p, dy, w, dx);
 }
+bool nc_bk_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_dtype dt) {
+  return dev && dev->dispatch->conv2d_storage && dev->dispatch->conv2d_storage(dev, op, p, dt);
+}
 nc_status nc_bk_conv2d_bwd_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x, nc_tensor *dw) {
   GUARD(NC_OP_CONV2D_BWD_WEIGHT, dy, x, dw);
   CALL(dw, NC_OP_CONV2D_BWD_WEIGHT, CONV2D_BWD_WEIGHT, nc_conv2d_bwd_weight_fn, p, dy, x, dw);

@@ -252,6 +252,10 @@ typedef void (*nc_backend_fn)(void);
 typedef struct nc_dispatch {
   const char *name; /* the backend's name, for messages: "cpu", "opencl" */
   nc_backend_fn fn[NC_OP_COUNT];
+  /* Whether conv2d (op NC_OP_CONV2D), its input gradient (NC_OP_CONV2D_BWD_INPUT) or its weight
+   * gradient (NC_OP_CONV2D_BWD_WEIGHT) of geometry p takes tensors of the storage dtype dt as they
+   * are (but the weights and bias, float32); NULL: never, and the op layer widens them. */
+  bool (*conv2d_storage)(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_dtype dt);
 } nc_dispatch;
 
 /* Sets fn for every op of the table that uses entry e. */
@@ -284,6 +288,8 @@ nc_status nc_bk_gemm(nc_op op, const nc_gemm_desc *g);
 nc_status nc_bk_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
                        nc_tensor *y);
 nc_status nc_bk_conv2d_bwd_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w, nc_tensor *dx);
+/* The backend's conv2d_storage answer for dev (false where it has none). */
+bool nc_bk_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_dtype dt);
 nc_status nc_bk_conv2d_bwd_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x, nc_tensor *dw);
 /* The op follows from p->kind. */
 nc_status nc_bk_pool2d(const nc_pool2d_desc *p, const nc_tensor *x, nc_tensor *y, nc_tensor *indices);

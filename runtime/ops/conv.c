@@ -1,7 +1,10 @@
 /* conv2d forward and gradients: geometry checks, contiguous operands, output allocation,
  * dispatch to the backend. bfloat16 and float16 operands (all of one dtype, as in PyTorch) go
  * through the float32 path: widened, convolved in float32, the result rounded once into their
- * dtype (ops/support.h). */
+ * dtype (ops/support.h). Where the backend takes bfloat16 tensors as they are
+ * (nc_bk_conv2d_storage: the three passes on OpenCL under "medium", for most geometries), the
+ * forward and the input gradient widen only the weights and bias (they are small), the weight
+ * gradient nothing, and the backend rounds each result once, as the float32 path does. */
 #include "backend/dispatch.h"
 #include "core/check.h"
 #include "support.h"
@@ -85,6 +88,9 @@ static nc_status dense_pair(nc_tensor *a, nc_tensor *b, nc_tensor **ca, nc_tenso
   return s;
 }
 
+static nc_status conv2d_run(const nc_conv2d_desc *p, nc_tensor *x, nc_tensor *weight, nc_tensor *bias,
+                            nc_tensor **out);
+
 nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_conv2d_desc *params,
                     nc_tensor **out) {
   nc_conv2d_desc p = *params;
@@ -95,13 +101,22 @@ nc_status nc_conv2d(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, const nc_c
     if (bias->ndim != 1 || bias->shape[0] != p.c_out)
       return nc_error(NC_ERR_SHAPE, "conv2d bias must have shape [%lld]", (long long)p.c_out);
   }
+  nc_device *dev = nc_tensor_device(x);
   if (nc_dtype_is_storage(x->dtype)) {
-    nc_tensor *in[3] = {x, weight, bias}, *wide[3], *y = NULL;
+    const bool direct = nc_bk_conv2d_storage(dev, NC_OP_CONV2D, &p, x->dtype);
+    nc_tensor *in[3] = {direct ? NULL : x, weight, bias}, *wide[3], *y = NULL;
     NC_TRY(nc_widen_n(3, in, wide));
-    nc_status s = nc_conv2d(wide[0], wide[1], wide[2], params, &y);
+    nc_status s = direct ? conv2d_run(&p, x, wide[1], wide[2], out) : nc_conv2d(wide[0], wide[1], wide[2], params, &y);
     nc_release_n(3, wide);
-    return nc_round_result(s, y, x->dtype, out);
+    return direct ? s : nc_round_result(s, y, x->dtype, out);
   }
+  return conv2d_run(&p, x, weight, bias, out);
+}
+
+/* y = conv2d(x, weight) + bias through the backend (y of x's dtype), planned and checked. */
+static nc_status conv2d_run(const nc_conv2d_desc *pp, nc_tensor *x, nc_tensor *weight, nc_tensor *bias,
+                            nc_tensor **out) {
+  const nc_conv2d_desc p = *pp;
   int64_t shape[4] = {p.n, p.c_out, p.oh, p.ow};
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *y, *cx, *cw, *cb = NULL;
@@ -130,6 +145,9 @@ static nc_status check_dy(const nc_tensor *dy, const nc_conv2d_desc *p) {
   return NC_OK;
 }
 
+static nc_status backward_input_run(const nc_conv2d_desc *p, nc_tensor *dy, nc_tensor *weight,
+                                    const int64_t input_shape[4], nc_tensor **dx);
+
 nc_status nc_conv2d_backward_input(nc_tensor *dy, nc_tensor *weight, const int64_t input_shape[4],
                                    const nc_conv2d_desc *params, nc_tensor **dx) {
   nc_conv2d_desc p = *params;
@@ -138,13 +156,23 @@ nc_status nc_conv2d_backward_input(nc_tensor *dy, nc_tensor *weight, const int64
   NC_TRY(nc_shape_check(4, input_shape));
   NC_TRY(plan_shapes(&p, input_shape, weight->shape));
   NC_TRY(check_dy(dy, &p));
+  nc_device *dev = nc_tensor_device(dy);
   if (nc_dtype_is_storage(dy->dtype)) {
-    nc_tensor *in[2] = {dy, weight}, *wide[2], *r = NULL;
+    const bool direct = nc_bk_conv2d_storage(dev, NC_OP_CONV2D_BWD_INPUT, &p, dy->dtype);
+    nc_tensor *in[2] = {direct ? NULL : dy, weight}, *wide[2], *r = NULL;
     NC_TRY(nc_widen_n(2, in, wide));
-    nc_status s = nc_conv2d_backward_input(wide[0], wide[1], input_shape, params, &r);
+    nc_status s = direct ? backward_input_run(&p, dy, wide[1], input_shape, dx)
+                         : nc_conv2d_backward_input(wide[0], wide[1], input_shape, params, &r);
     nc_release_n(2, wide);
-    return nc_round_result(s, r, dy->dtype, dx);
+    return direct ? s : nc_round_result(s, r, dy->dtype, dx);
   }
+  return backward_input_run(&p, dy, weight, input_shape, dx);
+}
+
+/* dx (of dy's dtype) = conv2d's input gradient through the backend, planned and checked. */
+static nc_status backward_input_run(const nc_conv2d_desc *pp, nc_tensor *dy, nc_tensor *weight,
+                                    const int64_t input_shape[4], nc_tensor **dx) {
+  const nc_conv2d_desc p = *pp;
   nc_device *dev = nc_tensor_device(dy);
   nc_tensor *r, *cdy, *cw;
   NC_TRY(nc_tensor_empty(dev, dy->dtype, 4, input_shape, 0, &r));
@@ -173,14 +201,14 @@ nc_status nc_conv2d_backward_weight(nc_tensor *dy, nc_tensor *x, const int64_t w
   NC_TRY(nc_shape_check(4, weight_shape));
   NC_TRY(plan_shapes(&p, x->shape, weight_shape));
   NC_TRY(check_dy(dy, &p));
-  if (nc_dtype_is_storage(dy->dtype)) {
+  nc_device *dev = nc_tensor_device(dy);
+  if (nc_dtype_is_storage(dy->dtype) && !nc_bk_conv2d_storage(dev, NC_OP_CONV2D_BWD_WEIGHT, &p, dy->dtype)) {
     nc_tensor *in[2] = {dy, x}, *wide[2], *r = NULL;
     NC_TRY(nc_widen_n(2, in, wide));
     nc_status s = nc_conv2d_backward_weight(wide[0], wide[1], weight_shape, params, &r);
     nc_release_n(2, wide);
     return nc_round_result(s, r, dy->dtype, dw);
   }
-  nc_device *dev = nc_tensor_device(dy);
   nc_tensor *r, *cdy, *cx;
   NC_TRY(nc_tensor_empty(dev, dy->dtype, 4, weight_shape, 0, &r));
   nc_status s = dense_pair(dy, x, &cdy, &cx);

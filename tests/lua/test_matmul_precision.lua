@@ -209,6 +209,79 @@ function TestMatmulPrecision:test_convolution_passes_within_bound()
  end
 end
 
+-- bfloat16 tensors under "medium": the three passes take them as they are where the device has
+-- bfloat16 tensor cores (conv_mma.cl's bfloat16 build: word pairs of pixels, the results rounded
+-- in the kernel), else the widened path. Either way the bits must be those of the float32
+-- convolution of the widened tensors, rounded once: the same products in the same order. The
+-- shapes cover taps of both parities (padding 1, padding 0, dilation 2), K split in the forward
+-- and in a phase of an input gradient, phases no tap reaches, and shapes that keep the widened
+-- path (stride 2 along x, odd widths, c kh kw not a multiple of 4, oh ow not a multiple of 8).
+local BF16_CONVS = {
+  {x = {2, 8, 12, 10}, w = {24, 8, 3, 3}, o = {padding = 1}},
+  {x = {3, 16, 8, 8}, w = {96, 16, 3, 3}, o = {padding = 0}},
+  {x = {2, 8, 10, 12}, w = {16, 8, 3, 3}, o = {padding = 2, dilation = 2}},
+  {x = {2, 8, 6, 6}, w = {8, 8, 3, 3}, o = {padding = {1, 2}}},
+  {x = {2, 128, 8, 8}, w = {32, 128, 3, 3}, o = {padding = 1}},
+  {x = {2, 32, 16, 16}, w = {256, 32, 3, 3}, o = {padding = 1, stride = 2}},
+  {x = {2, 8, 12, 12}, w = {12, 8, 1, 1}, o = {stride = 2}},
+  {x = {2, 16, 8, 8}, w = {16, 16, 3, 3}, o = {padding = 1, stride = {2, 1}}},
+  {x = {2, 8, 9, 11}, w = {16, 8, 3, 3}, o = {padding = 1}},
+  {x = {2, 3, 8, 8}, w = {16, 3, 3, 3}, o = {padding = 1}},
+}
+
+local function bits(t) return H.u16s(t:to(cpu)) end
+
+function TestMatmulPrecision:test_bfloat16_convolutions_are_the_widened_path_bit_for_bit()
+  for i, s in ipairs(BF16_CONVS) do
+    local x = rand(s.x, 120 + i):to("bfloat16"):to(dev)
+    local w = (rand(s.w, 140 + i) * 0.2):to("bfloat16"):to(dev)
+    local r = with_precision("medium", function()
+      local y = nc.conv2d(x, w, nil, s.o)
+      local dy = rand(y.shape, 160 + i):to("bfloat16"):to(dev)
+      return {y, nc.conv2d(x:float(), w:float(), nil, s.o):to("bfloat16"),
+              ops.conv2d_backward_input(dy, w, x.shape, s.o),
+              ops.conv2d_backward_input(dy:float(), w:float(), x.shape, s.o):to("bfloat16"),
+              ops.conv2d_backward_weight(dy, x, w.shape, s.o),
+              ops.conv2d_backward_weight(dy:float(), x:float(), w.shape, s.o):to("bfloat16")}
+    end)
+    for p, what in ipairs({"forward", "input gradient", "weight gradient"}) do
+      lu.assertEquals(r[2 * p - 1].dtype, "bfloat16")
+      lu.assertEquals(bits(r[2 * p - 1]), bits(r[2 * p]), string.format("conv %d %s", i, what))
+    end
+  end
+end
+
+-- ... and where the device has bfloat16 tensor cores, those passes run the bfloat16 kernels
+-- (the kernel profile of a child process names them).
+function TestMatmulPrecision:test_bfloat16_convolutions_run_without_widening()
+  if dev.kind ~= "opencl" or not dev.bf16_mma then lu.skip("no bfloat16 tensor cores on " .. dev.spec) end
+  local dir = H.tmpdir()
+  local path = dir .. "/conv.lua"
+  local f = assert(io.open(path, "w"))
+  f:write([[
+local nc = require "netcl"
+nc.set_matmul_precision("medium")
+local x = nc.randn({2, 16, 8, 8}):to("bfloat16")
+local w = nc.randn({32, 16, 3, 3}):to("bfloat16")
+local y = nc.conv2d(x, w, nil, {padding = 1})
+local dx = nc.nn_ops.conv2d_backward_input(y, w, x.shape, {padding = 1})
+local dw = nc.nn_ops.conv2d_backward_weight(y, x, w.shape, {padding = 1})
+print(y.dtype, dx.dtype, dw.dtype)
+]])
+  f:close()
+  local out = H.sh(string.format("NETCL_PROFILE=1 NETCL_DEVICE=%s '%s' '%s' 2>&1", dev.spec, H.netcl_lua(), path))
+  os.execute("rm -rf '" .. dir .. "'")
+  lu.assertStrContains(out, "bfloat16\tbfloat16\tbfloat16")
+  local function calls(kernel)
+    local c = 0
+    for n in out:gmatch("(%d+)%s+[%d%.]+%s+" .. kernel .. " ") do c = c + tonumber(n) end
+    return c
+  end
+  lu.assertEquals(calls("conv_mma_fwd_bx_s"), 2, out) -- the forward and the input gradient's one phase
+  lu.assertEquals(calls("conv_mma_wgrad_bx_s"), 1, out)
+  lu.assertEquals(calls("copy_float32_bfloat16"), 2, out) -- the weights, widened for the first two
+end
+
 -- float64 never changes precision.
 function TestMatmulPrecision:test_float64_is_untouched()
   if dev.kind == "opencl" and not dev.fp64 then lu.skip("no float64 on this device") end

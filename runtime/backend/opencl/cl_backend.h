@@ -144,6 +144,11 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV_MMA_BF_FWD_L, "mma+gemm_mma+conv_mma", "conv_mma_fwd_l", TILED)     \
   X(CONV_MMA_BF_WGRAD_S, "mma+gemm_mma+conv_mma", "conv_mma_wgrad_s", TILED) \
   X(CONV_MMA_BF_WGRAD_L, "mma+gemm_mma+conv_mma", "conv_mma_wgrad_l", TILED) \
+  X(CONV_MMA_BX_FWD_S, "half+mma+gemm_mma+conv_mma", "conv_mma_fwd_bx_s", TILED) \
+  X(CONV_MMA_BX_FWD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_fwd_bx_l", TILED) \
+  X(CONV_MMA_BX_SUM, "half+mma+gemm_mma+conv_mma", "conv_mma_sum_bx", TILED)    \
+  X(CONV_MMA_BX_WGRAD_S, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bx_s", TILED) \
+  X(CONV_MMA_BX_WGRAD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bx_l", TILED) \
   X(GEMM_TF32_RR, "mma+gemm_tf32", "gemm_tf32_rr", TILED)                    \
   X(GEMM_TF32_RC, "mma+gemm_tf32", "gemm_tf32_rc", TILED)                    \
   X(GEMM_TF32_CR, "mma+gemm_tf32", "gemm_tf32_cr", TILED)                    \
@@ -263,6 +268,9 @@ typedef struct {
    * with info.tf32, cleared when either program fails to build (they then stay on gemm_fast.cl's
    * tensor-core builds). */
   bool mma_conv;
+  /* Its passes on bfloat16 tensors (the program built with -DCM_XBF16=1): set with
+   * info.bf16_mma, cleared when refused (the op layer then widens bfloat16 convolutions). */
+  bool mma_conv_bx;
   bool mma_attention; /* kernels/attention_mma.cl builds (cleared when the driver refuses it) */
   bool gemm_bf16;     /* kernels/gemm_bf16.cl builds (set with info.bf16_mma, cleared when refused) */
   bool gemm_bf16_wide; /* its 128 x 256 tile builds (96 KB of local memory; cleared when refused) */

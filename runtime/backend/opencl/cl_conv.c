@@ -119,11 +119,12 @@ static nc_cl_slot tile_slot(conv_tile t, nc_cl_slot s, nc_cl_slot w, nc_cl_slot 
 
 /* OUT[i] = sum over s < splits of WS[s total + i] for i < total, in that order: gf_sum_splits, or
  * with a convolution's geometry g (total = its n o oh ow), conv_sum_splits, which stores element
- * i = (b, m, oy, ox) at g's output layout. */
+ * i = (b, m, oy, ox) at g's output layout; or, given round_bf16 (conv_mma_sum_bx, with g), the
+ * same into a bfloat16 OUT, each sum rounded once. */
 static nc_status sum_splits(nc_device *dev, const nc_tensor *ws, int64_t splits, int64_t total, const cl_convi *g,
-                            cl_mem out) {
-  const nc_cl_handle *sum;
-  NC_TRY(nc_cl_handle_get(dev, g ? NC_CL_K_CONV_SUM_SPLITS : NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum));
+                            const nc_cl_handle *round_bf16, cl_mem out) {
+  const nc_cl_handle *sum = round_bf16;
+  if (!sum) NC_TRY(nc_cl_handle_get(dev, g ? NC_CL_K_CONV_SUM_SPLITS : NC_CL_K_GF_SUM_SPLITS, NC_FLOAT32, &sum));
   cl_mem wsm = nc_cl_mem(ws);
   cl_int sp = (cl_int)splits, tot = (cl_int)total;
   cl_long off = 0;
@@ -161,6 +162,34 @@ static bool mma_kernel(nc_device *dev, nc_precision prec, bool wgrad, int64_t m,
                                   &cd->mma_conv, k);
 }
 
+/* conv_mma.cl's kernels for bfloat16 tensors: the forward (X and Y bfloat16, W float32; BX_FWD)
+ * or the weight gradient (dY and X bfloat16; BX_WGRAD) for m rows, or the split sum that rounds
+ * (BX_SUM); false where the device has no bfloat16 mma.sync or refused the program. */
+#define BX_MODE "-DNC_MMA_BF16=1 -DTC_CONV=1 -DCM_XBF16=1 -DNC_HALF_CONVERSIONS_ONLY=1"
+typedef enum { BX_FWD, BX_WGRAD, BX_SUM } bx_which;
+static bool bx_kernel(nc_device *dev, int64_t m, bx_which which, const nc_cl_handle **k) {
+  nc_cl_device *cd = dev->impl;
+  const bool l = mma_bm(m) == 128;
+  const nc_cl_slot slot = which == BX_SUM     ? NC_CL_K_CONV_MMA_BX_SUM
+                          : which == BX_WGRAD ? (l ? NC_CL_K_CONV_MMA_BX_WGRAD_L : NC_CL_K_CONV_MMA_BX_WGRAD_S)
+                                              : (l ? NC_CL_K_CONV_MMA_BX_FWD_L : NC_CL_K_CONV_MMA_BX_FWD_S);
+  return dev->info.bf16_mma && nc_cl_tensor_core_kernel(dev, slot, BX_MODE, 2, &cd->mma_conv_bx, k);
+}
+
+/* Whether its weight gradient takes geometry g: where the float32 one runs on conv_mma.cl under
+ * "medium" (a kernel of more than one tap), with dY's rows of 16-byte chunks (oh ow a multiple of
+ * 8) and the word pairs of the forward (stride 1 along x, even widths). */
+static bool bx_wgrad_fits(const cl_convi *g) {
+  return g->kh * g->kw > 1 && (g->oh * g->ow) % 8 == 0 && g->sw == 1 && g->w % 2 == 0 && g->ow % 2 == 0;
+}
+
+/* Whether that kernel takes a forward of geometry g: its word pairs need stride 1 along x and even
+ * widths (conv_mma.cl), its A rows 16-byte alignment (c kh kw a multiple of 4). */
+static bool bx_fits(const cl_convi *g) {
+  const int64_t n = (int64_t)g->n * g->oh * g->ow, kt = (int64_t)g->c * g->kh * g->kw;
+  return g->sw == 1 && g->w % 2 == 0 && g->ow % 2 == 0 && kt % 4 == 0 && n + MMA_BN < ((int64_t)1 << 31);
+}
+
 /* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]): conv_mma.cl's
  * forward under the tensor-core precisions where the weights' rows (c kh kw floats) start
  * 16-byte aligned, else gemm_fast.cl's (its tensor-core build under those precisions). An
@@ -168,11 +197,15 @@ static bool mma_kernel(nc_device *dev, nc_precision prec, bool wgrad, int64_t m,
  * 128 tiles; the phases of its strided input gradient, 64) splits K among about two work-groups
  * per compute unit, into a dense workspace that gf_sum_splits (conv_sum_splits for another
  * output layout) adds up in a fixed order. */
-static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi *g, cl_mem xm, cl_mem wm, cl_mem bm,
-                              cl_int has_bias, cl_mem ym) {
+static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi *g, bool bx, cl_mem xm, cl_mem wm,
+                              cl_mem bm, cl_int has_bias, cl_mem ym) {
   const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow, kt = (int64_t)g->c * g->kh * g->kw;
-  const nc_cl_handle *k;
-  if (kt % 4 == 0 && n + MMA_BN < ((int64_t)1 << 31) && mma_kernel(dev, prec, false, m, &k)) {
+  const nc_cl_handle *k, *round_bf16 = NULL;
+  const bool mma = bx ? bx_fits(g) && bx_kernel(dev, m, BX_FWD, &k) && bx_kernel(dev, m, BX_SUM, &round_bf16)
+                      : kt % 4 == 0 && n + MMA_BN < ((int64_t)1 << 31) && mma_kernel(dev, prec, false, m, &k);
+  if (bx && !mma)
+    return nc_error(NC_ERR_UNSUPPORTED, "conv2d of bfloat16 tensors: no kernel for this geometry on this device");
+  if (mma) {
     const int64_t bm_ = mma_bm(m), tiles = (n + MMA_BN - 1) / MMA_BN * ((m + bm_ - 1) / bm_);
     const bool dense = g->yc == 1 && g->yr == g->ow && g->y0 == 0 && g->yp == g->oh * g->ow;
     int64_t kc = (kt + 15) / 16 * 16, splits = 1;
@@ -184,14 +217,15 @@ static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi 
       NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
       gw.yp = g->oh * g->ow, gw.yr = g->ow, gw.yc = 1, gw.y0 = 0;
     }
-    cl_mem om = ws ? nc_cl_mem(ws) : ym;
+    /* the float32 kernel writes its partial sums to Y's argument, the bfloat16 one to its last */
+    cl_mem wsm = ws ? nc_cl_mem(ws) : ym, om = bx ? ym : wsm;
     cl_int kchunk = (cl_int)kc;
-    nc_cl_arg args[] = {NC_CL_ARG(gw), NC_CL_ARG(kchunk), NC_CL_ARG(xm), NC_CL_ARG(wm),
-                        NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(om)};
+    nc_cl_arg args[] = {NC_CL_ARG(gw), NC_CL_ARG(kchunk),   NC_CL_ARG(xm), NC_CL_ARG(wm),
+                        NC_CL_ARG(bm), NC_CL_ARG(has_bias), NC_CL_ARG(om), NC_CL_ARG(wsm)};
     size_t local[3] = {(size_t)bm_, 1, 1};
     size_t global[3] = {(size_t)((n + MMA_BN - 1) / MMA_BN * bm_), (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
-    nc_status s = nc_cl_launch_nd(dev, k->kernel, 7, args, 3, global, local);
-    if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, dense ? NULL : g, ym);
+    nc_status s = nc_cl_launch_nd(dev, k->kernel, bx ? 8 : 7, args, 3, global, local);
+    if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, dense && !bx ? NULL : g, round_bf16, ym);
     nc_tensor_release(ws);
     return s;
   }
@@ -228,9 +262,18 @@ static conv_phase phase_of(int64_t x, int64_t k, int64_t s, int64_t pd, int64_t 
  * every s-th pixel of dX. The taps split among the phases, so the products add to those of the
  * convolution: no multiplications by the zeros a dilated dY would hold, and no col2im. Phases
  * no tap reaches are zeros. */
+/* The forward convolution of phase (py, px) with taps a (along y) and b (along x): input dY [n, o,
+ * oh, ow], c output channels, a.n x b.n pixels stored every s-th pixel of dX. */
+static cl_convi phase_conv(const cl_convi *g, const conv_phase *a, const conv_phase *b, int py, int px) {
+  cl_convi t = convi(g->n, g->o, g->oh, g->ow, g->c, a->t, b->t, a->n, b->n, 1, 1, a->pad, b->pad, a->dil, b->dil);
+  t.yp = g->h * g->w, t.yr = g->sh * g->w, t.yc = g->sw, t.y0 = py * g->w + px;
+  return t;
+}
+
 static nc_status fast_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
                                      nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
+  const bool bx = dx->dtype == NC_BFLOAT16; /* dY and dX bfloat16, W float32 */
   const cl_convi g = geometry_i(p);
   const nc_cl_handle *pw;
   NC_TRY(nc_cl_handle_get(dev, NC_CL_K_CONV_PHASE_WEIGHT, NC_FLOAT32, &pw));
@@ -255,10 +298,9 @@ static nc_status fast_backward_input(const nc_conv2d_desc *p, const nc_tensor *d
                            NC_CL_ARG(g.kw), NC_CL_ARG(a.k0), NC_CL_ARG(b.k0), NC_CL_ARG(g.sh),
                            NC_CL_ARG(g.sw), NC_CL_ARG(a.t),  NC_CL_ARG(b.t),  NC_CL_ARG(wpm)};
       s = nc_cl_launch(dev, pw->kernel, 12, wargs, nc_cl_global_size(dev, wshape[0]), 0);
-      /* dX's phase = conv(dY, WP): input [n, o, oh, ow], output channels c, a.n x b.n pixels */
-      cl_convi t = convi(g.n, g.o, g.oh, g.ow, g.c, a.t, b.t, a.n, b.n, 1, 1, a.pad, b.pad, a.dil, b.dil);
-      t.yp = g.h * g.w, t.yr = g.sh * g.w, t.yc = g.sw, t.y0 = py * g.w + px;
-      if (s == NC_OK) s = fast_forward(dev, p->precision, &t, dym, wpm, wpm, 0, dxm);
+      /* dX's phase = conv(dY, WP) */
+      const cl_convi t = phase_conv(&g, &a, &b, py, px);
+      if (s == NC_OK) s = fast_forward(dev, p->precision, &t, bx, dym, wpm, wpm, 0, dxm);
       /* The workspace returns to the pool; the queue is in order, so its reuse waits for us. */
       nc_tensor_release(wp);
     }
@@ -274,10 +316,15 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
    * pixels start 16-byte aligned (oh ow a multiple of 4), but for 1 x 1 kernels and, under "high",
    * for at most 64 output channels, where gemm_fast.cl's was faster on an H100 (ResNet18-CIFAR's
    * shapes, docs/performance.md); else gemm_fast.cl's */
-  const nc_cl_handle *k;
+  const nc_cl_handle *k, *round_bf16 = NULL;
   int64_t bm_, bn_, items;
-  if ((g.oh * g.ow) % 4 == 0 && g.kh * g.kw > 1 && (p->precision == NC_PRECISION_MEDIUM || m > 64) &&
-      mma_kernel(dev, p->precision, true, m, &k)) {
+  const bool bx = dw->dtype == NC_BFLOAT16; /* dY and X bfloat16 (nc_cl_conv2d_storage) */
+  if (bx && !(bx_wgrad_fits(&g) && bx_kernel(dev, m, BX_WGRAD, &k) && bx_kernel(dev, m, BX_SUM, &round_bf16)))
+    return nc_error(NC_ERR_UNSUPPORTED, "conv2d weight gradient of bfloat16 tensors: no kernel for this geometry on this device");
+  if (bx) {
+    bm_ = items = mma_bm(m), bn_ = MMA_BN;
+  } else if ((g.oh * g.ow) % 4 == 0 && g.kh * g.kw > 1 && (p->precision == NC_PRECISION_MEDIUM || m > 64) &&
+             mma_kernel(dev, p->precision, true, m, &k)) {
     bm_ = items = mma_bm(m), bn_ = MMA_BN;
   } else {
     const conv_tile tile = pick_tile(dev, m, n, true, p->precision);
@@ -292,7 +339,7 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   const int64_t splits = nc_cl_k_splits(dev, tiles, kt, INT64_MAX, &kc);
   cl_int kchunk = (cl_int)kc;
   nc_tensor *ws = NULL;
-  if (splits > 1) {
+  if (splits > 1 || bx) { /* the bfloat16 kernel's results are float32 partial sums, even alone */
     int64_t wshape[1] = {splits * m * n};
     NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   }
@@ -301,18 +348,49 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   size_t local[3] = {(size_t)items, 1, 1};
   size_t global[3] = {(size_t)((n + bn_ - 1) / bn_ * items), (size_t)((m + bm_ - 1) / bm_), (size_t)splits};
   nc_status s = nc_cl_launch_nd(dev, k->kernel, 5, args, 3, global, local);
-  if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, NULL, dwm);
+  /* dW [m, n] as a convolution output of one image, m channels and 1 x n pixels, for the rounding sum */
+  const cl_convi dense = {.n = 1, .o = (cl_int)m, .oh = 1, .ow = (cl_int)n, .yp = (cl_int)n, .yr = (cl_int)n, .yc = 1};
+  if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, bx ? &dense : NULL, round_bf16, dwm);
   nc_tensor_release(ws);
   return s;
+}
+
+/* Input gradients by phases (fast_backward_input): one group, 32-bit extents, and per dim a stride
+ * or a dilation of 1. */
+static bool by_phases(const nc_conv2d_desc *p) {
+  return fast_fits(p, NC_FLOAT32) && (p->stride[0] == 1 || p->dilation[0] == 1) &&
+         (p->stride[1] == 1 || p->dilation[1] == 1);
+}
+
+bool nc_cl_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_dtype dt) {
+  const nc_cl_handle *k;
+  if (dt != NC_BFLOAT16 || p->precision != NC_PRECISION_MEDIUM || !fast_fits(p, NC_FLOAT32) ||
+      !bx_kernel(dev, 0, BX_SUM, &k))
+    return false;
+  const cl_convi g = geometry_i(p);
+  if (op == NC_OP_CONV2D) return bx_fits(&g) && bx_kernel(dev, g.o, BX_FWD, &k);
+  if (op == NC_OP_CONV2D_BWD_WEIGHT) return bx_wgrad_fits(&g) && bx_kernel(dev, g.o, BX_WGRAD, &k);
+  if (op != NC_OP_CONV2D_BWD_INPUT || !by_phases(p)) return false;
+  for (int py = 0; py < g.sh; py++)
+    for (int px = 0; px < g.sw; px++) {
+      const conv_phase a = phase_of(g.h, g.kh, g.sh, g.ph, g.dh, py), b = phase_of(g.w, g.kw, g.sw, g.pw, g.dw, px);
+      if (a.n == 0 || b.n == 0 || a.t == 0 || b.t == 0) continue;
+      const cl_convi t = phase_conv(&g, &a, &b, py, px);
+      if (!bx_fits(&t) || !bx_kernel(dev, t.o, BX_FWD, &k)) return false;
+    }
+  return true;
 }
 
 nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
                        nc_tensor *y) {
   nc_device *dev = nc_tensor_device(y);
-  if (fast_fits(p, y->dtype)) {
+  const bool bx = y->dtype == NC_BFLOAT16; /* X and Y bfloat16, W and bias float32 (nc_cl_conv2d_storage) */
+  if (bx && !fast_fits(p, NC_FLOAT32))
+    return nc_error(NC_ERR_UNSUPPORTED, "conv2d of bfloat16 tensors: no kernel for this geometry on this device");
+  if (fast_fits(p, bx ? NC_FLOAT32 : y->dtype)) {
     const cl_convi g = geometry_i(p);
-    return fast_forward(dev, p->precision, &g, nc_cl_mem(x), nc_cl_mem(w), bias ? nc_cl_mem(bias) : nc_cl_mem(w), bias != NULL,
-                        nc_cl_mem(y));
+    return fast_forward(dev, p->precision, &g, bx, nc_cl_mem(x), nc_cl_mem(w), bias ? nc_cl_mem(bias) : nc_cl_mem(w),
+                        bias != NULL, nc_cl_mem(y));
   }
   nc_gemm_config cfg;
   const nc_cl_handle *k;
@@ -383,10 +461,9 @@ static nc_status backward_input_cols(const cl_conv *geo, nc_precision prec, cons
 nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
                                       nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
-  /* Forward convolutions, one per phase of a stride (fast_backward_input). */
-  if (fast_fits(p, dx->dtype) && (p->stride[0] == 1 || p->dilation[0] == 1) &&
-      (p->stride[1] == 1 || p->dilation[1] == 1))
-    return fast_backward_input(p, dy, w, dx);
+  /* Forward convolutions, one per phase of a stride (fast_backward_input); bfloat16 dY and dX
+   * (with float32 W) only there (nc_cl_conv2d_storage). */
+  if ((dx->dtype == NC_FLOAT32 || dx->dtype == NC_BFLOAT16) && by_phases(p)) return fast_backward_input(p, dy, w, dx);
   nc_gemm_config cfg;
   const nc_cl_handle *k;
   NC_TRY(conv_kernel(dev, dx->dtype, NC_CL_K_CONV2D_BWD_INPUT, &k, &cfg));
@@ -404,7 +481,7 @@ nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *
 nc_status nc_cl_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
                                        nc_tensor *dw) {
   nc_device *dev = nc_tensor_device(dw);
-  if (fast_fits(p, dw->dtype)) return fast_backward_weight(p, dy, x, dw);
+  if (fast_fits(p, dw->dtype == NC_BFLOAT16 ? NC_FLOAT32 : dw->dtype)) return fast_backward_weight(p, dy, x, dw);
   nc_gemm_config cfg;
   const nc_cl_handle *k;
   NC_TRY(conv_kernel(dev, dw->dtype, NC_CL_K_CONV2D_BWD_WEIGHT, &k, &cfg));

@@ -68,6 +68,7 @@ static void fill_dispatch(void) {
   for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
     nc_dispatch_entry(&cl_dispatch, entries[i].e, entries[i].fn);
   nc_dispatch_entry(&cl_dispatch, NC_ENTRY_KERNEL, NC_BACKEND_FN(nc_cl_kernel_call));
+  cl_dispatch.conv2d_storage = nc_cl_conv2d_storage;
 }
 
 
@@ -129,6 +130,7 @@ static void describe(nc_device *dev, nc_cl_device *cd, int p, int d) {
   cd->mma_async = info->tf32;
   cd->mma_conv = info->tf32;
   cd->mma_attention = info->tf32;
+  cd->mma_conv_bx = info->bf16_mma;
   cd->gemm_bf16 = info->bf16_mma;
   cd->gemm_bf16_wide = info->bf16_mma;
   cd->warp_shuffle = nv > 0 || nc_cl_shfl_emulated();

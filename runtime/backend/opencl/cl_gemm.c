@@ -117,7 +117,7 @@ bool nc_cl_mma_emulated(void) {
 
 bool nc_cl_tensor_core_kernel(nc_device *dev, nc_cl_slot slot, const char *mode, int mark, bool *capable,
                                const nc_cl_handle **out) {
-  char opts[96];
+  char opts[160];
   snprintf(opts, sizeof opts, "%s%s", mode, nc_cl_mma_emulated() ? " -DNC_MMA_EMULATE=1" : "");
   const int tiles[6] = {mark};
   return nc_cl_handle_optional(dev, slot, NC_FLOAT32, opts, tiles, capable, out);

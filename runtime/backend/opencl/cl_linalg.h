@@ -85,6 +85,10 @@ bool nc_cl_gemm_bf16_takes(const nc_gemm_desc *g);
  * (a multiple of 16) is the K of every split but the last, which gets the rest. 1: no split. */
 int64_t nc_cl_k_splits(nc_device *dev, int64_t tiles, int64_t k, int64_t max_splits, int64_t *kchunk);
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile);
+/* Whether op (NC_OP_CONV2D, NC_OP_CONV2D_BWD_INPUT or NC_OP_CONV2D_BWD_WEIGHT) of geometry p takes
+ * tensors of dtype dt directly: bfloat16 under "medium" on conv_mma.cl's bfloat16 build, with X,
+ * Y (dY, dX, dW) bfloat16 and the weights and bias (of the forward and input gradient) float32. */
+bool nc_cl_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_dtype dt);
 nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
                        nc_tensor *y);
 nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,

@@ -36,6 +36,10 @@ extern "C" {
  * says yes for them, but their backend calls see float32 only: the dispatch layer still refuses a
  * storage tensor there (the row's storage bits are not set). */
 #define NC_DT_WIDEN (1u << 31)
+/* conv2d and its gradients also set the bfloat16 bit: the op layer hands bfloat16 tensors (the
+ * weights of the forward and the input gradient widened) to a backend whose conv2d_storage answer
+ * takes them (OpenCL under "medium": backend/dispatch.h), and widens them otherwise. */
+#define NC_DT_BF16 (1u << NC_BFLOAT16)
 #define NC_DT_MOVE (NC_DT_ALL | NC_DT_STORAGE)
 #define NC_DT_EW_NUM (NC_DT_NUM | NC_DT_STORAGE)
 #define NC_DT_EW_ALL (NC_DT_ALL | NC_DT_STORAGE)
@@ -180,9 +184,9 @@ typedef enum {
   X(MM, "mm", LINALG, 2, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_mm), "gemm.cl:gemm", "cpu_gemm")                                 \
   X(BMM, "bmm", LINALG, 2, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_bmm), "gemm.cl:gemm", "cpu_gemm")                               \
   X(LINEAR, "linear", LINALG, 3, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(GEMM), DIFF(nc_ag_linear), "gemm.cl:gemm", "cpu_gemm")                         \
-  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(CONV2D), DIFF(nc_ag_conv2d), "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
-  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(CONV2D_BWD_INPUT), NODIFF, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
-  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(CONV2D_BWD_WEIGHT), NODIFF, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
+  X(CONV2D, "conv2d", CONV, 3, NC_DT_FLOAT | NC_DT_WIDEN | NC_DT_BF16, NC_RES_SAME, ENTRY(CONV2D), DIFF(nc_ag_conv2d), "conv.cl:conv2d_fwd", "cpu_conv2d")                   \
+  X(CONV2D_BWD_INPUT, "conv2d_backward_input", CONV, 2, NC_DT_FLOAT | NC_DT_WIDEN | NC_DT_BF16, NC_RES_SAME, ENTRY(CONV2D_BWD_INPUT), NODIFF, "conv.cl:conv2d_bwd_input", "cpu_conv2d_bwd") \
+  X(CONV2D_BWD_WEIGHT, "conv2d_backward_weight", CONV, 2, NC_DT_FLOAT | NC_DT_WIDEN | NC_DT_BF16, NC_RES_SAME, ENTRY(CONV2D_BWD_WEIGHT), NODIFF, "conv.cl:conv2d_bwd_weight", "cpu_conv2d_bwd") \
   X(MAX_POOL2D, "max_pool2d", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:max_pool_fwd", "cpu_pool2d")         \
   X(MAX_POOL2D_BWD, "max_pool2d_backward", POOL, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:max_pool_bwd", "cpu_pool2d_bwd") \
   X(AVG_POOL2D, "avg_pool2d", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d")         \
