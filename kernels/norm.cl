@@ -337,7 +337,8 @@ __kernel void bn_bwd_apply(__global const ELEM *dy, __global const ELEM *x, __gl
   } else {
     for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
       const uint ch = (e / s) % c;
-      ST(dx, e, coef[4 * ch] * (GLD(dy, e, dyf32) - coef[4 * ch + 1] - (LD(x, e) - coef[4 * ch + 2]) * coef[4 * ch + 3]));
+      ST(dx, e,
+         coef[4 * ch] * (GLD(dy, e, dyf32) - coef[4 * ch + 1] - (LD(x, e) - coef[4 * ch + 2]) * coef[4 * ch + 3]));
     }
   }
 }

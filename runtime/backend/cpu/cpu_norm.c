@@ -146,13 +146,15 @@ nc_status nc_cpu_batch_norm(const nc_tensor *x, const nc_tensor *weight, const n
       var = sq / (double)cnt;
       if (rm) {
         st_of(running_mean, rm, ch, (1 - momentum) * ld_of(running_mean, rm, ch) + momentum * mean);
-        st_of(running_var, rv, ch, (1 - momentum) * ld_of(running_var, rv, ch) + momentum * sq / (double)(cnt - 1));
+        st_of(running_var, rv, ch,
+              (1 - momentum) * ld_of(running_var, rv, ch) + momentum * sq / (double)(cnt - 1));
       }
     } else {
       mean = ld_of(running_mean, rm, ch);
       var = ld_of(running_var, rv, ch);
     }
-    double invstd = 1.0 / sqrt(var + eps), w = wp ? ld_of(weight, wp, ch) : 1.0, b = bp ? ld_of(bias, bp, ch) : 0.0;
+    double invstd = 1.0 / sqrt(var + eps), w = wp ? ld_of(weight, wp, ch) : 1.0,
+           b = bp ? ld_of(bias, bp, ch) : 0.0;
     st_of(save_mean, sm, ch, mean);
     st_of(save_invstd, si, ch, invstd);
     if (runs) {

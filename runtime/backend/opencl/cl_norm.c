@@ -51,7 +51,8 @@ static cl_int f32_beside(const nc_tensor *t, const nc_tensor *x) {
 }
 
 /* The first of the parameters given (they share one dtype: ops/norm.c), or NULL. */
-static const nc_tensor *first_param(const nc_tensor *a, const nc_tensor *b, const nc_tensor *c, const nc_tensor *d) {
+static const nc_tensor *first_param(const nc_tensor *a, const nc_tensor *b, const nc_tensor *c,
+                                    const nc_tensor *d) {
   return a ? a : b ? b : c ? c : d;
 }
 

@@ -276,7 +276,8 @@ enum { TYPED, BYTES, COPY, REAL, REAL16, TILED };
 
 /* A REAL16 slot's build for a storage dtype: "half+<program>" with -DNC_STORAGE=<dtype> (and
  * half.cl's conversions only), into prog and opts. */
-static void storage_build(const char *program, nc_dtype dt, char *prog, size_t nprog, char *opts, size_t nopts) {
+static void storage_build(const char *program, nc_dtype dt, char *prog, size_t nprog, char *opts,
+                          size_t nopts) {
   snprintf(prog, nprog, "half+%s", program);
   snprintf(opts, nopts, "-DNC_STORAGE=%s -DNC_HALF_CONVERSIONS_ONLY=1", nc_dtype_name(dt));
 }

@@ -33,9 +33,9 @@ extern "C" {
 #define NC_DT_STORAGE ((1u << NC_BFLOAT16) | (1u << NC_FLOAT16))
 /* Ops that take the storage dtypes in the op layer only, through their float32 path (ops/support.h:
  * the operands widened to float32, the result rounded once into the storage dtype): convolution,
- * pooling, layer, RMS and group norm, cross_entropy, the float reductions, softmax and log_softmax. nc_op_accepts
- * says yes for them, but their backend calls see float32 only: the dispatch layer still refuses a
- * storage tensor there (the row's storage bits are not set). */
+ * pooling, layer, RMS and group norm, cross_entropy, the float reductions, softmax and
+ * log_softmax. nc_op_accepts says yes for them, but their backend calls see float32 only: the
+ * dispatch layer still refuses a storage tensor there (the row's storage bits are not set). */
 #define NC_DT_WIDEN (1u << 31)
 #define NC_DT_MOVE (NC_DT_ALL | NC_DT_STORAGE)
 #define NC_DT_EW_NUM (NC_DT_NUM | NC_DT_STORAGE)
