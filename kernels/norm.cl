@@ -1,9 +1,57 @@
 /* Batch, layer and RMS norm, forward and fused backward. Statistics use one work-group per
  * channel (batch norm) or per row (layer/RMS norm): each work-item accumulates a strided
  * share, then a tree reduction in local memory; mean first, then squared deviations, as on
- * the CPU backend. Local size: a power of two <= NC_NORM_WG. -DREAL=double for float64. */
+ * the CPU backend. Local size: a power of two <= NC_NORM_WG. -DREAL=double for float64.
+ *
+ * The batch norm kernels also have a build for the storage dtypes (bfloat16, float16: ushort
+ * bits), "half+norm" with -DNC_STORAGE=<dtype> after half.cl's conversions (cl_program.c): x, y,
+ * dy and dx are elements of that dtype (ELEM), read into float32 and rounded once when written;
+ * everything else is float32's code, operation for operation, so the results are the float32
+ * kernels' on the widened values, rounded once. There the parameters (weight, bias, running
+ * statistics; dweight and dbias) have the input's dtype or float32 (pf32), and dy may be float32
+ * (dyf32); the saved mean and invstd and the scratch buffers are float32. In the REAL builds
+ * both flags are ignored and every buffer is REAL. */
 #ifndef REAL
 #define REAL float
+#endif
+#ifdef NC_STORAGE
+#define NC_READ_(N, v) READ_##N(v)
+#define NC_READ(N, v) NC_READ_(N, v)
+#define NC_WRITE_(N, v) WRITE_##N(v)
+#define NC_WRITE(N, v) NC_WRITE_(N, v)
+#define NC_LOAD4_(N, p) nc_load4_##N(p)
+#define NC_LOAD4(N, p) NC_LOAD4_(N, p)
+#define NC_STORE4_(N, p, v) nc_store4_##N(p, v)
+#define NC_STORE4(N, p, v) NC_STORE4_(N, p, v)
+#define ELEM ushort
+/* Element i of p as float32; v stored as element i (rounded once); the same for the four
+ * elements at 4 e (x's layout keeps them 8-byte aligned: s % 4 == 0, buffers from element 0). */
+#define LD(p, i) NC_READ(NC_STORAGE, (p)[i])
+#define ST(p, i, v) ((p)[i] = NC_WRITE(NC_STORAGE, (v)))
+#define LD4(e, p) NC_LOAD4(NC_STORAGE, (p) + 4 * (size_t)(e))
+#define ST4(v, e, p) NC_STORE4(NC_STORAGE, (p) + 4 * (size_t)(e), (v))
+/* A parameter (ELEM pointer) that is float32 when f32, else of the input's dtype. */
+#define PLD(p, i, f32) ((f32) ? ((__global const float *)(p))[i] : LD(p, i))
+#define PST(p, i, v, f32)                                                                         \
+  do {                                                                                            \
+    if (f32)                                                                                      \
+      ((__global float *)(p))[i] = (v);                                                           \
+    else                                                                                          \
+      ST(p, i, v);                                                                                \
+  } while (0)
+/* dy (ELEM pointer), float32 when f32. */
+#define GLD(p, i, f32) PLD(p, i, f32)
+#define GLD4(e, p, f32) ((f32) ? vload4(e, (__global const float *)(p)) : LD4(e, p))
+#else
+#define ELEM REAL
+#define LD(p, i) ((p)[i])
+#define ST(p, i, v) ((p)[i] = (v))
+#define LD4(e, p) vload4(e, p)
+#define ST4(v, e, p) vstore4(v, e, p)
+#define PLD(p, i, f32) ((p)[i])
+#define PST(p, i, v, f32) ((p)[i] = (v))
+#define GLD(p, i, f32) ((p)[i])
+#define GLD4(e, p, f32) vload4(e, p)
 #endif
 #define NC_NORM_WG 256
 
@@ -22,21 +70,22 @@ inline REAL wg_sum(REAL v, __local REAL *scratch) {
 }
 
 /* x viewed as [n, c, s]; group = channel. */
-__kernel void batch_norm_fwd(__global const REAL *x, __global const REAL *w, __global const REAL *b, const int has_w,
-                             const int has_b, __global REAL *rm, __global REAL *rv, const int has_running,
-                             const int training, const REAL momentum, const REAL eps, __global REAL *y,
-                             __global REAL *sm, __global REAL *si, const long n, const long c, const long s) {
+__kernel void batch_norm_fwd(__global const ELEM *x, __global const ELEM *w, __global const ELEM *b, const int has_w,
+                             const int has_b, __global ELEM *rm, __global ELEM *rv, const int has_running,
+                             const int training, const REAL momentum, const REAL eps, __global ELEM *y,
+                             __global REAL *sm, __global REAL *si, const long n, const long c, const long s,
+                             const int pf32) {
   __local REAL scratch[NC_NORM_WG];
   const long ch = get_group_id(0), cnt = n * s;
   const int lid = get_local_id(0), ls = get_local_size(0);
   REAL mean, var;
   if (training) {
     REAL acc = 0;
-    NC_GROUP_FOR(long, e, 0, lid, cnt, ls) acc += x[((e / s) * c + ch) * s + e % s];
+    NC_GROUP_FOR(long, e, 0, lid, cnt, ls) acc += LD(x, ((e / s) * c + ch) * s + e % s);
     mean = wg_sum(acc, scratch) / (REAL)cnt;
     acc = 0;
     NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
-      const REAL d = x[((e / s) * c + ch) * s + e % s] - mean;
+      const REAL d = LD(x, ((e / s) * c + ch) * s + e % s) - mean;
       acc += d * d;
     }
     const REAL sq = wg_sum(acc, scratch);
@@ -44,54 +93,56 @@ __kernel void batch_norm_fwd(__global const REAL *x, __global const REAL *w, __g
     if (has_running) {
       /* Every work-item reads, then one writes the same values: the update stays correct even
        * if a compiler runs the guarded store for more than one work-item (PoCL 3.1 does). */
-      const REAL nrm = (1 - momentum) * rm[ch] + momentum * mean;
-      const REAL nrv = (1 - momentum) * rv[ch] + momentum * sq / (REAL)(cnt - 1);
+      const REAL nrm = (1 - momentum) * PLD(rm, ch, pf32) + momentum * mean;
+      const REAL nrv = (1 - momentum) * PLD(rv, ch, pf32) + momentum * sq / (REAL)(cnt - 1);
       barrier(CLK_GLOBAL_MEM_FENCE);
       if (lid == 0) {
-        rm[ch] = nrm;
-        rv[ch] = nrv;
+        PST(rm, ch, nrm, pf32);
+        PST(rv, ch, nrv, pf32);
       }
     }
   } else {
-    mean = rm[ch];
-    var = rv[ch];
+    mean = PLD(rm, ch, pf32);
+    var = PLD(rv, ch, pf32);
   }
-  const REAL invstd = 1 / sqrt(var + eps), wv = has_w ? w[ch] : (REAL)1, bv = has_b ? b[ch] : (REAL)0;
+  const REAL invstd = 1 / sqrt(var + eps), wv = has_w ? PLD(w, ch, pf32) : (REAL)1,
+             bv = has_b ? PLD(b, ch, pf32) : (REAL)0;
   if (lid == 0) {
     sm[ch] = mean;
     si[ch] = invstd;
   }
   NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
     const long k = ((e / s) * c + ch) * s + e % s;
-    y[k] = (x[k] - mean) * invstd * wv + bv;
+    ST(y, k, (LD(x, k) - mean) * invstd * wv + bv);
   }
 }
 
-__kernel void batch_norm_bwd(__global const REAL *dy, __global const REAL *x, __global const REAL *w, const int has_w,
+__kernel void batch_norm_bwd(__global const ELEM *dy, __global const ELEM *x, __global const ELEM *w, const int has_w,
                              __global const REAL *mean, __global const REAL *invstd, const int training,
-                             __global REAL *dx, const int want_dx, __global REAL *dw, const int want_dw,
-                             __global REAL *db, const int want_db, const long n, const long c, const long s) {
+                             __global ELEM *dx, const int want_dx, __global ELEM *dw, const int want_dw,
+                             __global ELEM *db, const int want_db, const long n, const long c, const long s,
+                             const int pf32, const int dyf32) {
   __local REAL scratch[NC_NORM_WG];
   const long ch = get_group_id(0), cnt = n * s;
   const int lid = get_local_id(0), ls = get_local_size(0);
-  const REAL m = mean[ch], is = invstd[ch], wv = has_w ? w[ch] : (REAL)1;
+  const REAL m = mean[ch], is = invstd[ch], wv = has_w ? PLD(w, ch, pf32) : (REAL)1;
   REAL a1 = 0, a2 = 0;
   NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
     const long k = ((e / s) * c + ch) * s + e % s;
-    a1 += dy[k];
-    a2 += dy[k] * (x[k] - m);
+    a1 += GLD(dy, k, dyf32);
+    a2 += GLD(dy, k, dyf32) * (LD(x, k) - m);
   }
   const REAL sdy = wg_sum(a1, scratch), sdyx = wg_sum(a2, scratch);
   if (lid == 0) {
-    if (want_dw) dw[ch] = sdyx * is;
-    if (want_db) db[ch] = sdy;
+    if (want_dw) PST(dw, ch, sdyx * is, pf32);
+    if (want_db) PST(db, ch, sdy, pf32);
   }
   if (!want_dx) return;
   const REAL a = wv * is, mdy = training ? sdy / (REAL)cnt : (REAL)0,
              mdyx = training ? sdyx * is * is / (REAL)cnt : (REAL)0;
   NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
     const long k = ((e / s) * c + ch) * s + e % s;
-    dx[k] = a * (dy[k] - mdy - (x[k] - m) * mdyx);
+    ST(dx, k, a * (GLD(dy, k, dyf32) - mdy - (LD(x, k) - m) * mdyx));
   }
 }
 
@@ -132,15 +183,15 @@ __kernel void batch_norm_bwd(__global const REAL *dy, __global const REAL *x, __
     (na) = n_;                                                                                    \
   }
 
-__kernel void bn_stats(__global const REAL *x, const uint c, const uint s, const uint cnt, const uint chunks,
+__kernel void bn_stats(__global const ELEM *x, const uint c, const uint s, const uint cnt, const uint chunks,
                        const uint len, __global REAL *part) {
   __local REAL lm[NC_NORM_WG], lq[NC_NORM_WG];
   __local uint ln[NC_NORM_WG];
   const uint lid = get_local_id(0), ls = get_local_size(0);
-  REAL sd = 0, sq = 0, k0 = x[(get_group_id(0) / chunks) * s];
+  REAL sd = 0, sq = 0, k0 = LD(x, (get_group_id(0) / chunks) * s);
   uint m = 0;
   BN_ITEMS(e, addr) {
-    const REAL d = x[addr] - k0;
+    const REAL d = LD(x, addr) - k0;
     sd += d;
     sq += d * d;
     m++;
@@ -173,9 +224,9 @@ __kernel void bn_stats(__global const REAL *x, const uint c, const uint s, const
 /* One item per channel: merges its chunks in order, updates the running statistics, saves mean
  * and invstd, and leaves (mean, invstd * weight, bias) in coef[3 * ch ...]. */
 __kernel void bn_finish(__global const REAL *part, const uint chunks, const uint c, const int training,
-                        __global const REAL *w, __global const REAL *b, const int has_w, const int has_b,
-                        __global REAL *rm, __global REAL *rv, const int has_running, const REAL momentum,
-                        const REAL eps, __global REAL *sm, __global REAL *si, __global REAL *coef) {
+                        __global const ELEM *w, __global const ELEM *b, const int has_w, const int has_b,
+                        __global ELEM *rm, __global ELEM *rv, const int has_running, const REAL momentum,
+                        const REAL eps, __global REAL *sm, __global REAL *si, __global REAL *coef, const int pf32) {
   for (uint ch = get_global_id(0); ch < c; ch += get_global_size(0)) {
     REAL mean, var;
     if (training) {
@@ -193,53 +244,53 @@ __kernel void bn_finish(__global const REAL *part, const uint chunks, const uint
       mean = ma;
       var = qa / (REAL)na;
       if (has_running) {
-        rm[ch] = (1 - momentum) * rm[ch] + momentum * mean;
-        rv[ch] = (1 - momentum) * rv[ch] + momentum * qa / (REAL)(na - 1);
+        PST(rm, ch, (1 - momentum) * PLD(rm, ch, pf32) + momentum * mean, pf32);
+        PST(rv, ch, (1 - momentum) * PLD(rv, ch, pf32) + momentum * qa / (REAL)(na - 1), pf32);
       }
     } else {
-      mean = rm[ch];
-      var = rv[ch];
+      mean = PLD(rm, ch, pf32);
+      var = PLD(rv, ch, pf32);
     }
     const REAL invstd = 1 / sqrt(var + eps);
     sm[ch] = mean;
     si[ch] = invstd;
     coef[3 * ch] = mean;
-    coef[3 * ch + 1] = invstd * (has_w ? w[ch] : (REAL)1);
-    coef[3 * ch + 2] = has_b ? b[ch] : (REAL)0;
+    coef[3 * ch + 1] = invstd * (has_w ? PLD(w, ch, pf32) : (REAL)1);
+    coef[3 * ch + 2] = has_b ? PLD(b, ch, pf32) : (REAL)0;
   }
 }
 
 /* y = (x - mean) * scale + bias, elementwise; vec: s % 4 == 0, four elements of one channel at a
  * time (total counts them in fours then). */
-__kernel void bn_apply(__global const REAL *x, __global REAL *y, __global const REAL *coef, const uint c,
+__kernel void bn_apply(__global const ELEM *x, __global ELEM *y, __global const REAL *coef, const uint c,
                        const uint s, const uint total, const int vec) {
   if (vec) {
     const uint s4 = s / 4;
     for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
       const uint ch = (e / s4) % c;
       const REAL m = coef[3 * ch], k = coef[3 * ch + 1], b = coef[3 * ch + 2];
-      vstore4((vload4(e, x) - m) * k + b, e, y);
+      ST4((LD4(e, x) - m) * k + b, e, y);
     }
   } else {
     for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
       const uint ch = (e / s) % c;
-      y[e] = (x[e] - coef[3 * ch]) * coef[3 * ch + 1] + coef[3 * ch + 2];
+      ST(y, e, (LD(x, e) - coef[3 * ch]) * coef[3 * ch + 1] + coef[3 * ch + 2]);
     }
   }
 }
 
 /* Backward sums per (channel, chunk): sum dy and sum dy * (x - mean). */
-__kernel void bn_bwd_sums(__global const REAL *dy, __global const REAL *x, __global const REAL *mean,
+__kernel void bn_bwd_sums(__global const ELEM *dy, __global const ELEM *x, __global const REAL *mean,
                           const uint c, const uint s, const uint cnt, const uint chunks, const uint len,
-                          __global REAL *part) {
+                          __global REAL *part, const int dyf32) {
   __local REAL scratch[NC_NORM_WG];
   const uint lid = get_local_id(0), ls = get_local_size(0);
   const REAL m = mean[get_group_id(0) / chunks];
   REAL a1 = 0, a2 = 0;
   BN_ITEMS(e, addr) {
-    const REAL g = dy[addr];
+    const REAL g = GLD(dy, addr, dyf32);
     a1 += g;
-    a2 += g * (x[addr] - m);
+    a2 += g * (LD(x, addr) - m);
   }
   a1 = wg_sum(a1, scratch);
   a2 = wg_sum(a2, scratch);
@@ -252,9 +303,10 @@ __kernel void bn_bwd_sums(__global const REAL *dy, __global const REAL *x, __glo
 /* One item per channel: dweight, dbias, and dx's coefficients (a, mean dy, mean, mean dy xhat
  * terms) in coef[4 * ch ...]. */
 __kernel void bn_bwd_finish(__global const REAL *part, const uint chunks, const uint c, const uint cnt,
-                            const int training, __global const REAL *w, const int has_w,
-                            __global const REAL *mean, __global const REAL *invstd, __global REAL *dw,
-                            const int want_dw, __global REAL *db, const int want_db, __global REAL *coef) {
+                            const int training, __global const ELEM *w, const int has_w,
+                            __global const REAL *mean, __global const REAL *invstd, __global ELEM *dw,
+                            const int want_dw, __global ELEM *db, const int want_db, __global REAL *coef,
+                            const int pf32) {
   for (uint ch = get_global_id(0); ch < c; ch += get_global_size(0)) {
     REAL sdy = 0, sdyx = 0;
     for (uint k = 0; k < chunks; k++) {
@@ -262,9 +314,9 @@ __kernel void bn_bwd_finish(__global const REAL *part, const uint chunks, const 
       sdyx += part[2 * (ch * chunks + k) + 1];
     }
     const REAL is = invstd[ch];
-    if (want_dw) dw[ch] = sdyx * is;
-    if (want_db) db[ch] = sdy;
-    coef[4 * ch] = (has_w ? w[ch] : (REAL)1) * is;
+    if (want_dw) PST(dw, ch, sdyx * is, pf32);
+    if (want_db) PST(db, ch, sdy, pf32);
+    coef[4 * ch] = (has_w ? PLD(w, ch, pf32) : (REAL)1) * is;
     coef[4 * ch + 1] = training ? sdy / (REAL)cnt : (REAL)0;
     coef[4 * ch + 2] = mean[ch];
     coef[4 * ch + 3] = training ? sdyx * is * is / (REAL)cnt : (REAL)0;
@@ -272,23 +324,26 @@ __kernel void bn_bwd_finish(__global const REAL *part, const uint chunks, const 
 }
 
 /* dx = a * (dy - mdy - (x - mean) * mdyx), elementwise (vec as for bn_apply). */
-__kernel void bn_bwd_apply(__global const REAL *dy, __global const REAL *x, __global REAL *dx,
-                           __global const REAL *coef, const uint c, const uint s, const uint total, const int vec) {
+__kernel void bn_bwd_apply(__global const ELEM *dy, __global const ELEM *x, __global ELEM *dx,
+                           __global const REAL *coef, const uint c, const uint s, const int dyf32, const uint total,
+                           const int vec) {
   if (vec) {
     const uint s4 = s / 4;
     for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
       const uint ch = (e / s4) % c;
       const REAL a = coef[4 * ch], mdy = coef[4 * ch + 1], m = coef[4 * ch + 2], mdyx = coef[4 * ch + 3];
-      vstore4(a * (vload4(e, dy) - mdy - (vload4(e, x) - m) * mdyx), e, dx);
+      ST4(a * (GLD4(e, dy, dyf32) - mdy - (LD4(e, x) - m) * mdyx), e, dx);
     }
   } else {
     for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
       const uint ch = (e / s) % c;
-      dx[e] = coef[4 * ch] * (dy[e] - coef[4 * ch + 1] - (x[e] - coef[4 * ch + 2]) * coef[4 * ch + 3]);
+      ST(dx, e,
+         coef[4 * ch] * (GLD(dy, e, dyf32) - coef[4 * ch + 1] - (LD(x, e) - coef[4 * ch + 2]) * coef[4 * ch + 3]));
     }
   }
 }
 
+#ifndef NC_STORAGE /* the rest takes the storage dtypes through the op layer's float32 path */
 /* Rows of length d; group = row. mean is written only for layer norm (rms = 0). */
 __kernel void row_norm_fwd(const int rms, __global const REAL *x, __global const REAL *w, const int has_w,
                            __global const REAL *b, const int has_b, const REAL eps, __global REAL *y,
@@ -444,3 +499,4 @@ __kernel void group_norm_bwd(__global const REAL *dy, const long dyo, __global c
     dx[dxo + base + e] = rs * (gw - mg - (x[xo + base + e] - mu) * rs * mgx);
   }
 }
+#endif

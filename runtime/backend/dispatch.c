@@ -42,9 +42,9 @@ nc_status nc_dispatch_lookup(const nc_device *dev, nc_op op, nc_backend_fn *out)
 }
 
 /* The storage dtypes (bfloat16, float16) reach a backend only through the ops whose row takes
- * them (fill, copy, the layout copies, the matrix products and the elementwise families): one
- * check here covers every op, those composed of others included, whatever checks the op made
- * itself. The ops that widen them in the op layer (NC_DT_WIDEN) hand their backends float32, so
+ * them (fill, copy, the layout copies, the matrix products, the elementwise families and batch
+ * norm): one check here covers every op, those composed of others included, whatever checks the
+ * op made itself. The ops that widen them in the op layer (NC_DT_WIDEN) hand their backends float32, so
  * this check refuses a storage tensor to them too. */
 static nc_status storage_guard(nc_op op, int n, const nc_tensor *const *ts) {
   const nc_op_info *o = nc_op_get(op);

@@ -126,13 +126,17 @@ typedef nc_status (*nc_pool2d_bwd_fn)(const nc_pool2d_desc *p, const nc_tensor *
  * mean and biased variance, and updates the running stats (may be NULL) with momentum and
  * the unbiased variance. Inference: normalizes with the running stats. Either way
  * save_mean/save_invstd ([C]) receive the mean and 1/sqrt(var + eps) used. weight, bias may
- * be NULL. */
+ * be NULL. x (and y) may be bfloat16 or float16: then weight, bias and the running stats have
+ * x's dtype or are float32 (all one), save_mean/save_invstd are float32, and the results are the
+ * float32 computation on the widened values, rounded once into each output's dtype. */
 typedef nc_status (*nc_batch_norm_fn)(const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
                                       nc_tensor *running_mean, nc_tensor *running_var, bool training,
                                       double momentum, double eps, nc_tensor *y, nc_tensor *save_mean,
                                       nc_tensor *save_invstd);
 /* dx, dweight, dbias (each may be NULL) from dy, x and the saved mean/invstd; training says
- * whether the statistics depended on x. */
+ * whether the statistics depended on x. For a bfloat16 or float16 x: dx has x's dtype, dy has
+ * it or is float32, weight (with dweight and dbias) has it or is float32, mean/invstd are
+ * float32; computed as for float32 and rounded once. */
 typedef nc_status (*nc_batch_norm_bwd_fn)(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                           const nc_tensor *mean, const nc_tensor *invstd, bool training,
                                           nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias);

@@ -1,9 +1,11 @@
 /* Normalization ops: shape checks, saved-statistics tensors, dispatch. A bfloat16 or float16
- * input goes through the float32 path, as PyTorch computes it: its affine parameters and running
- * statistics have the input's dtype or float32 (all one of them), everything is widened, the
- * float32 op runs, and y (or dx, and the parameters' gradients) is rounded once into the dtype of
- * what it belongs to (ops/support.h). The statistics the forward returns (mean, invstd, rstd) are
- * the float32 path's, float32; storage running statistics get the float32 update rounded once. */
+ * input's affine parameters and running statistics have the input's dtype or float32 (all one of
+ * them), as in PyTorch. Batch norm hands such tensors to the backends as they are: they compute
+ * in float32 and round y (or dx, and the parameters' gradients) once into the dtype of what it
+ * belongs to, bit for bit the float32 op's on the widened operands rounded once; its saved mean
+ * and invstd are float32, and storage running statistics get the float32 update rounded once.
+ * The other norms take them through the float32 path (ops/support.h): everything widened, the
+ * float32 op run, the results rounded once the same way, the statistics they return float32. */
 #include "backend/dispatch.h"
 #include "core/check.h"
 #include "core/device_impl.h"
@@ -112,27 +114,8 @@ static void hand_out(nc_tensor *r, nc_tensor *m, nc_tensor *is, nc_tensor **y, n
     nc_tensor_release(is);
 }
 
-/* The storage dtypes (checked): the float32 batch norm on widened operands; the running
- * statistics, when they have a storage dtype, get its update rounded once. */
-static nc_status batch_norm_storage(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor *running_mean,
-                                    nc_tensor *running_var, bool training, double momentum, double eps,
-                                    nc_tensor **y, nc_tensor **save_mean, nc_tensor **save_invstd) {
-  nc_tensor *in[5] = {x, weight, bias, running_mean, running_var}, *wide[5], *r = NULL, *m = NULL, *is = NULL;
-  NC_TRY(nc_widen_n(5, in, wide));
-  nc_status s =
-      nc_batch_norm(wide[0], wide[1], wide[2], wide[3], wide[4], training, momentum, eps, &r, &m, &is);
-  for (int i = 3; i < 5 && s == NC_OK && training; i++)
-    if (in[i] && wide[i] != in[i]) s = nc_copy(in[i], wide[i]);
-  nc_release_n(5, wide);
-  nc_tensor *ry = NULL;
-  s = nc_round_result(s, r, x->dtype, &ry);
-  if (s != NC_OK) {
-    nc_tensor_release(m), nc_tensor_release(is);
-    return s;
-  }
-  hand_out(ry, m, is, y, save_mean, save_invstd);
-  return NC_OK;
-}
+/* The dtype of batch norm's saved mean and invstd: float32 for a storage input. */
+static nc_dtype stats_dtype(nc_dtype x) { return nc_dtype_is_storage(x) ? NC_FLOAT32 : x; }
 
 nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_tensor *running_mean,
                         nc_tensor *running_var, bool training, double momentum, double eps, nc_tensor **y,
@@ -155,15 +138,13 @@ nc_status nc_batch_norm(nc_tensor *x, nc_tensor *weight, nc_tensor *bias, nc_ten
                     (long long)per_channel);
   nc_tensor *params[4] = {weight, bias, running_mean, running_var};
   NC_TRY(one_param_dtype(4, params));
-  if (nc_dtype_is_storage(x->dtype))
-    return batch_norm_storage(x, weight, bias, running_mean, running_var, training, momentum, eps, y,
-                              save_mean, save_invstd);
   nc_device *dev = nc_tensor_device(x);
   nc_tensor *in[3] = {x, weight, bias}, *d[3], *r = NULL, *m = NULL, *is = NULL;
   NC_TRY(dense(in, d, 3));
+  const nc_dtype st = stats_dtype(x->dtype);
   nc_status s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &r);
-  if (s == NC_OK) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &m);
-  if (s == NC_OK) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &is);
+  if (s == NC_OK) s = nc_tensor_empty(dev, st, 1, &c, 0, &m);
+  if (s == NC_OK) s = nc_tensor_empty(dev, st, 1, &c, 0, &is);
   if (s == NC_OK && c > 0) {
     if (training && running_mean) {
       nc_storage_bump_version(running_mean->storage);
@@ -200,21 +181,19 @@ nc_status nc_batch_norm_backward(nc_tensor *dy, nc_tensor *x, nc_tensor *weight,
   NC_TRY(check_param(save_invstd, x, 1, &c, "save_invstd"));
   if (!save_mean || !save_invstd) return nc_error(NC_ERR_ARG, "needs the saved mean and invstd");
   if ((dweight || dbias) && !weight) return nc_error(NC_ERR_ARG, "affine gradients need the weight");
-  if (nc_dtype_is_storage(x->dtype)) {
-    nc_tensor *in[5] = {dy, x, weight, save_mean, save_invstd}, *wide[5], *r[3] = {NULL, NULL, NULL};
-    NC_TRY(nc_widen_n(5, in, wide));
-    nc_status s = nc_batch_norm_backward(wide[0], wide[1], wide[2], wide[3], wide[4], training,
-                                         dx ? &r[0] : NULL, dweight ? &r[1] : NULL, dbias ? &r[2] : NULL);
-    nc_release_n(5, wide);
-    return round_grads(s, r, x, weight, dx, dweight, dbias);
-  }
   nc_device *dev = nc_tensor_device(x);
-  nc_tensor *in[5] = {dy, x, weight, save_mean, save_invstd}, *d[5], *out[3] = {NULL, NULL, NULL};
-  NC_TRY(dense(in, d, 5));
-  nc_status s = NC_OK;
+  /* The saved statistics are float32 for a storage input (a caller may pass them rounded to its
+   * dtype: those two small tensors are widened). */
+  nc_tensor *stats[2] = {save_mean, save_invstd}, *wstats[2];
+  NC_TRY(nc_widen_n(2, stats, wstats));
+  nc_tensor *in[5] = {dy, x, weight, wstats[0], wstats[1]}, *d[5], *out[3] = {NULL, NULL, NULL};
+  nc_status s = dense(in, d, 5);
+  nc_release_n(2, wstats);
+  NC_TRY(s);
+  const nc_dtype gdt = weight ? weight->dtype : x->dtype; /* dweight's and dbias's */
   if (dx) s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &out[0]);
-  if (s == NC_OK && dweight) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &out[1]);
-  if (s == NC_OK && dbias) s = nc_tensor_empty(dev, x->dtype, 1, &c, 0, &out[2]);
+  if (s == NC_OK && dweight) s = nc_tensor_empty(dev, gdt, 1, &c, 0, &out[1]);
+  if (s == NC_OK && dbias) s = nc_tensor_empty(dev, gdt, 1, &c, 0, &out[2]);
   if (s == NC_OK && c > 0)
     s = nc_bk_batch_norm_bwd(d[0], d[1], d[2], d[3], d[4], training, out[0], out[1], out[2]);
   release_all(d, 5);

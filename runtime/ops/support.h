@@ -29,11 +29,11 @@ nc_status nc_check_not_storage(const nc_tensor *a, const nc_tensor *b);
 nc_status nc_check_writable(const nc_tensor *dst);
 
 /* ---- the storage dtypes through an op's float32 path ----------------------------------------------
- * Ops without storage-dtype kernels of their own (convolution, pooling, normalization,
- * cross_entropy, the activations) take bfloat16 and float16 as PyTorch computes them: each storage
- * operand widened to float32 (exactly: one conversion pass), the op's float32 path run on the
- * widened operands, and each result that has a storage dtype rounded once into it (to nearest even:
- * a second pass). The backends see float32 only. */
+ * Ops without storage-dtype kernels of their own (convolution, pooling, the normalizations other
+ * than batch norm, cross_entropy, the activations) take bfloat16 and float16 as PyTorch computes
+ * them: each storage operand widened to float32 (exactly: one conversion pass), the op's float32
+ * path run on the widened operands, and each result that has a storage dtype rounded once into it
+ * (to nearest even: a second pass). The backends see float32 only. */
 
 /* out[i]: a float32 copy of in[i] when in[i] has a storage dtype, else in[i] retained (NULL stays
  * NULL). On failure out[] holds nothing. */

@@ -5,10 +5,11 @@
 -- models.ResNet18 with bfloat16 activations.
 --
 -- The rule (docs/tensor.md, "Storage dtypes"): these ops widen their storage operands to float32,
--- run the float32 op and round its result once into the storage dtype. So each result must be,
--- bit for bit, the same device's float32 op on the widened operands converted with :to(dtype);
--- statistics (batch_norm's mean and invstd, cross_entropy's log-sum-exp) and gradients through
--- the tape are float32, and equal to the float32 op's on the widened operands.
+-- run the float32 op and round its result once into the storage dtype (batch_norm's backends read
+-- and write the storage dtypes themselves, with the float32 kernels' arithmetic). So each result
+-- must be, bit for bit, the same device's float32 op on the widened operands converted with
+-- :to(dtype); statistics (batch_norm's mean and invstd, cross_entropy's log-sum-exp) and gradients
+-- through the tape are float32, and equal to the float32 op's on the widened operands.
 local lu = require "luaunit"
 local nc = require "netcl"
 local ag = require "netcl.autograd"
@@ -183,6 +184,89 @@ function TestNorm.test_batch_norm_train_and_eval()
           what .. " eval without affine")
       end
     end
+  end
+end
+
+-- Batch norm's backends read and write the storage dtypes themselves (no widening copies:
+-- ops/norm.c), so every result is checked against an explicit reference: the operands widened
+-- with :to("float32"), the float32 op, its results rounded with :to(dtype). Shapes with s = 35
+-- (the OpenCL kernels' one-at-a-time pass), s = 36 (four at a time) and s = 1; parameters in the
+-- input's dtype and in float32; with and without weight and bias and running statistics;
+-- training and inference; an incoming gradient of the input's dtype and of float32; a strided
+-- input; an empty batch (the one-work-group kernels on OpenCL); a larger input.
+local function widened(t) return t and t:to("float32"):clone() or nil end
+
+-- got (of dtype dt, or float32) against want (a float32 result): rounded once, or equal.
+local function assert_result(got, want, dt, what)
+  if dt == "float32" then assert_same(got, want, what) else assert_rounded(got, want, dt, what) end
+end
+
+local function check_batch_norm(x, w, b, rm, rv, training, gdt, what)
+  local dt = x.dtype
+  local pdt = (w or b or rm or {}).dtype or "float32"
+  local rm0, rv0 = rm and rm:clone(), rv and rv:clone()
+  local rmf, rvf = widened(rm), widened(rv)
+  local opts = {training = training, momentum = 0.3, eps = 1e-4}
+  local y, mean, invstd = ops.batch_norm(x, w, b, rm, rv, opts)
+  local yf, meanf, invstdf = ops.batch_norm(widened(x), widened(w), widened(b), rmf, rvf, opts)
+  assert_rounded(y, yf, dt, what .. " y")
+  assert_same(mean, meanf, what .. " saved mean")
+  assert_same(invstd, invstdf, what .. " saved invstd")
+  if rm then
+    lu.assertEquals(rm.dtype, pdt, what)
+    if training then
+      assert_result(rm, rmf, pdt, what .. " running_mean")
+      assert_result(rv, rvf, pdt, what .. " running_var")
+    else
+      lu.assertTrue(rm:bytes() == rm0:bytes() and rv:bytes() == rv0:bytes(), what .. ": running stats changed")
+    end
+  end
+  local dy = randn(x.shape, dt):to(gdt)
+  local dx, dw, db = ops.batch_norm_backward(dy, x, w, mean, invstd, {training = training})
+  local dxf, dwf, dbf = ops.batch_norm_backward(widened(dy), widened(x), widened(w), meanf, invstdf,
+    {training = training})
+  assert_rounded(dx, dxf, dt, what .. " dx")
+  if w then
+    assert_result(dw, dwf, pdt, what .. " dweight")
+    assert_result(db, dbf, pdt, what .. " dbias")
+  else
+    lu.assertNil(dw, what)
+  end
+end
+
+function TestNorm.test_batch_norm_storage_results_bit_for_bit()
+  for _, dt in ipairs(DTYPES) do
+    for _, shape in ipairs({{4, 3, 5, 7}, {8, 16, 6, 6}, {5, 4}}) do
+      local c = shape[2]
+      local x = randn(shape, dt, 2) + 0.5
+      for _, pdt in ipairs({"float32", dt}) do
+        local w, b = (nc.rand({c}, {device = dev}) + 0.5):to(pdt), nc.randn({c}, {device = dev}):to(pdt)
+        local rm, rv = nc.randn({c}, {device = dev}):to(pdt), (nc.rand({c}, {device = dev}) + 0.5):to(pdt)
+        for _, affine in ipairs({true, false}) do
+          for _, mode in ipairs({"train", "train without running stats", "eval"}) do
+            local training, running = mode ~= "eval", mode ~= "train without running stats"
+            for _, gdt in ipairs({dt, "float32"}) do
+              local what = string.format("batch_norm %s %s params %s%s %s dy %s", dt, table.concat(shape, "x"),
+                pdt, affine and "" or " (no affine)", mode, gdt)
+              check_batch_norm(x, affine and w or nil, affine and b or nil, running and rm:clone() or nil,
+                running and rv:clone() or nil, training, gdt, what)
+            end
+          end
+        end
+      end
+    end
+    -- a strided input (made dense in its own dtype), and an empty batch
+    local ones = nc.ones({4}, {device = dev})
+    local w, b = nc.rand({4}, {device = dev}):to(dt), nc.randn({4}, {device = dev}):to(dt)
+    local xt = (randn({3, 4, 6, 5}, dt, 2) - 1):transpose(3, 4)
+    check_batch_norm(xt, w, b, (ones * 0):to(dt), ones:to(dt), true, dt, "batch_norm strided " .. dt)
+    local empty = nc.zeros({0, 4, 3, 3}, {device = dev, dtype = dt})
+    check_batch_norm(empty, w, b, nc.randn({4}, {device = dev}):to(dt), (ones + 0.5):to(dt), false, dt,
+      "batch_norm empty batch " .. dt)
+    -- enough elements for the CPU backend's loop over channels to run in parallel
+    local wb = nc.rand({8}, {device = dev}) + 0.5
+    check_batch_norm(randn({6, 8, 30, 31}, dt, 3), wb, wb - 1, nc.zeros({8}, {device = dev}),
+      nc.ones({8}, {device = dev}), true, "float32", "batch_norm large " .. dt)
   end
 end
 

@@ -1,7 +1,15 @@
 /* CPU batch, layer and RMS norm with their fused backward passes. Statistics accumulate in
- * double (two passes: mean, then squared deviations) whatever the element type. */
+ * double (two passes: mean, then squared deviations) whatever the element type.
+ *
+ * Batch norm also takes bfloat16 and float16 tensors (x, y, dy, dx; the parameters and running
+ * statistics in x's dtype or float32; the saved statistics float32): each run of elements is
+ * widened into a float32 scratch and goes through the float32 loops, results rounded once, so
+ * they are bit for bit the float32 backend's on the widened tensors, rounded. */
 #include <math.h>
+#include <stdlib.h>
+#include "cpu_backend.h"
 #include "cpu_linalg.h"
+#include "netcl/half.h"
 
 /* Element i of a float32 or float64 array (the branch is loop-invariant). */
 static inline double ld(const void *p, int64_t i, bool f32) {
@@ -17,6 +25,26 @@ static inline const void *ptr(const nc_tensor *t) {
   return t ? (const char *)nc_cpu_base(t) + (size_t)t->offset * nc_dtype_size(t->dtype) : NULL;
 }
 static inline void *wptr(nc_tensor *t) { return (void *)ptr(t); }
+
+/* Batch norm's per-channel scalars (parameters, running and saved statistics, affine gradients),
+ * whose dtype may differ from x's: element i of t's data p as a double (exactly), and v stored as
+ * one (through float32 for float32 and the storage dtypes, which rounds once). */
+static inline double ld_of(const nc_tensor *t, const void *p, int64_t i) {
+  switch (t->dtype) {
+    case NC_FLOAT32: return ((const float *)p)[i];
+    case NC_BFLOAT16: return nc_bf16_to_f32(((const uint16_t *)p)[i]);
+    case NC_FLOAT16: return nc_f16_to_f32(((const uint16_t *)p)[i]);
+    default: return ((const double *)p)[i];
+  }
+}
+static inline void st_of(const nc_tensor *t, void *p, int64_t i, double v) {
+  switch (t->dtype) {
+    case NC_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case NC_BFLOAT16: ((uint16_t *)p)[i] = nc_f32_to_bf16((float)v); break;
+    case NC_FLOAT16: ((uint16_t *)p)[i] = nc_f32_to_f16((float)v); break;
+    default: ((double *)p)[i] = v; break;
+  }
+}
 
 /* float32 runs of batch norm's loops (one image's plane of one channel): double accumulators
  * as above, with `simd` reductions so that they vectorize (4 or 8 lanes, added at the end). */
@@ -48,107 +76,161 @@ static void run_grad(const float *dy, const float *x, float *dx, int64_t s, doub
   for (int64_t j = 0; j < s; j++) dx[j] = (float)(a * ((double)dy[j] - mdy - ((double)x[j] - m) * mdyx));
 }
 
+/* The run of s elements at element off of a float32 or storage tensor's data p, for the float32
+ * loops: p's own floats, or (storage) widened into slot, a 64-byte aligned scratch of s + 16
+ * floats, at off's place modulo 16: where the run of a float32 tensor (64-byte aligned data:
+ * nc_cpu_alloc) would start, so a vectorized loop splits it the same way. run_out is where a
+ * result run goes, run_round rounds it into p when p has a storage dtype. */
+static const float *run_in(const void *p, nc_dtype dt, int64_t off, int64_t s, float *slot) {
+  if (dt == NC_FLOAT32) return (const float *)p + off;
+  float *r = slot + off % 16;
+  nc_cpu_half_to_f32(dt, r, 1, (const uint16_t *)p + off, 1, s);
+  return r;
+}
+static float *run_out(void *p, nc_dtype dt, int64_t off, float *slot) {
+  return dt == NC_FLOAT32 ? (float *)p + off : slot + off % 16;
+}
+static void run_round(void *p, nc_dtype dt, int64_t off, int64_t s, const float *r) {
+  if (dt != NC_FLOAT32) nc_cpu_f32_to_half(dt, (uint16_t *)p + off, 1, r, 1, s);
+}
+
+/* A channel's scratch of k slots for runs of s elements (NULL when nothing has a storage dtype,
+ * or on failure: *oom then set); slot i starts at the result + i * run_slot(s). */
+static int64_t run_slot(int64_t s) { return (s + 31) / 16 * 16; }
+static float *run_scratch(bool need, int64_t s, int k, int *oom) {
+  if (!need) return NULL;
+  float *b = aligned_alloc(64, sizeof(float) * (size_t)(k * run_slot(s)));
+  if (!b) __atomic_store_n(oom, 1, __ATOMIC_RELAXED);
+  return b;
+}
+static nc_status scratch_status(int oom, nc_dtype dt) {
+  return oom ? nc_error(NC_ERR_OOM, "out of host memory for batch norm's float32 runs of a %s tensor",
+                        nc_dtype_name(dt))
+             : NC_OK;
+}
+
 nc_status nc_cpu_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,
                             nc_tensor *running_mean, nc_tensor *running_var, bool training, double momentum,
                             double eps, nc_tensor *y, nc_tensor *save_mean, nc_tensor *save_invstd) {
-  bool f = x->dtype == NC_FLOAT32;
+  const nc_dtype xd = x->dtype;
+  const bool half = nc_dtype_is_storage(xd), runs = xd == NC_FLOAT32 || half; /* runs: the float32 loops */
   const int64_t n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1),
-                cnt = n * s;
+                cnt = n * s, slot = run_slot(s);
   const void *xp = ptr(x), *wp = ptr(weight), *bp = ptr(bias);
   void *yp = wptr(y), *rm = wptr(running_mean), *rv = wptr(running_var), *sm = wptr(save_mean),
        *si = wptr(save_invstd);
+  int oom = 0;
 #pragma omp parallel for if (nc_tensor_numel(x) > 32768)
   for (int64_t ch = 0; ch < c; ch++) {
+    float *scratch = run_scratch(half, s, 2, &oom), *bx = scratch, *by = scratch ? scratch + slot : NULL;
+    if (half && !scratch) continue;
     double mean, var;
     if (training) {
       double sum = 0, sq = 0;
-      if (f) {
-        for (int64_t i = 0; i < n; i++) sum += run_sum((const float *)xp + (i * c + ch) * s, s);
+      if (runs) {
+        for (int64_t i = 0; i < n; i++) sum += run_sum(run_in(xp, xd, (i * c + ch) * s, s, bx), s);
       } else {
         for (int64_t i = 0; i < n; i++)
-          for (int64_t j = 0; j < s; j++) sum += ld(xp, (i * c + ch) * s + j, f);
+          for (int64_t j = 0; j < s; j++) sum += ld(xp, (i * c + ch) * s + j, false);
       }
       mean = sum / (double)cnt;
-      if (f) {
-        for (int64_t i = 0; i < n; i++) sq += run_sqdev((const float *)xp + (i * c + ch) * s, s, mean);
+      if (runs) {
+        for (int64_t i = 0; i < n; i++) sq += run_sqdev(run_in(xp, xd, (i * c + ch) * s, s, bx), s, mean);
       } else {
         for (int64_t i = 0; i < n; i++)
           for (int64_t j = 0; j < s; j++) {
-            double d = ld(xp, (i * c + ch) * s + j, f) - mean;
+            double d = ld(xp, (i * c + ch) * s + j, false) - mean;
             sq += d * d;
           }
       }
       var = sq / (double)cnt;
       if (rm) {
-        st(rm, ch, (1 - momentum) * ld(rm, ch, f) + momentum * mean, f);
-        st(rv, ch, (1 - momentum) * ld(rv, ch, f) + momentum * sq / (double)(cnt - 1), f);
+        st_of(running_mean, rm, ch, (1 - momentum) * ld_of(running_mean, rm, ch) + momentum * mean);
+        st_of(running_var, rv, ch,
+              (1 - momentum) * ld_of(running_var, rv, ch) + momentum * sq / (double)(cnt - 1));
       }
     } else {
-      mean = ld(rm, ch, f);
-      var = ld(rv, ch, f);
+      mean = ld_of(running_mean, rm, ch);
+      var = ld_of(running_var, rv, ch);
     }
-    double invstd = 1.0 / sqrt(var + eps), w = wp ? ld(wp, ch, f) : 1.0, b = bp ? ld(bp, ch, f) : 0.0;
-    st(sm, ch, mean, f);
-    st(si, ch, invstd, f);
-    if (f) {
-      for (int64_t i = 0; i < n; i++)
-        run_norm((const float *)xp + (i * c + ch) * s, (float *)yp + (i * c + ch) * s, s, mean, invstd, w, b);
-      continue;
-    }
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t j = 0; j < s; j++) {
-        int64_t k = (i * c + ch) * s + j;
-        st(yp, k, (ld(xp, k, f) - mean) * invstd * w + b, f);
+    double invstd = 1.0 / sqrt(var + eps), w = wp ? ld_of(weight, wp, ch) : 1.0,
+           b = bp ? ld_of(bias, bp, ch) : 0.0;
+    st_of(save_mean, sm, ch, mean);
+    st_of(save_invstd, si, ch, invstd);
+    if (runs) {
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t off = (i * c + ch) * s;
+        float *out = run_out(yp, xd, off, by);
+        run_norm(run_in(xp, xd, off, s, bx), out, s, mean, invstd, w, b);
+        run_round(yp, xd, off, s, out);
       }
+    } else {
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < s; j++) {
+          int64_t k = (i * c + ch) * s + j;
+          st(yp, k, (ld(xp, k, false) - mean) * invstd * w + b, false);
+        }
+    }
+    free(scratch);
   }
-  return NC_OK;
+  return scratch_status(oom, xd);
 }
 
 nc_status nc_cpu_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                      const nc_tensor *mean, const nc_tensor *invstd, bool training,
                                      nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias) {
-  bool f = x->dtype == NC_FLOAT32;
+  const nc_dtype xd = x->dtype, gd = dy->dtype; /* dy: x's dtype, or float32 beside a storage x */
+  const bool half = nc_dtype_is_storage(xd), runs = xd == NC_FLOAT32 || half;
   const int64_t n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1),
-                cnt = n * s;
+                cnt = n * s, slot = run_slot(s);
   const void *dyp = ptr(dy), *xp = ptr(x), *wp = ptr(weight), *mp = ptr(mean), *ip = ptr(invstd);
   void *dxp = wptr(dx), *dwp = wptr(dweight), *dbp = wptr(dbias);
+  int oom = 0;
 #pragma omp parallel for if (nc_tensor_numel(x) > 32768)
   for (int64_t ch = 0; ch < c; ch++) {
-    const double m = ld(mp, ch, f), is = ld(ip, ch, f), w = wp ? ld(wp, ch, f) : 1.0;
+    float *scratch = run_scratch(half, s, 3, &oom), *bdy = scratch, *bx = scratch ? scratch + slot : NULL,
+          *bdx = scratch ? scratch + 2 * slot : NULL;
+    if (half && !scratch) continue;
+    const double m = ld_of(mean, mp, ch), is = ld_of(invstd, ip, ch), w = wp ? ld_of(weight, wp, ch) : 1.0;
     double sdy = 0, sdyx = 0;
-    if (f) {
-      for (int64_t i = 0; i < n; i++)
-        run_grad_sums((const float *)dyp + (i * c + ch) * s, (const float *)xp + (i * c + ch) * s, s, m, &sdy,
-                      &sdyx);
+    if (runs) {
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t off = (i * c + ch) * s;
+        run_grad_sums(run_in(dyp, gd, off, s, bdy), run_in(xp, xd, off, s, bx), s, m, &sdy, &sdyx);
+      }
     } else {
       for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < s; j++) {
           int64_t k = (i * c + ch) * s + j;
-          double g = ld(dyp, k, f);
+          double g = ld(dyp, k, false);
           sdy += g;
-          sdyx += g * (ld(xp, k, f) - m);
+          sdyx += g * (ld(xp, k, false) - m);
         }
     }
-    if (dwp) st(dwp, ch, sdyx * is, f);
-    if (dbp) st(dbp, ch, sdy, f);
-    if (!dxp) continue;
-    /* Training: the batch mean and variance depend on x, which adds the two mean terms. */
-    const double a = w * is, mdy = training ? sdy / (double)cnt : 0,
-                 mdyx = training ? sdyx * is * is / (double)cnt : 0;
-    if (f) {
-      for (int64_t i = 0; i < n; i++) {
-        const int64_t k = (i * c + ch) * s;
-        run_grad((const float *)dyp + k, (const float *)xp + k, (float *)dxp + k, s, m, a, mdy, mdyx);
+    if (dwp) st_of(dweight, dwp, ch, sdyx * is);
+    if (dbp) st_of(dbias, dbp, ch, sdy);
+    if (dxp) {
+      /* Training: the batch mean and variance depend on x, which adds the two mean terms. */
+      const double a = w * is, mdy = training ? sdy / (double)cnt : 0,
+                   mdyx = training ? sdyx * is * is / (double)cnt : 0;
+      if (runs) {
+        for (int64_t i = 0; i < n; i++) {
+          const int64_t off = (i * c + ch) * s;
+          float *out = run_out(dxp, xd, off, bdx);
+          run_grad(run_in(dyp, gd, off, s, bdy), run_in(xp, xd, off, s, bx), out, s, m, a, mdy, mdyx);
+          run_round(dxp, xd, off, s, out);
+        }
+      } else {
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t j = 0; j < s; j++) {
+            int64_t k = (i * c + ch) * s + j;
+            st(dxp, k, a * (ld(dyp, k, false) - mdy - (ld(xp, k, false) - m) * mdyx), false);
+          }
       }
-      continue;
     }
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t j = 0; j < s; j++) {
-        int64_t k = (i * c + ch) * s + j;
-        st(dxp, k, a * (ld(dyp, k, f) - mdy - (ld(xp, k, f) - m) * mdyx), f);
-      }
+    free(scratch);
   }
-  return NC_OK;
+  return scratch_status(oom, xd);
 }
 
 nc_status nc_cpu_row_norm(bool rms, const nc_tensor *x, const nc_tensor *weight, const nc_tensor *bias,

@@ -31,6 +31,9 @@ typedef struct nc_cl_staging nc_cl_staging;
  *   BYTES  "<name>_<size of T>"          (kernels that only move elements)
  *   COPY   "copy_<T>_<name>"             (name: the source dtype; one slot per source dtype)
  *   REAL   "<name>", built with -DREAL=double for float64 (the layer kernels)
+ *   REAL16 as REAL, and for bfloat16 and float16 "<name>" of a build of their own: half.cl's
+ *          conversions in front, -DNC_STORAGE=<T> (kernels whose elements may be those dtypes:
+ *          batch norm's, kernels/norm.cl)
  *   TILED  "<name>", built with a variant's options (GEMM tiles: cl_linalg.h; flash attention:
  *          cl_attention.c; the warp softmax's PTX or emulated shuffles: cl_reduce.c) */
 #define NC_CL_KERNELS(X)                                                     \
@@ -75,14 +78,14 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(RMSPROP, "optim", "rmsprop", TYPED)                                      \
   X(ADAM, "optim", "adam", TYPED)                                            \
   X(SUM_SQUARES, "optim", "sum_squares", TYPED)                              \
-  X(BATCH_NORM_FWD, "norm", "batch_norm_fwd", REAL)                          \
-  X(BATCH_NORM_BWD, "norm", "batch_norm_bwd", REAL)                          \
-  X(BN_STATS, "norm", "bn_stats", REAL)                                      \
-  X(BN_FINISH, "norm", "bn_finish", REAL)                                    \
-  X(BN_APPLY, "norm", "bn_apply", REAL)                                      \
-  X(BN_BWD_SUMS, "norm", "bn_bwd_sums", REAL)                                \
-  X(BN_BWD_FINISH, "norm", "bn_bwd_finish", REAL)                            \
-  X(BN_BWD_APPLY, "norm", "bn_bwd_apply", REAL)                              \
+  X(BATCH_NORM_FWD, "norm", "batch_norm_fwd", REAL16)                        \
+  X(BATCH_NORM_BWD, "norm", "batch_norm_bwd", REAL16)                        \
+  X(BN_STATS, "norm", "bn_stats", REAL16)                                    \
+  X(BN_FINISH, "norm", "bn_finish", REAL16)                                  \
+  X(BN_APPLY, "norm", "bn_apply", REAL16)                                    \
+  X(BN_BWD_SUMS, "norm", "bn_bwd_sums", REAL16)                              \
+  X(BN_BWD_FINISH, "norm", "bn_bwd_finish", REAL16)                          \
+  X(BN_BWD_APPLY, "norm", "bn_bwd_apply", REAL16)                            \
   X(ROW_NORM_FWD, "norm", "row_norm_fwd", REAL)                              \
   X(ROW_NORM_BWD_DX, "norm", "row_norm_bwd_dx", REAL)                        \
   X(ROW_NORM_BWD_DW, "norm", "row_norm_bwd_dw", REAL)                        \

@@ -1,7 +1,12 @@
 /* OpenCL norms: kernels/norm.cl. Batch norm spreads each channel over several work-groups
  * (statistics or gradient sums per chunk, merged per channel in order, then an elementwise pass);
  * tensors of 2^31 elements or more, and layer/RMS norm, take one work-group per channel or row;
- * a row norm's weight and bias gradients are column sums over chunks of rows, added in order. */
+ * a row norm's weight and bias gradients are column sums over chunks of rows, added in order.
+ *
+ * Batch norm takes bfloat16 and float16 tensors as they are (its kernels' storage build,
+ * norm.cl): x, y, dy and dx in the input's dtype (dy may be float32), the parameters, running
+ * statistics and affine gradients in the input's dtype or float32, the saved mean and invstd and
+ * the scratch buffers float32, computed exactly as the float32 kernels compute them. */
 #include <limits.h>
 #include "core/check.h"
 #include "cl_linalg.h"
@@ -28,6 +33,27 @@ static cl_mem mem_or(const nc_tensor *t, const nc_tensor *fallback) { return nc_
 static nc_status kernel(nc_device *dev, nc_dtype dt, nc_cl_slot slot, const nc_cl_handle **k) {
   NC_TRY(nc_cl_check_real(dev, dt));
   return nc_cl_handle_get(dev, slot, dt, k);
+}
+
+/* A batch norm kernel (REAL16 slots): the storage dtypes have builds of their own. */
+static nc_status bn_kernel(nc_device *dev, nc_dtype dt, nc_cl_slot slot, const nc_cl_handle **k) {
+  if (nc_dtype_is_storage(dt)) return nc_cl_handle_get(dev, slot, dt, k);
+  return kernel(dev, dt, slot, k);
+}
+
+/* The dtype a batch norm over dt computes in (its scratch, saved statistics and scalars). */
+static nc_dtype bn_real(nc_dtype dt) { return nc_dtype_is_storage(dt) ? NC_FLOAT32 : dt; }
+
+/* The storage builds' pf32 and dyf32 flags: whether t (a parameter, or dy) is float32 while x has
+ * a storage dtype (the float32 and float64 builds ignore them). */
+static cl_int f32_beside(const nc_tensor *t, const nc_tensor *x) {
+  return t && nc_dtype_is_storage(x->dtype) && t->dtype == NC_FLOAT32;
+}
+
+/* The first of the parameters given (they share one dtype: ops/norm.c), or NULL. */
+static const nc_tensor *first_param(const nc_tensor *a, const nc_tensor *b, const nc_tensor *c,
+                                    const nc_tensor *d) {
+  return a ? a : b ? b : c ? c : d;
 }
 
 static nc_status launch_groups(nc_device *dev, cl_kernel k, int nargs, const nc_cl_arg *args,
@@ -72,15 +98,15 @@ static nc_status bn_forward(nc_device *dev, const bn_plan *p, const nc_tensor *x
                             const nc_tensor *bias, nc_tensor *running_mean, nc_tensor *running_var, bool training,
                             double momentum, double eps, nc_tensor *y, nc_tensor *save_mean,
                             nc_tensor *save_invstd) {
-  const nc_dtype dt = x->dtype;
+  const nc_dtype dt = x->dtype, rt = bn_real(dt);
   const nc_cl_handle *kst, *kfin, *kapp;
-  NC_TRY(kernel(dev, dt, NC_CL_K_BN_STATS, &kst));
-  NC_TRY(kernel(dev, dt, NC_CL_K_BN_FINISH, &kfin));
-  NC_TRY(kernel(dev, dt, NC_CL_K_BN_APPLY, &kapp));
+  NC_TRY(bn_kernel(dev, dt, NC_CL_K_BN_STATS, &kst));
+  NC_TRY(bn_kernel(dev, dt, NC_CL_K_BN_FINISH, &kfin));
+  NC_TRY(bn_kernel(dev, dt, NC_CL_K_BN_APPLY, &kapp));
   int64_t npart = training ? 3 * (int64_t)p->c * p->chunks : 1, ncoef = 3 * (int64_t)p->c;
   nc_tensor *part = NULL, *coef = NULL;
-  nc_status st = nc_tensor_empty(dev, dt, 1, &npart, 0, &part);
-  if (st == NC_OK) st = nc_tensor_empty(dev, dt, 1, &ncoef, 0, &coef);
+  nc_status st = nc_tensor_empty(dev, rt, 1, &npart, 0, &part);
+  if (st == NC_OK) st = nc_tensor_empty(dev, rt, 1, &ncoef, 0, &coef);
   cl_mem xm = nc_cl_mem(x), pm = part ? nc_cl_mem(part) : NULL, cm = coef ? nc_cl_mem(coef) : NULL;
   if (st == NC_OK && training) {
     nc_cl_arg a[] = {NC_CL_ARG(xm),     NC_CL_ARG(p->c),   NC_CL_ARG(p->s), NC_CL_ARG(p->cnt),
@@ -91,13 +117,15 @@ static nc_status bn_forward(nc_device *dev, const bn_plan *p, const nc_tensor *x
   if (st == NC_OK) {
     cl_mem wm = mem_or(weight, x), bm = mem_or(bias, x), rmm = mem_or(running_mean, x),
            rvm = mem_or(running_var, x), smm = nc_cl_mem(save_mean), sim = nc_cl_mem(save_invstd);
-    cl_int tr = training, has_w = weight != NULL, has_b = bias != NULL, has_r = running_mean != NULL;
+    cl_int tr = training, has_w = weight != NULL, has_b = bias != NULL, has_r = running_mean != NULL,
+           pf32 = f32_beside(first_param(weight, bias, running_mean, running_var), x);
     real_arg mo, ep;
     nc_cl_arg a[] = {NC_CL_ARG(pm),   NC_CL_ARG(p->chunks), NC_CL_ARG(p->c),  NC_CL_ARG(tr),
                      NC_CL_ARG(wm),   NC_CL_ARG(bm),        NC_CL_ARG(has_w), NC_CL_ARG(has_b),
-                     NC_CL_ARG(rmm),  NC_CL_ARG(rvm),       NC_CL_ARG(has_r), real_of(dt, momentum, &mo),
-                     real_of(dt, eps, &ep), NC_CL_ARG(smm), NC_CL_ARG(sim),   NC_CL_ARG(cm)};
-    st = nc_cl_launch(dev, kfin->kernel, 16, a, nc_cl_global_size(dev, p->c), 0);
+                     NC_CL_ARG(rmm),  NC_CL_ARG(rvm),       NC_CL_ARG(has_r), real_of(rt, momentum, &mo),
+                     real_of(rt, eps, &ep), NC_CL_ARG(smm), NC_CL_ARG(sim),   NC_CL_ARG(cm),
+                     NC_CL_ARG(pf32)};
+    st = nc_cl_launch(dev, kfin->kernel, 17, a, nc_cl_global_size(dev, p->c), 0);
   }
   if (st == NC_OK) {
     cl_mem ym = nc_cl_mem(y);
@@ -112,35 +140,38 @@ static nc_status bn_forward(nc_device *dev, const bn_plan *p, const nc_tensor *x
 static nc_status bn_backward(nc_device *dev, const bn_plan *p, const nc_tensor *dy, const nc_tensor *x,
                              const nc_tensor *weight, const nc_tensor *mean, const nc_tensor *invstd, bool training,
                              nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias) {
-  const nc_dtype dt = x->dtype;
+  const nc_dtype dt = x->dtype, rt = bn_real(dt);
   const nc_cl_handle *ksum, *kfin, *kapp;
-  NC_TRY(kernel(dev, dt, NC_CL_K_BN_BWD_SUMS, &ksum));
-  NC_TRY(kernel(dev, dt, NC_CL_K_BN_BWD_FINISH, &kfin));
-  NC_TRY(kernel(dev, dt, NC_CL_K_BN_BWD_APPLY, &kapp));
+  NC_TRY(bn_kernel(dev, dt, NC_CL_K_BN_BWD_SUMS, &ksum));
+  NC_TRY(bn_kernel(dev, dt, NC_CL_K_BN_BWD_FINISH, &kfin));
+  NC_TRY(bn_kernel(dev, dt, NC_CL_K_BN_BWD_APPLY, &kapp));
   int64_t npart = 2 * (int64_t)p->c * p->chunks, ncoef = 4 * (int64_t)p->c;
   nc_tensor *part = NULL, *coef = NULL;
-  nc_status st = nc_tensor_empty(dev, dt, 1, &npart, 0, &part);
-  if (st == NC_OK) st = nc_tensor_empty(dev, dt, 1, &ncoef, 0, &coef);
+  nc_status st = nc_tensor_empty(dev, rt, 1, &npart, 0, &part);
+  if (st == NC_OK) st = nc_tensor_empty(dev, rt, 1, &ncoef, 0, &coef);
   cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), mm = nc_cl_mem(mean), pm = part ? nc_cl_mem(part) : NULL,
          cm = coef ? nc_cl_mem(coef) : NULL;
+  cl_int dyf32 = f32_beside(dy, x);
   if (st == NC_OK) {
     nc_cl_arg a[] = {NC_CL_ARG(dym),   NC_CL_ARG(xm),       NC_CL_ARG(mm),     NC_CL_ARG(p->c), NC_CL_ARG(p->s),
-                     NC_CL_ARG(p->cnt), NC_CL_ARG(p->chunks), NC_CL_ARG(p->len), NC_CL_ARG(pm)};
+                     NC_CL_ARG(p->cnt), NC_CL_ARG(p->chunks), NC_CL_ARG(p->len), NC_CL_ARG(pm),  NC_CL_ARG(dyf32)};
     size_t ls = nc_cl_group_size(dev), global = (size_t)p->c * p->chunks * ls;
-    st = nc_cl_launch_nd(dev, ksum->kernel, 9, a, 1, &global, &ls);
+    st = nc_cl_launch_nd(dev, ksum->kernel, 10, a, 1, &global, &ls);
   }
   if (st == NC_OK) {
     cl_mem wm = mem_or(weight, x), im = nc_cl_mem(invstd), dwm = mem_or(dweight, x), dbm = mem_or(dbias, x);
-    cl_int tr = training, has_w = weight != NULL, wdw = dweight != NULL, wdb = dbias != NULL;
+    cl_int tr = training, has_w = weight != NULL, wdw = dweight != NULL, wdb = dbias != NULL,
+           pf32 = f32_beside(weight, x);
     nc_cl_arg a[] = {NC_CL_ARG(pm),  NC_CL_ARG(p->chunks), NC_CL_ARG(p->c), NC_CL_ARG(p->cnt), NC_CL_ARG(tr),
                      NC_CL_ARG(wm),  NC_CL_ARG(has_w),     NC_CL_ARG(mm),   NC_CL_ARG(im),     NC_CL_ARG(dwm),
-                     NC_CL_ARG(wdw), NC_CL_ARG(dbm),       NC_CL_ARG(wdb),  NC_CL_ARG(cm)};
-    st = nc_cl_launch(dev, kfin->kernel, 14, a, nc_cl_global_size(dev, p->c), 0);
+                     NC_CL_ARG(wdw), NC_CL_ARG(dbm),       NC_CL_ARG(wdb),  NC_CL_ARG(cm),     NC_CL_ARG(pf32)};
+    st = nc_cl_launch(dev, kfin->kernel, 15, a, nc_cl_global_size(dev, p->c), 0);
   }
   if (st == NC_OK && dx) {
     cl_mem dxm = nc_cl_mem(dx);
-    nc_cl_arg a[8] = {NC_CL_ARG(dym), NC_CL_ARG(xm), NC_CL_ARG(dxm), NC_CL_ARG(cm), NC_CL_ARG(p->c), NC_CL_ARG(p->s)};
-    st = bn_elementwise(dev, kapp, 8, a, p);
+    nc_cl_arg a[9] = {NC_CL_ARG(dym), NC_CL_ARG(xm),   NC_CL_ARG(dxm), NC_CL_ARG(cm),
+                      NC_CL_ARG(p->c), NC_CL_ARG(p->s), NC_CL_ARG(dyf32)};
+    st = bn_elementwise(dev, kapp, 9, a, p);
   }
   nc_tensor_release(part), nc_tensor_release(coef);
   return st;
@@ -155,12 +186,14 @@ nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc
     return bn_forward(dev, &plan, x, weight, bias, running_mean, running_var, training, momentum, eps, y, save_mean,
                       save_invstd);
   const nc_cl_handle *k;
-  NC_TRY(kernel(dev, x->dtype, NC_CL_K_BATCH_NORM_FWD, &k));
+  NC_TRY(bn_kernel(dev, x->dtype, NC_CL_K_BATCH_NORM_FWD, &k));
   cl_long n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1);
   cl_mem xm = nc_cl_mem(x), wm = mem_or(weight, x), bm = mem_or(bias, x), rmm = mem_or(running_mean, x),
          rvm = mem_or(running_var, x), ym = nc_cl_mem(y), smm = nc_cl_mem(save_mean),
          sim = nc_cl_mem(save_invstd);
-  cl_int has_w = weight != NULL, has_b = bias != NULL, has_r = running_mean != NULL, tr = training;
+  cl_int has_w = weight != NULL, has_b = bias != NULL, has_r = running_mean != NULL, tr = training,
+         pf32 = f32_beside(first_param(weight, bias, running_mean, running_var), x);
+  const nc_dtype rt = bn_real(x->dtype);
   real_arg mo, ep;
   nc_cl_arg args[] = {NC_CL_ARG(xm),
                       NC_CL_ARG(wm),
@@ -171,15 +204,16 @@ nc_status nc_cl_batch_norm(const nc_tensor *x, const nc_tensor *weight, const nc
                       NC_CL_ARG(rvm),
                       NC_CL_ARG(has_r),
                       NC_CL_ARG(tr),
-                      real_of(x->dtype, momentum, &mo),
-                      real_of(x->dtype, eps, &ep),
+                      real_of(rt, momentum, &mo),
+                      real_of(rt, eps, &ep),
                       NC_CL_ARG(ym),
                       NC_CL_ARG(smm),
                       NC_CL_ARG(sim),
                       NC_CL_ARG(n),
                       NC_CL_ARG(c),
-                      NC_CL_ARG(s)};
-  return launch_groups(dev, k->kernel, 17, args, c);
+                      NC_CL_ARG(s),
+                      NC_CL_ARG(pf32)};
+  return launch_groups(dev, k->kernel, 18, args, c);
 }
 
 nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
@@ -189,16 +223,18 @@ nc_status nc_cl_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, con
   bn_plan plan;
   if (bn_plan_of(dev, x, &plan)) return bn_backward(dev, &plan, dy, x, weight, mean, invstd, training, dx, dweight, dbias);
   const nc_cl_handle *k;
-  NC_TRY(kernel(dev, x->dtype, NC_CL_K_BATCH_NORM_BWD, &k));
+  NC_TRY(bn_kernel(dev, x->dtype, NC_CL_K_BATCH_NORM_BWD, &k));
   cl_long n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1);
   cl_mem dym = nc_cl_mem(dy), xm = nc_cl_mem(x), wm = mem_or(weight, x), mm = nc_cl_mem(mean),
          im = nc_cl_mem(invstd), dxm = mem_or(dx, x), dwm = mem_or(dweight, x), dbm = mem_or(dbias, x);
-  cl_int has_w = weight != NULL, tr = training, wdx = dx != NULL, wdw = dweight != NULL, wdb = dbias != NULL;
+  cl_int has_w = weight != NULL, tr = training, wdx = dx != NULL, wdw = dweight != NULL, wdb = dbias != NULL,
+         pf32 = f32_beside(weight, x), dyf32 = f32_beside(dy, x);
   nc_cl_arg args[] = {NC_CL_ARG(dym), NC_CL_ARG(xm),  NC_CL_ARG(wm),  NC_CL_ARG(has_w),
                       NC_CL_ARG(mm),  NC_CL_ARG(im),  NC_CL_ARG(tr),  NC_CL_ARG(dxm),
                       NC_CL_ARG(wdx), NC_CL_ARG(dwm), NC_CL_ARG(wdw), NC_CL_ARG(dbm),
-                      NC_CL_ARG(wdb), NC_CL_ARG(n),   NC_CL_ARG(c),   NC_CL_ARG(s)};
-  return launch_groups(dev, k->kernel, 16, args, c);
+                      NC_CL_ARG(wdb), NC_CL_ARG(n),   NC_CL_ARG(c),   NC_CL_ARG(s),
+                      NC_CL_ARG(pf32), NC_CL_ARG(dyf32)};
+  return launch_groups(dev, k->kernel, 18, args, c);
 }
 
 static int64_t rows_of(const nc_tensor *rstd) { return nc_tensor_numel(rstd); }

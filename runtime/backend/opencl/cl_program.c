@@ -266,13 +266,21 @@ static nc_status kernel_locked(nc_device *dev, nc_cl_device *cd, const char *pro
 static const char *real_options(nc_dtype dt) { return dt == NC_FLOAT64 ? "-DREAL=double -DNC_REAL_DOUBLE=1" : ""; }
 
 /* ---- kernel handles -------------------------------------------------------------------------- */
-enum { TYPED, BYTES, COPY, REAL, TILED };
+enum { TYPED, BYTES, COPY, REAL, REAL16, TILED };
 
 /* The elementwise kernels of the storage dtypes (bfloat16, float16) are a build of their own,
  * after half.cl's conversions (kernels/elementwise.cl, NC_EW_STORAGE): programs that never see
  * those dtypes don't build them. */
 #define EW_STORAGE_PROGRAM "half+elementwise"
 #define EW_STORAGE_OPTIONS "-DNC_EW_STORAGE=1 -DNC_HALF_CONVERSIONS_ONLY=1"
+
+/* A REAL16 slot's build for a storage dtype: "half+<program>" with -DNC_STORAGE=<dtype> (and
+ * half.cl's conversions only), into prog and opts. */
+static void storage_build(const char *program, nc_dtype dt, char *prog, size_t nprog, char *opts,
+                          size_t nopts) {
+  snprintf(prog, nprog, "half+%s", program);
+  snprintf(opts, nopts, "-DNC_STORAGE=%s -DNC_HALF_CONVERSIONS_ONLY=1", nc_dtype_name(dt));
+}
 
 static const struct {
   const char *program, *name;
@@ -326,7 +334,7 @@ nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *optio
   if (!tiles) tiles = no_tiles;
   const char *program = "elementwise", *opts = "";
   char name[96];
-  char prog[32];
+  char prog[32], sopts[96];
   if (slot < NC_OP_COUNT && nc_op_entry((nc_op)slot) == NC_ENTRY_KERNEL) {
     /* an op defined by its op-table row: the row names "<program>.cl:<kernel>" */
     const nc_op_info *o = nc_op_get((nc_op)slot);
@@ -354,6 +362,14 @@ nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *optio
       case REAL:
         snprintf(name, sizeof name, "%s", slots[row].name);
         opts = real_options(dt);
+        break;
+      case REAL16:
+        snprintf(name, sizeof name, "%s", slots[row].name);
+        opts = real_options(dt);
+        if (nc_dtype_is_storage(dt)) {
+          storage_build(program, dt, prog, sizeof prog, sopts, sizeof sopts);
+          program = prog, opts = sopts;
+        }
         break;
       default:
         if (!options) return nc_error(NC_ERR_ARG, "kernel %s needs a variant's build options", slots[row].name);
@@ -417,6 +433,22 @@ nc_status nc_cl_build_all(nc_device *dev) {
                         : build_program(dev, cd, EW_STORAGE_PROGRAM, EW_STORAGE_OPTIONS, &entry);
     pthread_mutex_unlock(&cd->programs_lock);
     NC_TRY(s);
+  }
+  /* The storage dtypes' builds of the REAL16 slots' programs, once per program. */
+  const char *done = NULL;
+  for (int r = 0; r < NC_CL_SLOT_COUNT - NC_OP_COUNT; r++) {
+    if (slots[r].naming != REAL16 || (done && strcmp(done, slots[r].program) == 0)) continue;
+    done = slots[r].program;
+    static const nc_dtype storage[2] = {NC_BFLOAT16, NC_FLOAT16};
+    for (int k = 0; k < 2; k++) {
+      char prog[32], opts[96];
+      storage_build(slots[r].program, storage[k], prog, sizeof prog, opts, sizeof opts);
+      pthread_mutex_lock(&cd->programs_lock);
+      nc_cl_program *entry;
+      nc_status s = build_program(dev, cd, prog, opts, &entry);
+      pthread_mutex_unlock(&cd->programs_lock);
+      NC_TRY(s);
+    }
   }
   return NC_OK;
 }

@@ -29,11 +29,11 @@ nc_status nc_dtype_parse(const char *name, nc_dtype *out);
 bool nc_dtype_is_float(nc_dtype d); /* float32, float64, bfloat16, float16 */
 /* Storage dtypes (bfloat16, float16) are held and moved (creation, copies and conversions,
  * views, transfers, files); the ops that compute on them do it in float32 and round once into
- * the storage dtype: the matrix products, the elementwise unary and binary ops, the comparisons
- * and the activations (netcl/optable.h, NC_DT_STORAGE), and, widening their operands in the op
- * layer (NC_DT_WIDEN), convolution, pooling, normalization, the float reductions, softmax and
- * cross_entropy. Every other op says so (nc_op_check_dtype) and asks for a conversion to float32
- * first. */
+ * the storage dtype: the matrix products, the elementwise unary and binary ops, the comparisons,
+ * the activations and batch norm (netcl/optable.h, NC_DT_STORAGE), and, widening their operands
+ * in the op layer (NC_DT_WIDEN), convolution, pooling, the other normalizations, the float
+ * reductions, softmax and cross_entropy. Every other op says so (nc_op_check_dtype) and asks
+ * for a conversion to float32 first. */
 bool nc_dtype_is_storage(nc_dtype d);
 bool nc_dtype_valid(int d);
 

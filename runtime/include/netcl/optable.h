@@ -26,15 +26,16 @@ extern "C" {
  * views and the copies that make layouts), and so do the ops that compute in float32 and round
  * once into the storage dtype: the matrix products (matmul, mm, bmm, linear, whose backends sum
  * in float32: docs/linalg.md), the unary and binary elementwise families with the comparisons
- * (NC_DT_EW_*: each element computed by the float32 expression from the widened inputs) and the
- * activations elu, softplus, mish and leaky_relu; the NC_DT_WIDEN ops below take them in the op
- * layer. The dispatch layer refuses them to every other backend call. */
+ * (NC_DT_EW_*: each element computed by the float32 expression from the widened inputs), the
+ * activations elu, softplus, mish and leaky_relu, and batch_norm with its backward op (float32's
+ * arithmetic on the elements read as float32: ops/norm.c); the NC_DT_WIDEN ops below take them
+ * in the op layer. The dispatch layer refuses them to every other backend call. */
 #define NC_DT_STORAGE ((1u << NC_BFLOAT16) | (1u << NC_FLOAT16))
 /* Ops that take the storage dtypes in the op layer only, through their float32 path (ops/support.h:
  * the operands widened to float32, the result rounded once into the storage dtype): convolution,
- * pooling, normalization, cross_entropy, the float reductions, softmax and log_softmax. nc_op_accepts
- * says yes for them, but their backend calls see float32 only: the dispatch layer still refuses a
- * storage tensor there (the row's storage bits are not set). */
+ * pooling, layer, RMS and group norm, cross_entropy, the float reductions, softmax and
+ * log_softmax. nc_op_accepts says yes for them, but their backend calls see float32 only: the
+ * dispatch layer still refuses a storage tensor there (the row's storage bits are not set). */
 #define NC_DT_WIDEN (1u << 31)
 /* conv2d and its gradients also set the bfloat16 bit: the op layer hands bfloat16 tensors (the
  * weights of the forward and the input gradient widened) to a backend whose conv2d_storage answer
@@ -193,8 +194,8 @@ typedef enum {
   X(AVG_POOL2D_BWD, "avg_pool2d_backward", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
   X(ADAPTIVE_AVG_POOL2D, "adaptive_avg_pool2d", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D), DIFF(nc_ag_pool2d), "pool.cl:avg_pool_fwd", "cpu_pool2d") \
   X(ADAPTIVE_AVG_POOL2D_BWD, "adaptive_avg_pool2d_backward", POOL, 1, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(POOL2D_BWD), NODIFF, "pool.cl:avg_pool_bwd", "cpu_pool2d_bwd") \
-  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(BATCH_NORM), DIFF(nc_ag_batch_norm), "norm.cl:bn_stats", "cpu_batch_norm")   \
-  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(BATCH_NORM_BWD), NODIFF, "norm.cl:bn_bwd_sums", "cpu_batch_norm_bwd") \
+  X(BATCH_NORM, "batch_norm", NORM, 5, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(BATCH_NORM), DIFF(nc_ag_batch_norm), "norm.cl:bn_stats", "cpu_batch_norm")   \
+  X(BATCH_NORM_BWD, "batch_norm_backward", NORM, 5, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME, ENTRY(BATCH_NORM_BWD), NODIFF, "norm.cl:bn_bwd_sums", "cpu_batch_norm_bwd") \
   X(LAYER_NORM, "layer_norm", NORM, 3, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_layer_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")       \
   X(LAYER_NORM_BWD, "layer_norm_backward", NORM, 5, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(ROW_NORM_BWD), NODIFF, "norm.cl:row_norm_bwd_*, norm.cl:row_norm_dw_*", "cpu_row_norm_bwd") \
   X(RMS_NORM, "rms_norm", NORM, 2, NC_DT_FLOAT | NC_DT_WIDEN, NC_RES_SAME, ENTRY(ROW_NORM), DIFF(nc_ag_rms_norm), "norm.cl:row_norm_fwd", "cpu_row_norm")           \
