@@ -337,18 +337,12 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
  * 16-byte units XOR-permuted by CM_WX_SWZ so that the fragment reads (rows 2t, 2t + 1 of 8
  * lanes g, t) fall in distinct banks. */
 #define CM_WX_SWZ(wd, rp) (((((wd) >> 2) ^ ((((rp) >> 1) & 1) | ((((rp) >> 1) & 2) << 1))) << 2) | ((wd) & 3))
-#define CM_WX_LOAD(BM, st, kt)                                                                     \
+#define CM_WX_LOAD(BM, st, kt, LOAD_A)                                                             \
   {                                                                                              \
     const int k0_ = kbeg + (kt) * TC_BK;                                                         \
     __local float *sa_ = smem + (st) * CM_STAGE(BM);                                              \
     __local uint *sb_ = (__local uint *)(sa_ + (BM) * TC_BK);                                     \
-    _Pragma("unroll") for (int i_ = 0; i_ < 2; i_++) { /* chunk c_: row c_ / 2, k 8 (c_ % 2) */  \
-      const int c_ = lid + i_ * (BM), r_ = m0 + (c_ >> 1), k_ = k0_ + (c_ & 1) * 8;              \
-      const bool ok_ = r_ < M && k_ < kend;                                                      \
-      tc_copy16(sa_ + c_ * 4,                                                                    \
-                ok_ ? (__global const float *)(DY + (CV_DIV_OHW(k_) * (M - 1) * ohw + r_ * ohw + k_)) : Abase, \
-                ok_ ? 16 : 0);                                                                   \
-    }                                                                                            \
+    LOAD_A(BM)                                                                                   \
     int b_ = CV_DIV_OHW(k0_), ox_ = k0_ - b_ * ohw, oy_ = CV_DIV_OW(ox_);                        \
     ox_ -= oy_ * p.ow;                                                                           \
     _Pragma("unroll") for (int rp_ = 0; rp_ < TC_BK / 2; rp_++) {                                \
@@ -367,30 +361,54 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
       }                                                                                          \
     }                                                                                            \
   }
-#define CM_WX_LOAD_S(st, kt, A_K, B_K) CM_WX_LOAD(64, st, kt)
-#define CM_WX_LOAD_L(st, kt, A_K, B_K) CM_WX_LOAD(128, st, kt)
+/* A as bfloat16: two 16-byte copies a row, chunk c_ = row c_ / 2, k 8 (c_ % 2) */
+#define CM_WX_A16(BM)                                                                              \
+  _Pragma("unroll") for (int i_ = 0; i_ < 2; i_++) {                                             \
+    const int c_ = lid + i_ * (BM), r_ = m0 + (c_ >> 1), k_ = k0_ + (c_ & 1) * 8;                \
+    const bool ok_ = r_ < M && k_ < kend;                                                        \
+    tc_copy16(sa_ + c_ * 4, ok_ ? (__global const float *)(DY + (CV_DIV_OHW(k_) * (M - 1) * ohw + r_ * ohw + k_)) : Abase, \
+              ok_ ? 16 : 0);                                                                     \
+  }
+/* A as float32 (a float32 dY: the tape's gradient of a bfloat16 activation), as the float32 build */
+#define CM_WX_A32(BM) CM_LOAD_A(BM, sa_, kend, CM_WG_A)
+#define CM_WX_LOAD_S(st, kt, A_K, B_K) CM_WX_LOAD(64, st, kt, CM_WX_A16)
+#define CM_WX_LOAD_L(st, kt, A_K, B_K) CM_WX_LOAD(128, st, kt, CM_WX_A16)
+#define CM_WF_LOAD_S(st, kt, A_K, B_K) CM_WX_LOAD(64, st, kt, CM_WX_A32)
+#define CM_WF_LOAD_L(st, kt, A_K, B_K) CM_WX_LOAD(128, st, kt, CM_WX_A32)
 /* Stage st's fragments: fa2[2i + h] row wm 64 + 16 i + 8 h + g's words 2t, 2t + 1; fb4[2 s + v] of
  * chunk hh (columns 4 ch .. 4 ch + 3, ch = wn 16 + 8 hh + g), row pair 2t + s: unit 2 ch + v. */
-#define CM_WX_READ(BM, st)                                                                         \
+#define CM_WX_READ(BM, st, READ_A)                                                                 \
   {                                                                                              \
     __local const uint *sa_ = (__local const uint *)(smem + (st) * CM_STAGE(BM));                 \
     __local const uint *sb_ = (__local const uint *)(smem + (st) * CM_STAGE(BM) + (BM) * TC_BK);  \
-    _Pragma("unroll") for (int u_ = 0; u_ < 8; u_++)                                             \
-      fa2[u_] = *(__local const uint2 *)(sa_ + (wm * 64 + (u_ >> 1) * 16 + (u_ & 1) * 8 + g) * 8 + 2 * t); \
+    READ_A                                                                                       \
     _Pragma("unroll") for (int u_ = 0; u_ < TC_FJ; u_++) {                                       \
       const int hh_ = u_ / 4, rp_ = 2 * t + ((u_ >> 1) & 1), ch_ = wn * (TC_WN / 4) + hh_ * 8 + g; \
       fb4[u_] = *(__local const uint4 *)(sb_ + rp_ * 2 * TC_BN + CM_WX_SWZ(8 * ch_ + 4 * (u_ & 1), rp_)); \
     }                                                                                            \
   }
-#define CM_WX_READ_S(st, A_K, B_K) CM_WX_READ(64, st)
-#define CM_WX_READ_L(st, A_K, B_K) CM_WX_READ(128, st)
+/* A's words: bfloat16 rows of 8 words (fa2), or float32 rows of 16 floats (fa, as TC_READ_AT) */
+#define CM_WX_RA16                                                                                 \
+  _Pragma("unroll") for (int u_ = 0; u_ < 8; u_++)                                               \
+    fa2[u_] = *(__local const uint2 *)(sa_ + (wm * 64 + (u_ >> 1) * 16 + (u_ & 1) * 8 + g) * 8 + 2 * t);
+#define CM_WX_RA32                                                                                 \
+  _Pragma("unroll") for (int u_ = 0; u_ < 8; u_++)                                               \
+    fa[u_] = as_float4(*(__local const uint4 *)(sa_ + (wm * 64 + (u_ >> 1) * 16 + (u_ & 1) * 8 + g) * 16 + t * 4));
+#define CM_WX_READ_S(st, A_K, B_K) CM_WX_READ(64, st, CM_WX_RA16)
+#define CM_WX_READ_L(st, A_K, B_K) CM_WX_READ(128, st, CM_WX_RA16)
+#define CM_WF_READ_S(st, A_K, B_K) CM_WX_READ(64, st, CM_WX_RA32)
+#define CM_WF_READ_L(st, A_K, B_K) CM_WX_READ(128, st, CM_WX_RA32)
 /* The products: fragment j's column is column j % 4 of chunk j / 4 (the float32 build's): unit
  * (j % 4) / 2 of it, words (lo, hi) at .x, .y (an even column) or .z, .w; its two row pairs at
  * fb4[4 (j / 4) + 2 s + unit], shifted by the column's par (bit j of pc_). */
 #define CM_WX_SHIFT(lo, hi, sh) ((sh) ? ((lo) >> 16) | ((hi) << 16) : (lo))
-#define CM_WX_PRODUCTS                                                                             \
+#define CM_WX_A16_FRAG(i) {fa2[2 * (i)].x, fa2[2 * (i) + 1].x, fa2[2 * (i)].y, fa2[2 * (i) + 1].y}
+#define CM_WX_A32_FRAG(i)                                                                          \
+  {tc_pack(TC_A(1, i, 0, 0), TC_A(1, i, 0, 1)), tc_pack(TC_A(1, i, 1, 0), TC_A(1, i, 1, 1)),       \
+   tc_pack(TC_A(1, i, 0, 2), TC_A(1, i, 0, 3)), tc_pack(TC_A(1, i, 1, 2), TC_A(1, i, 1, 3))}
+#define CM_WX_PRODUCTS(A_FRAG)                                                                     \
   TC_UNROLL for (int i = 0; i < 4; i++) {                                                        \
-    const uint a_[4] = {fa2[2 * i].x, fa2[2 * i + 1].x, fa2[2 * i].y, fa2[2 * i + 1].y};          \
+    const uint a_[4] = A_FRAG(i);                                                                \
     TC_UNROLL for (int j = 0; j < TC_FJ; j++) {                                                  \
       const uint4 v0_ = fb4[4 * (j / 4) + ((j >> 1) & 1)], v1_ = fb4[4 * (j / 4) + 2 + ((j >> 1) & 1)]; \
       const bool sh_ = (pc_ >> j) & 1u;                                                          \
@@ -408,7 +426,7 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
   const int M = p.o, N = p.c * khw, split = get_group_id(2);                                     \
   const int kbeg = split * kchunk, kend = min(p.n * ohw, kbeg + kchunk);                        \
   const int ntiles = (kend - kbeg + TC_BK - 1) / TC_BK;                                          \
-  __global const float *Abase = (__global const float *)DY;                                      \
+  __global const float *Abase = (__global const float *)DY; /* A's zero-fill address */        \
   __global const uint *X2 = (__global const uint *)X;                                            \
   uint2 fa2[8];                                                                                  \
   uint4 fb4[TC_FJ];                                                                              \
@@ -473,13 +491,26 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_bx_l
 /* Grid and splits as the float32 weight gradient's; every split writes its partial sums to WS
  * (dense [splits, o, c kh kw]), which conv_mma_sum_bx adds up into dW. */
 #undef TC_PRODUCTS
-#define TC_PRODUCTS(A_K, B_K) CM_WX_PRODUCTS
+#define TC_PRODUCTS(A_K, B_K) CM_WX_PRODUCTS(CM_WX_A16_FRAG)
 #define CM_WX_ARGS const nc_convi p, const int kchunk, __global const ushort *DY, __global const ushort *X, __global float *WS
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_wgrad_bx_s(CM_WX_ARGS) {
   CM_WX_BODY(64, CM_WX_LOAD_S, CM_WX_READ_S)
 }
 __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_bx_l(CM_WX_ARGS) {
   CM_WX_BODY(128, CM_WX_LOAD_L, CM_WX_READ_L)
+}
+
+/* The same with a float32 dY (the tape's gradients of bfloat16 activations are float32): A as the
+ * float32 weight gradient's; the splits' partial sums (or, alone, dW itself: float32) to WS,
+ * which gf_sum_splits adds up. */
+#undef TC_PRODUCTS
+#define TC_PRODUCTS(A_K, B_K) CM_WX_PRODUCTS(CM_WX_A32_FRAG)
+#define CM_WF_ARGS const nc_convi p, const int kchunk, __global const float *DY, __global const ushort *X, __global float *WS
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_wgrad_bxf_s(CM_WF_ARGS) {
+  CM_WX_BODY(64, CM_WF_LOAD_S, CM_WF_READ_S)
+}
+__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_bxf_l(CM_WF_ARGS) {
+  CM_WX_BODY(128, CM_WF_LOAD_L, CM_WF_READ_L)
 }
 
 /* Y at p's output layout = the sum over s < splits of WS[s total + i], rounded once. */

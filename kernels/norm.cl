@@ -9,7 +9,8 @@
  * everything else is float32's code, operation for operation, so the results are the float32
  * kernels' on the widened values, rounded once. There the parameters (weight, bias, running
  * statistics; dweight and dbias) have the input's dtype or float32 (pf32), and dy may be float32
- * (dyf32); the saved mean and invstd and the scratch buffers are float32. In the REAL builds
+ * (dyf32), which makes dx float32 too; the saved mean and invstd and the scratch buffers are
+ * float32. In the REAL builds
  * both flags are ignored and every buffer is REAL. */
 #ifndef REAL
 #define REAL float
@@ -39,9 +40,17 @@
     else                                                                                          \
       ST(p, i, v);                                                                                \
   } while (0)
-/* dy (ELEM pointer), float32 when f32. */
+/* dy (ELEM pointer), float32 when f32; dx the same (a float32 dy gives a float32 dx). */
 #define GLD(p, i, f32) PLD(p, i, f32)
 #define GLD4(e, p, f32) ((f32) ? vload4(e, (__global const float *)(p)) : LD4(e, p))
+#define GST(p, i, v, f32) PST(p, i, v, f32)
+#define GST4(v, e, p, f32)                                                                        \
+  do {                                                                                            \
+    if (f32)                                                                                      \
+      vstore4(v, e, (__global float *)(p));                                                       \
+    else                                                                                          \
+      ST4(v, e, p);                                                                               \
+  } while (0)
 #else
 #define ELEM REAL
 #define LD(p, i) ((p)[i])
@@ -52,6 +61,8 @@
 #define PST(p, i, v, f32) ((p)[i] = (v))
 #define GLD(p, i, f32) ((p)[i])
 #define GLD4(e, p, f32) vload4(e, p)
+#define GST(p, i, v, f32) ((p)[i] = (v))
+#define GST4(v, e, p, f32) vstore4(v, e, p)
 #endif
 #define NC_NORM_WG 256
 
@@ -142,7 +153,7 @@ __kernel void batch_norm_bwd(__global const ELEM *dy, __global const ELEM *x, __
              mdyx = training ? sdyx * is * is / (REAL)cnt : (REAL)0;
   NC_GROUP_FOR(long, e, 0, lid, cnt, ls) {
     const long k = ((e / s) * c + ch) * s + e % s;
-    ST(dx, k, a * (GLD(dy, k, dyf32) - mdy - (LD(x, k) - m) * mdyx));
+    GST(dx, k, a * (GLD(dy, k, dyf32) - mdy - (LD(x, k) - m) * mdyx), dyf32);
   }
 }
 
@@ -332,13 +343,14 @@ __kernel void bn_bwd_apply(__global const ELEM *dy, __global const ELEM *x, __gl
     for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
       const uint ch = (e / s4) % c;
       const REAL a = coef[4 * ch], mdy = coef[4 * ch + 1], m = coef[4 * ch + 2], mdyx = coef[4 * ch + 3];
-      ST4(a * (GLD4(e, dy, dyf32) - mdy - (LD4(e, x) - m) * mdyx), e, dx);
+      GST4(a * (GLD4(e, dy, dyf32) - mdy - (LD4(e, x) - m) * mdyx), e, dx, dyf32);
     }
   } else {
     for (uint e = get_global_id(0); e < total; e += get_global_size(0)) {
       const uint ch = (e / s) % c;
-      ST(dx, e,
-         coef[4 * ch] * (GLD(dy, e, dyf32) - coef[4 * ch + 1] - (LD(x, e) - coef[4 * ch + 2]) * coef[4 * ch + 3]));
+      GST(dx, e,
+          coef[4 * ch] * (GLD(dy, e, dyf32) - coef[4 * ch + 1] - (LD(x, e) - coef[4 * ch + 2]) * coef[4 * ch + 3]),
+          dyf32);
     }
   }
 }

@@ -7,12 +7,14 @@
 #include "record.h"
 #include "scope.h"
 
-/* user: the geometry (nc_conv2d_desc); saved: x, weight. Storage-dtype x, weight and g are
- * widened (ag_widen): the gradients are the float32 ops' on the stored values, float32. */
+/* user: the geometry (nc_conv2d_desc); saved: x, weight. Storage-dtype weight and g are widened
+ * (ag_widen), and x goes to the weight gradient as it is beside the float32 g (the op widens it
+ * where its backend cannot take it so): the gradients are the float32 ops' on the stored values,
+ * float32. */
 static nc_status conv2d_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   const nc_conv2d_desc *p = nc_ag_user(c);
-  nc_tensor *x = ag_widen(&S, ag_saved(&S, c, 0)), *w = ag_widen(&S, ag_saved(&S, c, 1)), *r = NULL;
+  nc_tensor *x = ag_saved(&S, c, 0), *w = ag_widen(&S, ag_saved(&S, c, 1)), *r = NULL;
   g = ag_widen(&S, g);
   if (ag_ok(&S) && nc_ag_needs_grad(c, 0) && ag_take(&S, nc_conv2d_backward_input(g, w, x->shape, p, &r), &r))
     gi[0] = ag_keep(&S, r);

@@ -50,12 +50,13 @@ static void record_positions(nc_ag_ctx *c, const affine_inputs *a) {
 
 /* ---- batch norm ------------------------------------------------------------------------------- */
 /* iparams: [0] training, [1] weight position, [2] bias position; saved: x, mean, invstd, weight?
- * (the statistics are float32 for a storage-dtype x; x, the weight and g are widened, so that
- * every gradient is the float32 op's, float32). */
+ * (the statistics are float32 for a storage-dtype x; the weight and g are widened, and x is read
+ * as it is beside the float32 g, which makes dx float32: every gradient is the float32 op's,
+ * float32). */
 static nc_status batch_norm_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   ag_scope S = AG_SCOPE;
   const int64_t *ip = nc_ag_iparams(c);
-  nc_tensor *x = ag_widen(&S, ag_saved(&S, c, 0)), *mean = ag_saved(&S, c, 1), *invstd = ag_saved(&S, c, 2);
+  nc_tensor *x = ag_saved(&S, c, 0), *mean = ag_saved(&S, c, 1), *invstd = ag_saved(&S, c, 2);
   nc_tensor *w = ip[1] >= 0 ? ag_widen(&S, ag_saved(&S, c, 3)) : NULL, *dx = NULL, *dw = NULL, *db = NULL;
   g = ag_widen(&S, g);
   if (ag_ok(&S)) {

@@ -258,7 +258,8 @@ typedef struct nc_dispatch {
   nc_backend_fn fn[NC_OP_COUNT];
   /* Whether conv2d (op NC_OP_CONV2D), its input gradient (NC_OP_CONV2D_BWD_INPUT) or its weight
    * gradient (NC_OP_CONV2D_BWD_WEIGHT) of geometry p takes tensors of the storage dtype dt as they
-   * are (but the weights and bias, float32); NULL: never, and the op layer widens them. */
+   * are (but the weights and bias, float32; the weight gradient's dY and dW may be float32 too);
+   * NULL: never, and the op layer widens them. */
   bool (*conv2d_storage)(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_dtype dt);
 } nc_dispatch;
 

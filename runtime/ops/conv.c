@@ -196,13 +196,18 @@ static nc_status backward_input_run(const nc_conv2d_desc *pp, nc_tensor *dy, nc_
 nc_status nc_conv2d_backward_weight(nc_tensor *dy, nc_tensor *x, const int64_t weight_shape[4],
                                     const nc_conv2d_desc *params, nc_tensor **dw) {
   nc_conv2d_desc p = *params;
-  NC_TRY(same_float(dy, x, "conv2d_backward_weight"));
+  /* a float32 dy beside a storage-dtype x (the tape's gradient of a bfloat16 activation): dw is
+   * float32, the float32 op's on the widened x */
+  const bool mixed = dy->dtype == NC_FLOAT32 && nc_dtype_is_storage(x->dtype);
+  NC_TRY(same_float(mixed ? x : dy, x, "conv2d_backward_weight"));
+  if (mixed && nc_tensor_device(dy) != nc_tensor_device(x))
+    return nc_error(NC_ERR_DEVICE, "tensors are on different devices");
   NC_TRY(check_4d(x, "conv2d input [N,C,H,W]"));
   NC_TRY(nc_shape_check(4, weight_shape));
   NC_TRY(plan_shapes(&p, x->shape, weight_shape));
   NC_TRY(check_dy(dy, &p));
   nc_device *dev = nc_tensor_device(dy);
-  if (nc_dtype_is_storage(dy->dtype) && !nc_bk_conv2d_storage(dev, NC_OP_CONV2D_BWD_WEIGHT, &p, dy->dtype)) {
+  if (nc_dtype_is_storage(x->dtype) && !nc_bk_conv2d_storage(dev, NC_OP_CONV2D_BWD_WEIGHT, &p, x->dtype)) {
     nc_tensor *in[2] = {dy, x}, *wide[2], *r = NULL;
     NC_TRY(nc_widen_n(2, in, wide));
     nc_status s = nc_conv2d_backward_weight(wide[0], wide[1], weight_shape, params, &r);

@@ -191,7 +191,9 @@ nc_status nc_batch_norm_backward(nc_tensor *dy, nc_tensor *x, nc_tensor *weight,
   nc_release_n(2, wstats);
   NC_TRY(s);
   const nc_dtype gdt = weight ? weight->dtype : x->dtype; /* dweight's and dbias's */
-  if (dx) s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &out[0]);
+  /* dx: x's dtype, or float32 where dy is float32 beside a storage x (the tape's gradients) */
+  const nc_dtype ddt = dy->dtype == NC_FLOAT32 && nc_dtype_is_storage(x->dtype) ? NC_FLOAT32 : x->dtype;
+  if (dx) s = nc_tensor_empty(dev, ddt, x->ndim, x->shape, 0, &out[0]);
   if (s == NC_OK && dweight) s = nc_tensor_empty(dev, gdt, 1, &c, 0, &out[1]);
   if (s == NC_OK && dbias) s = nc_tensor_empty(dev, gdt, 1, &c, 0, &out[2]);
   if (s == NC_OK && c > 0)
@@ -283,7 +285,9 @@ static nc_status row_backward(bool rms, nc_tensor *dy, nc_tensor *x, int nd, nc_
   nc_tensor *in[5] = {dy, x, weight, rms ? NULL : mean, rstd}, *d[5], *out[3] = {NULL, NULL, NULL};
   NC_TRY(dense(in, d, 5));
   nc_status s = NC_OK;
-  if (dx) s = nc_tensor_empty(dev, x->dtype, x->ndim, x->shape, 0, &out[0]);
+  /* dx: x's dtype, or float32 where dy is float32 beside a storage x (the tape's gradients) */
+  const nc_dtype ddt = dy->dtype == NC_FLOAT32 && nc_dtype_is_storage(x->dtype) ? NC_FLOAT32 : x->dtype;
+  if (dx) s = nc_tensor_empty(dev, ddt, x->ndim, x->shape, 0, &out[0]);
   if (s == NC_OK && dweight) s = nc_tensor_empty(dev, x->dtype, nd, norm_shape, 0, &out[1]);
   if (s == NC_OK && dbias) s = nc_tensor_empty(dev, x->dtype, nd, norm_shape, 0, &out[2]);
   if (s == NC_OK) {

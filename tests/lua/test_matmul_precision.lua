@@ -209,8 +209,8 @@ function TestMatmulPrecision:test_convolution_passes_within_bound()
  end
 end
 
--- bfloat16 tensors under "medium": the three passes take them as they are where the device has
--- bfloat16 tensor cores (conv_mma.cl's bfloat16 build: word pairs of pixels, the results rounded
+-- bfloat16 tensors under "medium": the three passes take them as they are (the weight gradient also
+-- beside a float32 dY, as the tape calls it) where the device has bfloat16 tensor cores (conv_mma.cl's bfloat16 build: word pairs of pixels, the results rounded
 -- in the kernel), else the widened path. Either way the bits must be those of the float32
 -- convolution of the widened tensors, rounded once: the same products in the same order. The
 -- shapes cover taps of both parities (padding 1, padding 0, dilation 2), K split in the forward
@@ -242,12 +242,17 @@ function TestMatmulPrecision:test_bfloat16_convolutions_are_the_widened_path_bit
               ops.conv2d_backward_input(dy, w, x.shape, s.o),
               ops.conv2d_backward_input(dy:float(), w:float(), x.shape, s.o):to("bfloat16"),
               ops.conv2d_backward_weight(dy, x, w.shape, s.o),
-              ops.conv2d_backward_weight(dy:float(), x:float(), w.shape, s.o):to("bfloat16")}
+              ops.conv2d_backward_weight(dy:float(), x:float(), w.shape, s.o):to("bfloat16"),
+              -- a float32 dY beside the bfloat16 x (the tape's case): float32, the float32 op's
+              ops.conv2d_backward_weight(dy:float(), x, w.shape, s.o),
+              ops.conv2d_backward_weight(dy:float(), x:float(), w.shape, s.o)}
     end)
     for p, what in ipairs({"forward", "input gradient", "weight gradient"}) do
       lu.assertEquals(r[2 * p - 1].dtype, "bfloat16")
       lu.assertEquals(bits(r[2 * p - 1]), bits(r[2 * p]), string.format("conv %d %s", i, what))
     end
+    lu.assertEquals(r[7].dtype, "float32")
+    lu.assertTrue(r[7]:to(cpu):bytes() == r[8]:to(cpu):bytes(), string.format("conv %d weight gradient of float32 dY", i))
   end
 end
 
@@ -266,12 +271,14 @@ local w = nc.randn({32, 16, 3, 3}):to("bfloat16")
 local y = nc.conv2d(x, w, nil, {padding = 1})
 local dx = nc.nn_ops.conv2d_backward_input(y, w, x.shape, {padding = 1})
 local dw = nc.nn_ops.conv2d_backward_weight(y, x, w.shape, {padding = 1})
-print(y.dtype, dx.dtype, dw.dtype)
+local dy32 = nc.ones(y.shape) -- float32 beside the bfloat16 x
+local dw32 = nc.nn_ops.conv2d_backward_weight(dy32, x, w.shape, {padding = 1})
+print(y.dtype, dx.dtype, dw.dtype, dw32.dtype)
 ]])
   f:close()
   local out = H.sh(string.format("NETCL_PROFILE=1 NETCL_DEVICE=%s '%s' '%s' 2>&1", dev.spec, H.netcl_lua(), path))
   os.execute("rm -rf '" .. dir .. "'")
-  lu.assertStrContains(out, "bfloat16\tbfloat16\tbfloat16")
+  lu.assertStrContains(out, "bfloat16\tbfloat16\tbfloat16\tfloat32")
   local function calls(kernel)
     local c = 0
     for n in out:gmatch("(%d+)%s+[%d%.]+%s+" .. kernel .. " ") do c = c + tonumber(n) end
@@ -279,6 +286,7 @@ print(y.dtype, dx.dtype, dw.dtype)
   end
   lu.assertEquals(calls("conv_mma_fwd_bx_s"), 2, out) -- the forward and the input gradient's one phase
   lu.assertEquals(calls("conv_mma_wgrad_bx_s"), 1, out)
+  lu.assertEquals(calls("conv_mma_wgrad_bxf_s"), 1, out)
   lu.assertEquals(calls("copy_float32_bfloat16"), 2, out) -- the weights, widened for the first two
 end
 

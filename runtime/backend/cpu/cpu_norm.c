@@ -179,7 +179,8 @@ nc_status nc_cpu_batch_norm(const nc_tensor *x, const nc_tensor *weight, const n
 nc_status nc_cpu_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                      const nc_tensor *mean, const nc_tensor *invstd, bool training,
                                      nc_tensor *dx, nc_tensor *dweight, nc_tensor *dbias) {
-  const nc_dtype xd = x->dtype, gd = dy->dtype; /* dy: x's dtype, or float32 beside a storage x */
+  /* dy and dx: x's dtype, or both float32 beside a storage x */
+  const nc_dtype xd = x->dtype, gd = dy->dtype, dd = dx ? dx->dtype : xd;
   const bool half = nc_dtype_is_storage(xd), runs = xd == NC_FLOAT32 || half;
   const int64_t n = x->shape[0], c = x->shape[1], s = nc_tensor_numel(x) / (n * c > 0 ? n * c : 1),
                 cnt = n * s, slot = run_slot(s);
@@ -216,9 +217,9 @@ nc_status nc_cpu_batch_norm_backward(const nc_tensor *dy, const nc_tensor *x, co
       if (runs) {
         for (int64_t i = 0; i < n; i++) {
           const int64_t off = (i * c + ch) * s;
-          float *out = run_out(dxp, xd, off, bdx);
+          float *out = run_out(dxp, dd, off, bdx);
           run_grad(run_in(dyp, gd, off, s, bdy), run_in(xp, xd, off, s, bx), out, s, m, a, mdy, mdyx);
-          run_round(dxp, xd, off, s, out);
+          run_round(dxp, dd, off, s, out);
         }
       } else {
         for (int64_t i = 0; i < n; i++)

@@ -162,17 +162,19 @@ static bool mma_kernel(nc_device *dev, nc_precision prec, bool wgrad, int64_t m,
                                   &cd->mma_conv, k);
 }
 
-/* conv_mma.cl's kernels for bfloat16 tensors: the forward (X and Y bfloat16, W float32; BX_FWD)
- * or the weight gradient (dY and X bfloat16; BX_WGRAD) for m rows, or the split sum that rounds
- * (BX_SUM); false where the device has no bfloat16 mma.sync or refused the program. */
+/* conv_mma.cl's kernels for bfloat16 tensors: the forward (X and Y bfloat16, W float32; BX_FWD),
+ * the weight gradient (dY and X bfloat16; BX_WGRAD, or a float32 dY: BX_WGRAD_F32) for m rows, or
+ * the split sum that rounds (BX_SUM); false where the device has no bfloat16 mma.sync or refused
+ * the program. */
 #define BX_MODE "-DNC_MMA_BF16=1 -DTC_CONV=1 -DCM_XBF16=1 -DNC_HALF_CONVERSIONS_ONLY=1"
-typedef enum { BX_FWD, BX_WGRAD, BX_SUM } bx_which;
+typedef enum { BX_FWD, BX_WGRAD, BX_WGRAD_F32, BX_SUM } bx_which;
 static bool bx_kernel(nc_device *dev, int64_t m, bx_which which, const nc_cl_handle **k) {
   nc_cl_device *cd = dev->impl;
   const bool l = mma_bm(m) == 128;
-  const nc_cl_slot slot = which == BX_SUM     ? NC_CL_K_CONV_MMA_BX_SUM
-                          : which == BX_WGRAD ? (l ? NC_CL_K_CONV_MMA_BX_WGRAD_L : NC_CL_K_CONV_MMA_BX_WGRAD_S)
-                                              : (l ? NC_CL_K_CONV_MMA_BX_FWD_L : NC_CL_K_CONV_MMA_BX_FWD_S);
+  const nc_cl_slot slot = which == BX_SUM         ? NC_CL_K_CONV_MMA_BX_SUM
+                          : which == BX_WGRAD     ? (l ? NC_CL_K_CONV_MMA_BX_WGRAD_L : NC_CL_K_CONV_MMA_BX_WGRAD_S)
+                          : which == BX_WGRAD_F32 ? (l ? NC_CL_K_CONV_MMA_BXF_WGRAD_L : NC_CL_K_CONV_MMA_BXF_WGRAD_S)
+                                                  : (l ? NC_CL_K_CONV_MMA_BX_FWD_L : NC_CL_K_CONV_MMA_BX_FWD_S);
   return dev->info.bf16_mma && nc_cl_tensor_core_kernel(dev, slot, BX_MODE, 2, &cd->mma_conv_bx, k);
 }
 
@@ -318,8 +320,10 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
    * shapes, docs/performance.md); else gemm_fast.cl's */
   const nc_cl_handle *k, *round_bf16 = NULL;
   int64_t bm_, bn_, items;
-  const bool bx = dw->dtype == NC_BFLOAT16; /* dY and X bfloat16 (nc_cl_conv2d_storage) */
-  if (bx && !(bx_wgrad_fits(&g) && bx_kernel(dev, m, BX_WGRAD, &k) && bx_kernel(dev, m, BX_SUM, &round_bf16)))
+  /* a bfloat16 X (nc_cl_conv2d_storage), with dY and dW bfloat16, or both float32 */
+  const bool bx = x->dtype == NC_BFLOAT16, bx16 = bx && dy->dtype == NC_BFLOAT16;
+  if (bx && !(bx_wgrad_fits(&g) && bx_kernel(dev, m, bx16 ? BX_WGRAD : BX_WGRAD_F32, &k) &&
+              (!bx16 || bx_kernel(dev, m, BX_SUM, &round_bf16))))
     return nc_error(NC_ERR_UNSUPPORTED, "conv2d weight gradient of bfloat16 tensors: no kernel for this geometry on this device");
   if (bx) {
     bm_ = items = mma_bm(m), bn_ = MMA_BN;
@@ -339,7 +343,7 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   const int64_t splits = nc_cl_k_splits(dev, tiles, kt, INT64_MAX, &kc);
   cl_int kchunk = (cl_int)kc;
   nc_tensor *ws = NULL;
-  if (splits > 1 || bx) { /* the bfloat16 kernel's results are float32 partial sums, even alone */
+  if (splits > 1 || bx16) { /* the bfloat16 kernel's results are float32 partial sums, even alone */
     int64_t wshape[1] = {splits * m * n};
     NC_TRY(nc_tensor_empty(dev, NC_FLOAT32, 1, wshape, 0, &ws));
   }
@@ -350,7 +354,7 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   nc_status s = nc_cl_launch_nd(dev, k->kernel, 5, args, 3, global, local);
   /* dW [m, n] as a convolution output of one image, m channels and 1 x n pixels, for the rounding sum */
   const cl_convi dense = {.n = 1, .o = (cl_int)m, .oh = 1, .ow = (cl_int)n, .yp = (cl_int)n, .yr = (cl_int)n, .yc = 1};
-  if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, bx ? &dense : NULL, round_bf16, dwm);
+  if (s == NC_OK && ws) s = sum_splits(dev, ws, splits, m * n, bx16 ? &dense : NULL, round_bf16, dwm);
   nc_tensor_release(ws);
   return s;
 }
@@ -369,7 +373,8 @@ bool nc_cl_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_
     return false;
   const cl_convi g = geometry_i(p);
   if (op == NC_OP_CONV2D) return bx_fits(&g) && bx_kernel(dev, g.o, BX_FWD, &k);
-  if (op == NC_OP_CONV2D_BWD_WEIGHT) return bx_wgrad_fits(&g) && bx_kernel(dev, g.o, BX_WGRAD, &k);
+  if (op == NC_OP_CONV2D_BWD_WEIGHT)
+    return bx_wgrad_fits(&g) && bx_kernel(dev, g.o, BX_WGRAD, &k) && bx_kernel(dev, g.o, BX_WGRAD_F32, &k);
   if (op != NC_OP_CONV2D_BWD_INPUT || !by_phases(p)) return false;
   for (int py = 0; py < g.sh; py++)
     for (int px = 0; px < g.sw; px++) {
@@ -481,7 +486,7 @@ nc_status nc_cl_conv2d_backward_input(const nc_conv2d_desc *p, const nc_tensor *
 nc_status nc_cl_conv2d_backward_weight(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *x,
                                        nc_tensor *dw) {
   nc_device *dev = nc_tensor_device(dw);
-  if (fast_fits(p, dw->dtype == NC_BFLOAT16 ? NC_FLOAT32 : dw->dtype)) return fast_backward_weight(p, dy, x, dw);
+  if (fast_fits(p, x->dtype == NC_BFLOAT16 ? NC_FLOAT32 : dw->dtype)) return fast_backward_weight(p, dy, x, dw);
   nc_gemm_config cfg;
   const nc_cl_handle *k;
   NC_TRY(conv_kernel(dev, dw->dtype, NC_CL_K_CONV2D_BWD_WEIGHT, &k, &cfg));

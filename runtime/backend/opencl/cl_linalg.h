@@ -87,7 +87,8 @@ int64_t nc_cl_k_splits(nc_device *dev, int64_t tiles, int64_t k, int64_t max_spl
 nc_status nc_cl_gemm_fast(const nc_gemm_desc *g, nc_gemm_fast_tile tile);
 /* Whether op (NC_OP_CONV2D, NC_OP_CONV2D_BWD_INPUT or NC_OP_CONV2D_BWD_WEIGHT) of geometry p takes
  * tensors of dtype dt directly: bfloat16 under "medium" on conv_mma.cl's bfloat16 build, with X,
- * Y (dY, dX, dW) bfloat16 and the weights and bias (of the forward and input gradient) float32. */
+ * Y (dY, dX, dW) bfloat16 and the weights and bias (of the forward and input gradient) float32;
+ * the weight gradient also with dY and dW float32 beside a bfloat16 X. */
 bool nc_cl_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_dtype dt);
 nc_status nc_cl_conv2d(const nc_conv2d_desc *p, const nc_tensor *x, const nc_tensor *w, const nc_tensor *bias,
                        nc_tensor *y);
