@@ -6,8 +6,9 @@
 -- torch.autocast runs them); without PyTorch or CUDA the reference is skipped with a message. One
 -- JSON line per case with the ratio PyTorch / netcl (above 1: netcl faster), then one line per
 -- mode with the sums over a training step's convolutions (each shape counted as often as
--- ResNet18 has it). P_MODES picks modes (comma-separated); NETCL_BENCH_QUICK=1 runs batch 8 (a
--- smoke run on slow devices such as PoCL).
+-- ResNet18 has it). P_MODES picks modes (comma-separated); P_DTYPE=bfloat16 runs netcl's passes on
+-- bfloat16 tensors (the weight gradient's dY too); NETCL_BENCH_QUICK=1 runs batch 8 (a smoke run
+-- on slow devices such as PoCL).
 local nc = require "netcl"
 local H = dofile((debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".") .. "/../lua/helpers.lua")
 local ops = nc.nn_ops
@@ -15,6 +16,7 @@ local ops = nc.nn_ops
 local QUICK = os.getenv("NETCL_BENCH_QUICK") == "1"
 local dev = nc.default_device()
 local B, REPS = QUICK and 8 or 256, QUICK and 2 or 10
+local DT = os.getenv("P_DTYPE") or "float32"
 -- {name, c_in, c_out, k, stride, padding, input size, count in ResNet18-CIFAR}
 local SHAPES = {
   {"stem", 3, 64, 3, 1, 1, 32, 1},
@@ -41,9 +43,9 @@ for _, mode in ipairs(MODES) do
   for _, s in ipairs(SHAPES) do
     local name, ci, co, k, st, pd, hw, count = table.unpack(s)
     local o = {stride = st, padding = pd}
-    local x, w = nc.randn({B, ci, hw, hw}, {device = dev}), nc.randn({co, ci, k, k}, {device = dev})
+    local x, w = nc.randn({B, ci, hw, hw}, {device = dev}):to(DT), nc.randn({co, ci, k, k}, {device = dev}):to(DT)
     local y = ops.conv2d(x, w, nil, o)
-    local dy = nc.randn(y.shape, {device = dev})
+    local dy = nc.randn(y.shape, {device = dev}):to(DT)
     local fns = {
       fwd = function() return ops.conv2d(x, w, nil, o) end,
       dgrad = function() return ops.conv2d_backward_input(dy, w, x.shape, o) end,
