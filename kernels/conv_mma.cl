@@ -481,24 +481,18 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
 #define CM_BX_ARGS                                                                                 \
   const nc_convi p, const int kchunk, __global const ushort *X, __global const float *Wt, __global const float *bias, \
       const int has_bias, __global ushort *Y, __global float *WS
-__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_fwd_bx_s(CM_BX_ARGS) {
-  CM_BX_BODY(64, CM_BX_LOAD_S, CM_BX_READ_S)
-}
-__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_bx_l(CM_BX_ARGS) {
-  CM_BX_BODY(128, CM_BX_LOAD_L, CM_BX_READ_L)
-}
+/* NAME_s (64 work-items, a 64 x 128 tile) and NAME_l (128, 128 x 128): BODY with P's loads and reads */
+#define CM_KERNELS(NAME, ARGS, BODY, P)                                                            \
+  __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void NAME##_s(ARGS) { BODY(64, P##_LOAD_S, P##_READ_S) } \
+  __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void NAME##_l(ARGS) { BODY(128, P##_LOAD_L, P##_READ_L) }
+CM_KERNELS(conv_mma_fwd_bx, CM_BX_ARGS, CM_BX_BODY, CM_BX)
 
 /* Grid and splits as the float32 weight gradient's; every split writes its partial sums to WS
  * (dense [splits, o, c kh kw]), which conv_mma_sum_bx adds up into dW. */
 #undef TC_PRODUCTS
 #define TC_PRODUCTS(A_K, B_K) CM_WX_PRODUCTS(CM_WX_A16_FRAG)
 #define CM_WX_ARGS const nc_convi p, const int kchunk, __global const ushort *DY, __global const ushort *X, __global float *WS
-__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_wgrad_bx_s(CM_WX_ARGS) {
-  CM_WX_BODY(64, CM_WX_LOAD_S, CM_WX_READ_S)
-}
-__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_bx_l(CM_WX_ARGS) {
-  CM_WX_BODY(128, CM_WX_LOAD_L, CM_WX_READ_L)
-}
+CM_KERNELS(conv_mma_wgrad_bx, CM_WX_ARGS, CM_WX_BODY, CM_WX)
 
 /* The same with a float32 dY (the tape's gradients of bfloat16 activations are float32): A as the
  * float32 weight gradient's; the splits' partial sums (or, alone, dW itself: float32) to WS,
@@ -506,12 +500,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_bx
 #undef TC_PRODUCTS
 #define TC_PRODUCTS(A_K, B_K) CM_WX_PRODUCTS(CM_WX_A32_FRAG)
 #define CM_WF_ARGS const nc_convi p, const int kchunk, __global const float *DY, __global const ushort *X, __global float *WS
-__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void conv_mma_wgrad_bxf_s(CM_WF_ARGS) {
-  CM_WX_BODY(64, CM_WF_LOAD_S, CM_WF_READ_S)
-}
-__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_bxf_l(CM_WF_ARGS) {
-  CM_WX_BODY(128, CM_WF_LOAD_L, CM_WF_READ_L)
-}
+CM_KERNELS(conv_mma_wgrad_bxf, CM_WF_ARGS, CM_WX_BODY, CM_WF)
 
 /* Y at p's output layout = the sum over s < splits of WS[s total + i], rounded once. */
 __kernel void conv_mma_sum_bx(__global const float *WS, const int splits, const nc_convi p, __global ushort *Y) {
