@@ -258,12 +258,6 @@ static conv_phase phase_of(int64_t x, int64_t k, int64_t s, int64_t pd, int64_t 
   return r;
 }
 
-/* dX = the input gradient of a convolution with stride s (dilation 1 in each strided dim), as s_h
- * s_w stride-1 forward convolutions of dY, one per phase (py, px) of dX's pixels (y = s_h i + py,
- * x = s_w j + px), each with the weights of the taps that reach it (conv_phase_weight), storing
- * every s-th pixel of dX. The taps split among the phases, so the products add to those of the
- * convolution: no multiplications by the zeros a dilated dY would hold, and no col2im. Phases
- * no tap reaches are zeros. */
 /* The forward convolution of phase (py, px) with taps a (along y) and b (along x): input dY [n, o,
  * oh, ow], c output channels, a.n x b.n pixels stored every s-th pixel of dX. */
 static cl_convi phase_conv(const cl_convi *g, const conv_phase *a, const conv_phase *b, int py, int px) {
@@ -272,6 +266,12 @@ static cl_convi phase_conv(const cl_convi *g, const conv_phase *a, const conv_ph
   return t;
 }
 
+/* dX = the input gradient of a convolution with stride s (dilation 1 in each strided dim), as s_h
+ * s_w stride-1 forward convolutions of dY, one per phase (py, px) of dX's pixels (y = s_h i + py,
+ * x = s_w j + px), each with the weights of the taps that reach it (conv_phase_weight), storing
+ * every s-th pixel of dX. The taps split among the phases, so the products add to those of the
+ * convolution: no multiplications by the zeros a dilated dY would hold, and no col2im. Phases
+ * no tap reaches are zeros. */
 static nc_status fast_backward_input(const nc_conv2d_desc *p, const nc_tensor *dy, const nc_tensor *w,
                                      nc_tensor *dx) {
   nc_device *dev = nc_tensor_device(dx);
