@@ -61,6 +61,37 @@
     tc_copy16((sa_) + c_ * 4, by_ ? (SRC(r_, k_)) : (Abase), by_);                               \
   }
 
+/* Column u's output pixel n (of N = n oh ow; past N: never read, its cy out of every image):
+ * cy, cx the window's corner, cofs the offset of (b, cy, cx) in X. */
+#define CM_PIXEL(u, n_)                                                                            \
+  {                                                                                              \
+    const int n = (n_), nn = n < N ? n : 0;                                                      \
+    const int b = CV_DIV_OHW(nn), q = nn - b * ohw, oy = CV_DIV_OW(q);                           \
+    cy[u] = n < N ? oy * p.sh - p.ph : -(1 << 29);                                               \
+    cx[u] = (q - oy * p.ow) * p.sw - p.pw;                                                       \
+    cofs[u] = b * p.c * hw + (oy * p.sh - p.ph) * p.w + cx[u];                                   \
+  }
+/* Column u's tap n = (c, i, j) (of N = c kh kw; past N: never read, its ry out of every image):
+ * ry, rx its offsets from a window's corner, tofs the offset of (c, ry, rx) in an image. */
+#define CM_TAP(u, n_)                                                                              \
+  {                                                                                              \
+    const int n = (n_), nn = n < N ? n : 0;                                                      \
+    const int c = CV_DIV_KHW(nn), r = nn - c * khw, i = CV_DIV_KW(r);                            \
+    ry[u] = n < N ? i * p.dh - p.ph : -(1 << 29);                                                \
+    rx[u] = (r - i * p.kw) * p.dw - p.pw;                                                        \
+    tofs[u] = c * hw + (i * p.dh - p.ph) * p.w + rx[u];                                          \
+  }
+/* The taps (c_, i_, j_) of K rows k0, k0 + 1, ...: CM_TAP_WALK(k0) decodes the first, CM_TAP_NEXT
+ * steps to the next. */
+#define CM_TAP_WALK(k0)                                                                            \
+  const int c0_ = CV_DIV_KHW(k0), t0_ = (k0) - c0_ * khw, i0_ = CV_DIV_KW(t0_);                  \
+  int c_ = c0_, i_ = i0_, j_ = t0_ - i0_ * p.kw;
+#define CM_TAP_NEXT                                                                                \
+  if (++j_ == p.kw) {                                                                            \
+    j_ = 0;                                                                                      \
+    if (++i_ == p.kh) i_ = 0, c_++;                                                              \
+  }
+
 /* ---- forward: Y[b, m, q] = sum over k = (c, i, j) of W[m, k] X[b, c, y + i dh, x + j dw] ------ */
 
 /* K tile kt into stage st: A from the weights, B gathered from X (each work-item's columns
@@ -71,8 +102,7 @@
     const int k0_ = kbeg + (kt) * TC_BK;                                                         \
     __local float *sa_ = smem + (st) * CM_STAGE(BM), *sb_ = sa_ + (BM) * TC_BK;                  \
     CM_LOAD_A(BM, sa_, kend, CM_FWD_A)                                                           \
-    const int c0_ = CV_DIV_KHW(k0_), t0_ = k0_ - c0_ * khw, i0_ = CV_DIV_KW(t0_);                \
-    int c_ = c0_, i_ = i0_, j_ = t0_ - i0_ * p.kw;                                               \
+    CM_TAP_WALK(k0_)                                                                             \
     _Pragma("unroll") for (int r_ = 0; r_ < TC_BK; r_++) {                                       \
       const bool kok_ = k0_ + r_ < kend;                                                         \
       const int ry_ = i_ * p.dh, rx_ = j_ * p.dw, koff_ = c_ * hw + ry_ * p.w + rx_;             \
@@ -81,10 +111,7 @@
         tc_copy4(sb_ + r_ * TC_BN + TC_SWZ(col[u_] >> 2, r_) * 4 + (col[u_] & 3),                \
                  ok_ ? X + (cofs[u_] + koff_) : X, ok_ ? 4 : 0);                                 \
       }                                                                                          \
-      if (++j_ == p.kw) {                                                                        \
-        j_ = 0;                                                                                  \
-        if (++i_ == p.kh) i_ = 0, c_++;                                                          \
-      }                                                                                          \
+      CM_TAP_NEXT                                                                                \
     }                                                                                            \
   }
 #define CM_FWD_LOAD_S(st, kt, A_K, B_K) CM_FWD_LOAD(64, st, kt)
@@ -97,11 +124,7 @@
   __global const float *Abase = Wt;                                                              \
   int col[TC_BN / (BM)], cy[TC_BN / (BM)], cx[TC_BN / (BM)], cofs[TC_BN / (BM)];                 \
   _Pragma("unroll") for (int u = 0; u < TC_BN / (BM); u++) {                                     \
-    const int n = n0 + (col[u] = lid + u * (BM)), nn = n < N ? n : 0; /* past N: never read */  \
-    const int b = CV_DIV_OHW(nn), q = nn - b * ohw, oy = CV_DIV_OW(q);                           \
-    cy[u] = n < N ? oy * p.sh - p.ph : -(1 << 29);                                               \
-    cx[u] = (q - oy * p.ow) * p.sw - p.pw;                                                       \
-    cofs[u] = b * p.c * hw + (oy * p.sh - p.ph) * p.w + cx[u];                                   \
+    CM_PIXEL(u, n0 + (col[u] = lid + u * (BM)))                                                  \
   }                                                                                              \
   TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
   __global float *Ys = Y + (long)split * p.n * p.o * p.yp; /* split s of K: partial sums */     \
@@ -192,11 +215,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_fwd_l(CM
   __global const float *Abase = DY;                                                              \
   int col[TC_BN / (BM)], ry[TC_BN / (BM)], rx[TC_BN / (BM)], tofs[TC_BN / (BM)];                 \
   _Pragma("unroll") for (int u = 0; u < TC_BN / (BM); u++) {                                     \
-    const int n = n0 + (col[u] = lid + u * (BM)), nn = n < N ? n : 0; /* past N: never read */  \
-    const int c = CV_DIV_KHW(nn), r = nn - c * khw, i = CV_DIV_KW(r);                            \
-    ry[u] = n < N ? i * p.dh - p.ph : -(1 << 29);                                                \
-    rx[u] = (r - i * p.kw) * p.dw - p.pw;                                                        \
-    tofs[u] = c * hw + (i * p.dh - p.ph) * p.w + rx[u];                                          \
+    CM_TAP(u, n0 + (col[u] = lid + u * (BM)))                                                    \
   }                                                                                              \
   TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
   CM_WG_EPILOGUE
@@ -266,8 +285,7 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
     __local float *sa_ = smem + (st) * CM_STAGE(BM);                                              \
     __local uint *sb_ = (__local uint *)(sa_ + (BM) * TC_BK);                                     \
     CM_LOAD_A(BM, sa_, kend, CM_FWD_A)                                                           \
-    const int c0_ = CV_DIV_KHW(k0_), t0_ = k0_ - c0_ * khw, i0_ = CV_DIV_KW(t0_);                \
-    int c_ = c0_, i_ = i0_, j_ = t0_ - i0_ * p.kw;                                               \
+    CM_TAP_WALK(k0_)                                                                             \
     uint mask_ = 0;                                                                              \
     _Pragma("unroll") for (int r_ = 0; r_ < TC_BK; r_++) {                                       \
       const bool kok_ = k0_ + r_ < kend;                                                         \
@@ -280,10 +298,7 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
         cm_copy_pair(sb_ + r_ * TC_BN + TC_SWZ(wd[u_] >> 2, r_) * 4 + (wd[u_] & 3),              \
                      ok_ ? X2 + ((cofs[u_] + koff_) >> 1) + h_ : X2, ok_ ? 4 : 0);                \
       }                                                                                          \
-      if (++j_ == p.kw) {                                                                        \
-        j_ = 0;                                                                                  \
-        if (++i_ == p.kh) i_ = 0, c_++;                                                          \
-      }                                                                                          \
+      CM_TAP_NEXT                                                                                \
     }                                                                                            \
     if (lid == 0) pmask[st] = mask_;                                                             \
   }
@@ -433,12 +448,8 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
   int wd[2 * TC_BN / (BM)], ry[2 * TC_BN / (BM)], rx[2 * TC_BN / (BM)], tofs[2 * TC_BN / (BM)], par[2 * TC_BN / (BM)]; \
   _Pragma("unroll") for (int u = 0; u < 2 * TC_BN / (BM); u++) {                                 \
     wd[u] = lid + u * (BM);                                                                      \
-    const int n = n0 + (wd[u] >> 1), nn = n < N ? n : 0; /* past N: never read */              \
-    const int c = CV_DIV_KHW(nn), r = nn - c * khw, i = CV_DIV_KW(r);                            \
-    ry[u] = n < N ? i * p.dh - p.ph : -(1 << 29);                                                \
-    rx[u] = (r - i * p.kw) * p.dw - p.pw;                                                        \
+    CM_TAP(u, n0 + (wd[u] >> 1))                                                                 \
     par[u] = rx[u] & 1;                                                                          \
-    tofs[u] = c * hw + (i * p.dh - p.ph) * p.w + rx[u];                                          \
   }                                                                                              \
   uint pc_ = 0; /* bit j: the par of fragment j's column */                                      \
   _Pragma("unroll") for (int j = 0; j < TC_FJ; j++) {                                            \
@@ -460,11 +471,7 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
   int wd[TC_BN / (BM)], col[TC_BN / (BM)], cy[TC_BN / (BM)], cx[TC_BN / (BM)], cofs[TC_BN / (BM)]; \
   _Pragma("unroll") for (int u = 0; u < TC_BN / (BM); u++) {                                     \
     col[u] = wd[u] = lid + u * (BM);                                                             \
-    const int n = n0 + (wd[u] & ~1), nn = n < N ? n : 0; /* past N: never read */                \
-    const int b = CV_DIV_OHW(nn), q = nn - b * ohw, oy = CV_DIV_OW(q);                           \
-    cy[u] = n < N ? oy * p.sh - p.ph : -(1 << 29);                                               \
-    cx[u] = q - oy * p.ow - p.pw;                                                                \
-    cofs[u] = b * p.c * hw + (oy * p.sh - p.ph) * p.w + cx[u];                                   \
+    CM_PIXEL(u, n0 + (wd[u] & ~1))                                                               \
   }                                                                                              \
   TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
   __global float *Ws = WS + (long)split * p.n * p.o * p.yp; /* split s of K: partial sums */    \
