@@ -134,8 +134,8 @@ typedef nc_status (*nc_batch_norm_fn)(const nc_tensor *x, const nc_tensor *weigh
                                       double momentum, double eps, nc_tensor *y, nc_tensor *save_mean,
                                       nc_tensor *save_invstd);
 /* dx, dweight, dbias (each may be NULL) from dy, x and the saved mean/invstd; training says
- * whether the statistics depended on x. For a bfloat16 or float16 x: dx has x's dtype, dy has
- * it or is float32, weight (with dweight and dbias) has it or is float32, mean/invstd are
+ * whether the statistics depended on x. For a bfloat16 or float16 x: dy and dx have x's dtype
+ * or are both float32, weight (with dweight and dbias) has it or is float32, mean/invstd are
  * float32; computed as for float32 and rounded once. */
 typedef nc_status (*nc_batch_norm_bwd_fn)(const nc_tensor *dy, const nc_tensor *x, const nc_tensor *weight,
                                           const nc_tensor *mean, const nc_tensor *invstd, bool training,

@@ -1,8 +1,9 @@
 /* CPU batch, layer and RMS norm with their fused backward passes. Statistics accumulate in
  * double (two passes: mean, then squared deviations) whatever the element type.
  *
- * Batch norm also takes bfloat16 and float16 tensors (x, y, dy, dx; the parameters and running
- * statistics in x's dtype or float32; the saved statistics float32): each run of elements is
+ * Batch norm also takes bfloat16 and float16 tensors (x, y, dy, dx, where dy and dx may both be
+ * float32; the parameters and running statistics in x's dtype or float32; the saved statistics
+ * float32): each run of elements is
  * widened into a float32 scratch and goes through the float32 loops, results rounded once, so
  * they are bit for bit the float32 backend's on the widened tensors, rounded. */
 #include <math.h>

@@ -4,9 +4,10 @@
  * a row norm's weight and bias gradients are column sums over chunks of rows, added in order.
  *
  * Batch norm takes bfloat16 and float16 tensors as they are (its kernels' storage build,
- * norm.cl): x, y, dy and dx in the input's dtype (dy may be float32), the parameters, running
- * statistics and affine gradients in the input's dtype or float32, the saved mean and invstd and
- * the scratch buffers float32, computed exactly as the float32 kernels compute them. */
+ * norm.cl): x, y, dy and dx in the input's dtype (dy and dx may both be float32), the
+ * parameters, running statistics and affine gradients in the input's dtype or float32, the saved
+ * mean and invstd and the scratch buffers float32, computed exactly as the float32 kernels
+ * compute them. */
 #include <limits.h>
 #include "core/check.h"
 #include "cl_linalg.h"
