@@ -258,8 +258,14 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void conv_mma_wgrad_l(
  * tap only ((j dw - pw) & 1), so it is one bit per K row (pmask, per stage); a word never spans
  * two rows of X, so its zero fill at the image's edges is exact. The products read the words as
  * the float32 build reads floats (TC_READ_AT) and, where par is 1, take the two middle halves of
- * the word pair: the pixels' values at that tap. The host launches it where w, ow and the stride
- * along x allow (runtime/backend/opencl/cl_conv.c, bx_fits). */
+ * the word pair: the pixels' values at that tap.
+ *
+ * An even stride along x (conv_mma_fwd_bx2) puts neighbouring output pixels two or more elements
+ * apart, so B holds one word per pixel instead: word wd of a K row is the 32-bit word of X that
+ * holds pixel n0 + wd's element e at that tap (at e - par), whose parity par is again the tap's
+ * ((j dw - pw) & 1, with w even); where it is 1 the products take the word's upper half. The host
+ * launches these where w, ow and the stride along x allow (runtime/backend/opencl/cl_conv.c,
+ * bx_fits). */
 #ifdef CM_XBF16
 #ifndef NC_MMA_BF16
 #error "conv_mma.cl: CM_XBF16 needs NC_MMA_BF16"
@@ -276,10 +282,10 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
 inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int bytes) { *dst = bytes ? *src : 0u; }
 #endif
 
-/* K tile kt into stage st: A from the weights as in the float32 forward; B as word pairs (above)
- * at the work-item's words wd[u] (pixel columns decoded into cy, cx, cofs as there, for the
- * pair's first pixel); the rows' parities into pmask[st]. */
-#define CM_BX_LOAD(BM, st, kt)                                                                     \
+/* K tile kt into stage st: A from the weights as in the float32 forward; B as word pairs (above;
+ * ONE 0) or one word per pixel (ONE 1) at the work-item's words wd[u] (pixel columns decoded into
+ * cy, cx, cofs as there, for the pair's first pixel); the rows' parities into pmask[st]. */
+#define CM_BX_LOAD(BM, st, kt, ONE)                                                                \
   {                                                                                              \
     const int k0_ = kbeg + (kt) * TC_BK;                                                         \
     __local float *sa_ = smem + (st) * CM_STAGE(BM);                                              \
@@ -293,7 +299,7 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
       const int koff_ = c_ * hw + ry_ * p.w + rx_ - par_;                                         \
       mask_ |= (uint)par_ << r_;                                                                  \
       _Pragma("unroll") for (int u_ = 0; u_ < TC_BN / (BM); u_++) {                              \
-        const int h_ = wd[u_] & 1, x_ = cx[u_] + rx_ - par_ + 2 * h_;                             \
+        const int h_ = (ONE) ? 0 : wd[u_] & 1, x_ = cx[u_] + rx_ - par_ + 2 * h_;                 \
         const bool ok_ = kok_ && (h_ == 0 || par_) && (uint)(cy[u_] + ry_) < (uint)p.h && (uint)x_ < (uint)p.w; \
         cm_copy_pair(sb_ + r_ * TC_BN + TC_SWZ(wd[u_] >> 2, r_) * 4 + (wd[u_] & 3),              \
                      ok_ ? X2 + ((cofs[u_] + koff_) >> 1) + h_ : X2, ok_ ? 4 : 0);                \
@@ -302,28 +308,34 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
     }                                                                                            \
     if (lid == 0) pmask[st] = mask_;                                                             \
   }
-#define CM_BX_LOAD_S(st, kt, A_K, B_K) CM_BX_LOAD(64, st, kt)
-#define CM_BX_LOAD_L(st, kt, A_K, B_K) CM_BX_LOAD(128, st, kt)
+#define CM_BX_LOAD_S(st, kt, A_K, B_K) CM_BX_LOAD(64, st, kt, 0)
+#define CM_BX_LOAD_L(st, kt, A_K, B_K) CM_BX_LOAD(128, st, kt, 0)
+#define CM_BX2_LOAD_S(st, kt, A_K, B_K) CM_BX_LOAD(64, st, kt, 1)
+#define CM_BX2_LOAD_L(st, kt, A_K, B_K) CM_BX_LOAD(128, st, kt, 1)
 /* The fragments of stage st, and the parities of the work-item's rows 4t .. 4t + 3 in pm_. */
 #define CM_BX_READ(BM, st)                                                                         \
   CM_READ(BM, st)                                                                                \
   pm_ = pmask[st] >> (4 * t);
 #define CM_BX_READ_S(st, A_K, B_K) CM_BX_READ(64, st)
 #define CM_BX_READ_L(st, A_K, B_K) CM_BX_READ(128, st)
+#define CM_BX2_READ_S CM_BX_READ_S
+#define CM_BX2_READ_L CM_BX_READ_L
 
 /* The products (the pipeline's TC_PRODUCTS in this build): A as in the float32 build; fb[u]
- * holds row 4t + u / (TC_FJ / 4)'s word pairs of four columns, w_[u] the two bfloat16 pairs of
- * those columns after the row's shift; fragment j's column is column j % 4 of chunk j / 4, as
- * the float32 build's TC_B. */
-#undef TC_PRODUCTS
-#define TC_PRODUCTS(A_K, B_K)                                                                      \
+ * holds row 4t + u / (TC_FJ / 4)'s four words of four columns (word pairs, or with ONE a word per
+ * column), w_[u] the two bfloat16 pairs of those columns after the row's shift (or choice of
+ * halves); fragment j's column is column j % 4 of chunk j / 4, as the float32 build's TC_B. */
+#define CM_BX_PAIR(lo, hi, sh, ONE)                                                                \
+  ((ONE) ? ((sh) ? ((lo) >> 16) | ((hi) & 0xffff0000u) : ((lo) & 0xffffu) | ((hi) << 16))       \
+         : ((sh) ? ((lo) >> 16) | ((hi) << 16) : (lo)))
+#define CM_BX_PRODUCTS(A_K, ONE)                                                                   \
   {                                                                                              \
     uint w_[TC_FJ][2];                                                                           \
     _Pragma("unroll") for (int u_ = 0; u_ < TC_FJ; u_++) {                                       \
       const uint4 v_ = as_uint4(fb[u_]);                                                         \
       const bool sh_ = (pm_ >> (u_ / (TC_FJ / 4))) & 1u;                                          \
-      w_[u_][0] = sh_ ? (v_.x >> 16) | (v_.y << 16) : v_.x;                                       \
-      w_[u_][1] = sh_ ? (v_.z >> 16) | (v_.w << 16) : v_.z;                                       \
+      w_[u_][0] = CM_BX_PAIR(v_.x, v_.y, sh_, ONE);                                               \
+      w_[u_][1] = CM_BX_PAIR(v_.z, v_.w, sh_, ONE);                                               \
     }                                                                                            \
     TC_UNROLL for (int i = 0; i < 4; i++) {                                                      \
       const uint a_[4] = {tc_pack(TC_A(A_K, i, 0, 0), TC_A(A_K, i, 0, 1)), tc_pack(TC_A(A_K, i, 1, 0), TC_A(A_K, i, 1, 1)), \
@@ -460,7 +472,9 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
   TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
   CM_WG_EPILOGUE
 
-#define CM_BX_BODY(BM, LOAD, READ)                                                                 \
+#define CM_BX_BODY(BM, LOAD, READ) CM_BX_BODY_(BM, LOAD, READ, 0)
+#define CM_BX2_BODY(BM, LOAD, READ) CM_BX_BODY_(BM, LOAD, READ, 1)
+#define CM_BX_BODY_(BM, LOAD, READ, ONE)                                                           \
   CM_START(BM)                                                                                   \
   __local uint pmask[TC_STAGES];                                                                 \
   const int M = p.o, N = p.n * ohw, K = p.c * khw, split = get_group_id(2);                     \
@@ -471,7 +485,7 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
   int wd[TC_BN / (BM)], col[TC_BN / (BM)], cy[TC_BN / (BM)], cx[TC_BN / (BM)], cofs[TC_BN / (BM)]; \
   _Pragma("unroll") for (int u = 0; u < TC_BN / (BM); u++) {                                     \
     col[u] = wd[u] = lid + u * (BM);                                                             \
-    CM_PIXEL(u, n0 + (wd[u] & ~1))                                                               \
+    CM_PIXEL(u, n0 + ((ONE) ? wd[u] : wd[u] & ~1))                                               \
   }                                                                                              \
   TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
   __global float *Ws = WS + (long)split * p.n * p.o * p.yp; /* split s of K: partial sums */    \
@@ -492,7 +506,13 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
 #define CM_KERNELS(NAME, ARGS, BODY, P)                                                            \
   __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void NAME##_s(ARGS) { BODY(64, P##_LOAD_S, P##_READ_S) } \
   __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void NAME##_l(ARGS) { BODY(128, P##_LOAD_L, P##_READ_L) }
+#undef TC_PRODUCTS
+#define TC_PRODUCTS(A_K, B_K) CM_BX_PRODUCTS(A_K, 0)
 CM_KERNELS(conv_mma_fwd_bx, CM_BX_ARGS, CM_BX_BODY, CM_BX)
+/* The same for an even stride along x: one word per pixel (above). */
+#undef TC_PRODUCTS
+#define TC_PRODUCTS(A_K, B_K) CM_BX_PRODUCTS(A_K, 1)
+CM_KERNELS(conv_mma_fwd_bx2, CM_BX_ARGS, CM_BX2_BODY, CM_BX2)
 
 /* Grid and splits as the float32 weight gradient's; every split writes its partial sums to WS
  * (dense [splits, o, c kh kw]), which conv_mma_sum_bx adds up into dW. */

@@ -224,6 +224,8 @@ local BF16_CONVS = {
   {x = {2, 128, 8, 8}, w = {32, 128, 3, 3}, o = {padding = 1}},
   {x = {2, 32, 16, 16}, w = {256, 32, 3, 3}, o = {padding = 1, stride = 2}},
   {x = {2, 8, 12, 12}, w = {12, 8, 1, 1}, o = {stride = 2}},
+  {x = {2, 8, 11, 12}, w = {16, 8, 3, 3}, o = {stride = 2}}, -- ow odd: a word per pixel
+  {x = {2, 8, 10, 14}, w = {8, 8, 3, 3}, o = {padding = {1, 2}, stride = {1, 2}}},
   {x = {2, 16, 8, 8}, w = {16, 16, 3, 3}, o = {padding = 1, stride = {2, 1}}},
   {x = {2, 8, 9, 11}, w = {16, 8, 3, 3}, o = {padding = 1}},
   {x = {2, 3, 8, 8}, w = {16, 3, 3, 3}, o = {padding = 1}},
@@ -273,21 +275,23 @@ local dx = nc.nn_ops.conv2d_backward_input(y, w, x.shape, {padding = 1})
 local dw = nc.nn_ops.conv2d_backward_weight(y, x, w.shape, {padding = 1})
 local dy32 = nc.ones(y.shape) -- float32 beside the bfloat16 x
 local dw32 = nc.nn_ops.conv2d_backward_weight(dy32, x, w.shape, {padding = 1})
-print(y.dtype, dx.dtype, dw.dtype, dw32.dtype)
+local y2 = nc.conv2d(x, w, nil, {padding = 1, stride = 2})
+print(y.dtype, dx.dtype, dw.dtype, dw32.dtype, y2.dtype)
 ]])
   f:close()
   local out = H.sh(string.format("NETCL_PROFILE=1 NETCL_DEVICE=%s '%s' '%s' 2>&1", dev.spec, H.netcl_lua(), path))
   os.execute("rm -rf '" .. dir .. "'")
-  lu.assertStrContains(out, "bfloat16\tbfloat16\tbfloat16\tfloat32")
+  lu.assertStrContains(out, "bfloat16\tbfloat16\tbfloat16\tfloat32\tbfloat16")
   local function calls(kernel)
     local c = 0
     for n in out:gmatch("(%d+)%s+[%d%.]+%s+" .. kernel .. " ") do c = c + tonumber(n) end
     return c
   end
   lu.assertEquals(calls("conv_mma_fwd_bx_s"), 2, out) -- the forward and the input gradient's one phase
+  lu.assertEquals(calls("conv_mma_fwd_bx2_s"), 1, out) -- the stride-2 forward
   lu.assertEquals(calls("conv_mma_wgrad_bx_s"), 1, out)
   lu.assertEquals(calls("conv_mma_wgrad_bxf_s"), 1, out)
-  lu.assertEquals(calls("copy_float32_bfloat16"), 2, out) -- the weights, widened for the first two
+  lu.assertEquals(calls("copy_float32_bfloat16"), 3, out) -- the weights, widened for the forwards and dX
 end
 
 -- float64 never changes precision.

@@ -149,6 +149,8 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV_MMA_BF_WGRAD_L, "mma+gemm_mma+conv_mma", "conv_mma_wgrad_l", TILED) \
   X(CONV_MMA_BX_FWD_S, "half+mma+gemm_mma+conv_mma", "conv_mma_fwd_bx_s", TILED) \
   X(CONV_MMA_BX_FWD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_fwd_bx_l", TILED) \
+  X(CONV_MMA_BX2_FWD_S, "half+mma+gemm_mma+conv_mma", "conv_mma_fwd_bx2_s", TILED) \
+  X(CONV_MMA_BX2_FWD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_fwd_bx2_l", TILED) \
   X(CONV_MMA_BX_SUM, "half+mma+gemm_mma+conv_mma", "conv_mma_sum_bx", TILED)    \
   X(CONV_MMA_BX_WGRAD_S, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bx_s", TILED) \
   X(CONV_MMA_BX_WGRAD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bx_l", TILED) \

@@ -162,18 +162,19 @@ static bool mma_kernel(nc_device *dev, nc_precision prec, bool wgrad, int64_t m,
                                   &cd->mma_conv, k);
 }
 
-/* conv_mma.cl's kernels for bfloat16 tensors: the forward (X and Y bfloat16, W float32; BX_FWD),
- * the weight gradient (dY and X bfloat16; BX_WGRAD, or a float32 dY: BX_WGRAD_F32) for m rows, or
- * the split sum that rounds (BX_SUM); false where the device has no bfloat16 mma.sync or refused
- * the program. */
+/* conv_mma.cl's kernels for bfloat16 tensors: the forward (X and Y bfloat16, W float32; BX_FWD,
+ * or BX_FWD2 for an even stride along x), the weight gradient (dY and X bfloat16; BX_WGRAD, or a
+ * float32 dY: BX_WGRAD_F32) for m rows, or the split sum that rounds (BX_SUM); false where the
+ * device has no bfloat16 mma.sync or refused the program. */
 #define BX_MODE "-DNC_MMA_BF16=1 -DTC_CONV=1 -DCM_XBF16=1 -DNC_HALF_CONVERSIONS_ONLY=1"
-typedef enum { BX_FWD, BX_WGRAD, BX_WGRAD_F32, BX_SUM } bx_which;
+typedef enum { BX_FWD, BX_FWD2, BX_WGRAD, BX_WGRAD_F32, BX_SUM } bx_which;
 static bool bx_kernel(nc_device *dev, int64_t m, bx_which which, const nc_cl_handle **k) {
   nc_cl_device *cd = dev->impl;
   const bool l = mma_bm(m) == 128;
   const nc_cl_slot slot = which == BX_SUM         ? NC_CL_K_CONV_MMA_BX_SUM
                           : which == BX_WGRAD     ? (l ? NC_CL_K_CONV_MMA_BX_WGRAD_L : NC_CL_K_CONV_MMA_BX_WGRAD_S)
                           : which == BX_WGRAD_F32 ? (l ? NC_CL_K_CONV_MMA_BXF_WGRAD_L : NC_CL_K_CONV_MMA_BXF_WGRAD_S)
+                          : which == BX_FWD2      ? (l ? NC_CL_K_CONV_MMA_BX2_FWD_L : NC_CL_K_CONV_MMA_BX2_FWD_S)
                                                   : (l ? NC_CL_K_CONV_MMA_BX_FWD_L : NC_CL_K_CONV_MMA_BX_FWD_S);
   return dev->info.bf16_mma && nc_cl_tensor_core_kernel(dev, slot, BX_MODE, 2, &cd->mma_conv_bx, k);
 }
@@ -185,11 +186,19 @@ static bool bx_wgrad_fits(const cl_convi *g) {
   return g->kh * g->kw > 1 && (g->oh * g->ow) % 8 == 0 && g->sw == 1 && g->w % 2 == 0 && g->ow % 2 == 0;
 }
 
-/* Whether that kernel takes a forward of geometry g: its word pairs need stride 1 along x and even
- * widths (conv_mma.cl), its A rows 16-byte alignment (c kh kw a multiple of 4). */
-static bool bx_fits(const cl_convi *g) {
+/* Which forward kernel takes geometry g (BX_FWD, BX_FWD2), or BX_SUM where none does: X's width
+ * even, and either stride 1 along x with ow even (word pairs: conv_mma.cl) or an even stride (a
+ * word per pixel); the A rows 16-byte aligned (c kh kw a multiple of 4). */
+static bx_which bx_forward(const cl_convi *g) {
   const int64_t n = (int64_t)g->n * g->oh * g->ow, kt = (int64_t)g->c * g->kh * g->kw;
-  return g->sw == 1 && g->w % 2 == 0 && g->ow % 2 == 0 && kt % 4 == 0 && n + MMA_BN < ((int64_t)1 << 31);
+  if (g->w % 2 != 0 || kt % 4 != 0 || n + MMA_BN >= ((int64_t)1 << 31)) return BX_SUM;
+  return g->sw == 1 && g->ow % 2 == 0 ? BX_FWD : g->sw % 2 == 0 ? BX_FWD2 : BX_SUM;
+}
+
+/* Whether the device runs a bfloat16 forward of geometry g for m = g->o rows: its kernel in *k. */
+static bool bx_fits(nc_device *dev, const cl_convi *g, const nc_cl_handle **k) {
+  const bx_which which = bx_forward(g);
+  return which != BX_SUM && bx_kernel(dev, g->o, which, k);
 }
 
 /* Y = conv(X, W) + bias, with g's geometry (X: [n, c, h, w], W: [o, c, kh, kw]): conv_mma.cl's
@@ -203,7 +212,7 @@ static nc_status fast_forward(nc_device *dev, nc_precision prec, const cl_convi 
                               cl_mem bm, cl_int has_bias, cl_mem ym) {
   const int64_t m = g->o, n = (int64_t)g->n * g->oh * g->ow, kt = (int64_t)g->c * g->kh * g->kw;
   const nc_cl_handle *k, *round_bf16 = NULL;
-  const bool mma = bx ? bx_fits(g) && bx_kernel(dev, m, BX_FWD, &k) && bx_kernel(dev, m, BX_SUM, &round_bf16)
+  const bool mma = bx ? bx_fits(dev, g, &k) && bx_kernel(dev, m, BX_SUM, &round_bf16)
                       : kt % 4 == 0 && n + MMA_BN < ((int64_t)1 << 31) && mma_kernel(dev, prec, false, m, &k);
   if (bx && !mma)
     return nc_error(NC_ERR_UNSUPPORTED, "conv2d of bfloat16 tensors: no kernel for this geometry on this device");
@@ -372,7 +381,7 @@ bool nc_cl_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_
       !bx_kernel(dev, 0, BX_SUM, &k))
     return false;
   const cl_convi g = geometry_i(p);
-  if (op == NC_OP_CONV2D) return bx_fits(&g) && bx_kernel(dev, g.o, BX_FWD, &k);
+  if (op == NC_OP_CONV2D) return bx_fits(dev, &g, &k);
   if (op == NC_OP_CONV2D_BWD_WEIGHT)
     return bx_wgrad_fits(&g) && bx_kernel(dev, g.o, BX_WGRAD, &k) && bx_kernel(dev, g.o, BX_WGRAD_F32, &k);
   if (op != NC_OP_CONV2D_BWD_INPUT || !by_phases(p)) return false;
@@ -381,7 +390,7 @@ bool nc_cl_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_
       const conv_phase a = phase_of(g.h, g.kh, g.sh, g.ph, g.dh, py), b = phase_of(g.w, g.kw, g.sw, g.pw, g.dw, px);
       if (a.n == 0 || b.n == 0 || a.t == 0 || b.t == 0) continue;
       const cl_convi t = phase_conv(&g, &a, &b, py, px);
-      if (!bx_fits(&t) || !bx_kernel(dev, t.o, BX_FWD, &k)) return false;
+      if (!bx_fits(dev, &t, &k)) return false;
     }
   return true;
 }
