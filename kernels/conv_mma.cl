@@ -529,6 +529,102 @@ CM_KERNELS(conv_mma_wgrad_bx, CM_WX_ARGS, CM_WX_BODY, CM_WX)
 #define CM_WF_ARGS const nc_convi p, const int kchunk, __global const float *DY, __global const ushort *X, __global float *WS
 CM_KERNELS(conv_mma_wgrad_bxf, CM_WF_ARGS, CM_WX_BODY, CM_WF)
 
+/* ---- the weight gradient of a bfloat16 X by image rows (conv_mma_wgrad_bxr, bxrf: dY bfloat16 or
+ * float32, as the kernels above, with their results bit for bit). The word pairs above copy two
+ * words for every (tap, pixel pair), 2048 four-byte copies a K tile; but the kw taps (c, i, j)
+ * of one (c, i) read the same row of X, shifted by j dw. Here a K tile is R = 16 / L image rows
+ * of L = min(ow, 16) pixels (ow a multiple of 16, or 4 or 8; oh ow a multiple of 16, so that no
+ * tile straddles two images or ends early), and B holds, for each (c, i) that the tile's 128
+ * columns touch and each of its R rows, the words of X from the row's first pixel's window
+ * start (rounded down to an even element) on: wps words, enough for L pixels and kw - 1 taps.
+ * With stride 1 along x and w even, a word lies wholly inside or outside the image row, so the
+ * zero fill stays exact. A work-item's fragment of column (c, i, j) and pixels 4t .. 4t + 3 (the
+ * bfloat16 K slots: gemm_mma.cl) reads three words from its row's segment at element
+ * 4t mod L + j dw + (pw & 1) and, where that is odd, takes the middle halves. For ResNet18's
+ * 3 x 3 shapes a K tile is 440 to 704 copies. */
+#define CM_WR_NS(BM) (768 / (BM)) /* the work-item's word slots: a stage holds at most 768 words of B */
+#define CM_WR_LOAD(BM, st, kt, LOAD_A)                                                             \
+  {                                                                                              \
+    const int k0_ = kbeg + (kt) * TC_BK;                                                         \
+    __local float *sa_ = smem + (st) * CM_STAGE(BM);                                              \
+    __local uint *sb_ = (__local uint *)(sa_ + (BM) * TC_BK);                                     \
+    LOAD_A(BM)                                                                                   \
+    const int b_ = CV_DIV_OHW(k0_), q_ = k0_ - b_ * ohw, oy_ = CV_DIV_OW(q_), ox_ = q_ - oy_ * p.ow; \
+    const int y_ = oy_ * p.sh, tofs_ = b_ * p.c * hw + y_ * p.w + ox_;                           \
+    _Pragma("unroll") for (int u_ = 0; u_ < CM_WR_NS(BM); u_++) {                                \
+      const bool ok_ = (uint)(y_ + sy[u_]) < (uint)p.h && (uint)(ox_ + sx[u_]) < (uint)p.w;       \
+      cm_copy_pair(sb_ + lid + u_ * (BM), ok_ ? X2 + ((tofs_ + sofs[u_]) >> 1) : X2, ok_ ? 4 : 0); \
+    }                                                                                            \
+  }
+#define CM_WR_LOAD_S(st, kt, A_K, B_K) CM_WR_LOAD(64, st, kt, CM_WX_A16)
+#define CM_WR_LOAD_L(st, kt, A_K, B_K) CM_WR_LOAD(128, st, kt, CM_WX_A16)
+#define CM_WRF_LOAD_S(st, kt, A_K, B_K) CM_WR_LOAD(64, st, kt, CM_WX_A32)
+#define CM_WRF_LOAD_L(st, kt, A_K, B_K) CM_WR_LOAD(128, st, kt, CM_WX_A32)
+/* Stage st's fragments: A as the word-pair kernels'; fragment j's two words of B in fw[j]. */
+#define CM_WR_READ(BM, st, READ_A)                                                                 \
+  {                                                                                              \
+    __local const uint *sa_ = (__local const uint *)(smem + (st) * CM_STAGE(BM));                 \
+    __local const uint *sb_ = (__local const uint *)(smem + (st) * CM_STAGE(BM) + (BM) * TC_BK);  \
+    READ_A                                                                                       \
+    _Pragma("unroll") for (int j_ = 0; j_ < TC_FJ; j_++) {                                       \
+      const uint w0_ = sb_[fo[j_]], w1_ = sb_[fo[j_] + 1], w2_ = sb_[fo[j_] + 2];                \
+      const bool sh_ = (pc_ >> j_) & 1u;                                                         \
+      fw[j_][0] = CM_WX_SHIFT(w0_, w1_, sh_);                                                    \
+      fw[j_][1] = CM_WX_SHIFT(w1_, w2_, sh_);                                                    \
+    }                                                                                            \
+  }
+#define CM_WR_READ_S(st, A_K, B_K) CM_WR_READ(64, st, CM_WX_RA16)
+#define CM_WR_READ_L(st, A_K, B_K) CM_WR_READ(128, st, CM_WX_RA16)
+#define CM_WRF_READ_S(st, A_K, B_K) CM_WR_READ(64, st, CM_WX_RA32)
+#define CM_WRF_READ_L(st, A_K, B_K) CM_WR_READ(128, st, CM_WX_RA32)
+#define CM_WR_PRODUCTS(A_FRAG)                                                                     \
+  TC_UNROLL for (int i = 0; i < 4; i++) {                                                        \
+    const uint a_[4] = A_FRAG(i);                                                                \
+    TC_UNROLL for (int j = 0; j < TC_FJ; j++) {                                                  \
+      const uint b_[2] = {fw[j][0], fw[j][1]};                                                   \
+      MMA_SYNC(acc[i][j], a_, b_);                                                               \
+    }                                                                                            \
+  }
+/* Slot u of the work-item is word q of segment (pair pi = (c, i), row r): sofs its offset from
+ * the tile's first pixel (b, oy, ox) at (c, 0, 0) of X, sy and sx its row's and first element's
+ * offsets from (oy sh, ox) (sx past the image where the slot is past the stage's words). */
+#define CM_WR_BODY(BM, LOAD, READ)                                                                 \
+  CM_START(BM)                                                                                   \
+  const int M = p.o, N = p.c * khw, split = get_group_id(2);                                     \
+  const int kbeg = split * kchunk, kend = min(p.n * ohw, kbeg + kchunk);                        \
+  const int ntiles = (kend - kbeg + TC_BK - 1) / TC_BK;                                          \
+  __global const float *Abase = (__global const float *)DY; /* A's zero-fill address */        \
+  __global const uint *X2 = (__global const uint *)X;                                            \
+  uint2 fa2[8];                                                                                  \
+  uint fw[TC_FJ][2];                                                                             \
+  const int L = min(p.ow, 16), R = 16 / L, pp = p.pw & 1, xb = -p.pw - pp;                       \
+  const int wps = (L + (p.kw - 1) * p.dw + pp + 1) / 2, ci0 = n0 / p.kw;                          \
+  const int npair = min(p.c * p.kh, (min(N, n0 + TC_BN) - 1) / p.kw + 1) - ci0;                  \
+  int sofs[CM_WR_NS(BM)], sy[CM_WR_NS(BM)], sx[CM_WR_NS(BM)];                                     \
+  _Pragma("unroll") for (int u = 0; u < CM_WR_NS(BM); u++) {                                     \
+    const int s = lid + u * (BM), pi = s / (R * wps), rem = s - pi * R * wps, r = rem / wps;     \
+    const int ci = ci0 + (pi < npair ? pi : 0), c = ci / p.kh, i = ci - c * p.kh;                \
+    sy[u] = r * p.sh + i * p.dh - p.ph;                                                          \
+    sx[u] = pi < npair ? xb + 2 * (rem - r * wps) : -(1 << 29);                                   \
+    sofs[u] = c * hw + sy[u] * p.w + sx[u];                                                      \
+  }                                                                                              \
+  int fo[TC_FJ];                                                                                 \
+  uint pc_ = 0; /* bit j: whether fragment j's first pixel sits at an odd element */            \
+  _Pragma("unroll") for (int j = 0; j < TC_FJ; j++) {                                            \
+    const int n = n0 + wn * TC_WN + (j / 4) * 32 + 4 * g + j % 4, nn = n < N ? n : n0;           \
+    const int ci = nn / p.kw, jt = nn - ci * p.kw, r = (4 * t) / L, e = 4 * t - r * L + jt * p.dw + pp; \
+    fo[j] = ((ci - ci0) * R + r) * wps + (e >> 1);                                               \
+    pc_ |= (uint)(e & 1) << j;                                                                   \
+  }                                                                                              \
+  TC_PIPELINE(LOAD, READ, 1, 0)                                                                  \
+  CM_WG_EPILOGUE
+#undef TC_PRODUCTS
+#define TC_PRODUCTS(A_K, B_K) CM_WR_PRODUCTS(CM_WX_A16_FRAG)
+CM_KERNELS(conv_mma_wgrad_bxr, CM_WX_ARGS, CM_WR_BODY, CM_WR)
+#undef TC_PRODUCTS
+#define TC_PRODUCTS(A_K, B_K) CM_WR_PRODUCTS(CM_WX_A32_FRAG)
+CM_KERNELS(conv_mma_wgrad_bxrf, CM_WF_ARGS, CM_WR_BODY, CM_WRF)
+
 /* Y at p's output layout = the sum over s < splits of WS[s total + i], rounded once. */
 __kernel void conv_mma_sum_bx(__global const float *WS, const int splits, const nc_convi p, __global ushort *Y) {
   CV_SUM_SPLITS(float, WS, splits, Y, nc_to_bf16)

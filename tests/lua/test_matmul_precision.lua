@@ -226,6 +226,13 @@ local BF16_CONVS = {
   {x = {2, 8, 12, 12}, w = {12, 8, 1, 1}, o = {stride = 2}},
   {x = {2, 8, 11, 12}, w = {16, 8, 3, 3}, o = {stride = 2}}, -- ow odd: a word per pixel
   {x = {2, 8, 10, 14}, w = {8, 8, 3, 3}, o = {padding = {1, 2}, stride = {1, 2}}},
+  -- weight gradients by image rows: 16 pixels of a row, two tiles a row, four rows a tile,
+  -- five taps, dilation
+  {x = {2, 8, 16, 16}, w = {16, 8, 3, 3}, o = {padding = 1}},
+  {x = {1, 4, 6, 32}, w = {8, 4, 3, 3}, o = {padding = 1}},
+  {x = {2, 16, 4, 4}, w = {32, 16, 3, 3}, o = {padding = 1}},
+  {x = {2, 4, 16, 16}, w = {8, 4, 5, 5}, o = {padding = 2}},
+  {x = {2, 8, 16, 16}, w = {8, 8, 3, 3}, o = {padding = 2, dilation = 2}},
   {x = {2, 16, 8, 8}, w = {16, 16, 3, 3}, o = {padding = 1, stride = {2, 1}}},
   {x = {2, 8, 9, 11}, w = {16, 8, 3, 3}, o = {padding = 1}},
   {x = {2, 3, 8, 8}, w = {16, 3, 3, 3}, o = {padding = 1}},
@@ -284,12 +291,14 @@ local dw = nc.nn_ops.conv2d_backward_weight(y, x, w.shape, {padding = 1})
 local dy32 = nc.ones(y.shape) -- float32 beside the bfloat16 x
 local dw32 = nc.nn_ops.conv2d_backward_weight(dy32, x, w.shape, {padding = 1})
 local y2 = nc.conv2d(x, w, nil, {padding = 1, stride = 2})
-print(y.dtype, dx.dtype, dw.dtype, dw32.dtype, y2.dtype)
+local x12 = nc.randn({2, 16, 12, 12}):to("bfloat16") -- ow 12: the word-pair weight gradient
+local dw12 = nc.nn_ops.conv2d_backward_weight(nc.ones({2, 32, 12, 12}), x12, w.shape, {padding = 1})
+print(y.dtype, dx.dtype, dw.dtype, dw32.dtype, y2.dtype, dw12.dtype)
 ]])
   f:close()
   local out = H.sh(string.format("NETCL_PROFILE=1 NETCL_DEVICE=%s '%s' '%s' 2>&1", dev.spec, H.netcl_lua(), path))
   os.execute("rm -rf '" .. dir .. "'")
-  lu.assertStrContains(out, "bfloat16\tbfloat16\tbfloat16\tfloat32\tbfloat16")
+  lu.assertStrContains(out, "bfloat16\tbfloat16\tbfloat16\tfloat32\tbfloat16\tfloat32")
   local function calls(kernel)
     local c = 0
     for n in out:gmatch("(%d+)%s+[%d%.]+%s+" .. kernel .. " ") do c = c + tonumber(n) end
@@ -297,8 +306,9 @@ print(y.dtype, dx.dtype, dw.dtype, dw32.dtype, y2.dtype)
   end
   lu.assertEquals(calls("conv_mma_fwd_bx_s"), 2, out) -- the forward and the input gradient's one phase
   lu.assertEquals(calls("conv_mma_fwd_bx2_s"), 1, out) -- the stride-2 forward
-  lu.assertEquals(calls("conv_mma_wgrad_bx_s"), 1, out)
-  lu.assertEquals(calls("conv_mma_wgrad_bxf_s"), 1, out)
+  lu.assertEquals(calls("conv_mma_wgrad_bxr_s"), 1, out) -- by image rows (ow 8)
+  lu.assertEquals(calls("conv_mma_wgrad_bxrf_s"), 1, out)
+  lu.assertEquals(calls("conv_mma_wgrad_bxf_s"), 1, out) -- word pairs (ow 12)
   lu.assertEquals(calls("copy_float32_bfloat16"), 3, out) -- the weights, widened for the forwards and dX
 end
 

@@ -156,6 +156,10 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(CONV_MMA_BX_WGRAD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bx_l", TILED) \
   X(CONV_MMA_BXF_WGRAD_S, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bxf_s", TILED) \
   X(CONV_MMA_BXF_WGRAD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bxf_l", TILED) \
+  X(CONV_MMA_BXR_WGRAD_S, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bxr_s", TILED) \
+  X(CONV_MMA_BXR_WGRAD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bxr_l", TILED) \
+  X(CONV_MMA_BXRF_WGRAD_S, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bxrf_s", TILED) \
+  X(CONV_MMA_BXRF_WGRAD_L, "half+mma+gemm_mma+conv_mma", "conv_mma_wgrad_bxrf_l", TILED) \
   X(GEMM_TF32_RR, "mma+gemm_tf32", "gemm_tf32_rr", TILED)                    \
   X(GEMM_TF32_RC, "mma+gemm_tf32", "gemm_tf32_rc", TILED)                    \
   X(GEMM_TF32_CR, "mma+gemm_tf32", "gemm_tf32_cr", TILED)                    \

@@ -167,7 +167,7 @@ static bool mma_kernel(nc_device *dev, nc_precision prec, bool wgrad, int64_t m,
  * float32 dY: BX_WGRAD_F32) for m rows, or the split sum that rounds (BX_SUM); false where the
  * device has no bfloat16 mma.sync or refused the program. */
 #define BX_MODE "-DNC_MMA_BF16=1 -DTC_CONV=1 -DCM_XBF16=1 -DNC_HALF_CONVERSIONS_ONLY=1"
-typedef enum { BX_FWD, BX_FWD2, BX_WGRAD, BX_WGRAD_F32, BX_SUM } bx_which;
+typedef enum { BX_FWD, BX_FWD2, BX_WGRAD, BX_WGRAD_F32, BX_WGRAD_R, BX_WGRAD_RF, BX_SUM } bx_which;
 static bool bx_kernel(nc_device *dev, int64_t m, bx_which which, const nc_cl_handle **k) {
   nc_cl_device *cd = dev->impl;
   const bool l = mma_bm(m) == 128;
@@ -175,6 +175,8 @@ static bool bx_kernel(nc_device *dev, int64_t m, bx_which which, const nc_cl_han
                           : which == BX_WGRAD     ? (l ? NC_CL_K_CONV_MMA_BX_WGRAD_L : NC_CL_K_CONV_MMA_BX_WGRAD_S)
                           : which == BX_WGRAD_F32 ? (l ? NC_CL_K_CONV_MMA_BXF_WGRAD_L : NC_CL_K_CONV_MMA_BXF_WGRAD_S)
                           : which == BX_FWD2      ? (l ? NC_CL_K_CONV_MMA_BX2_FWD_L : NC_CL_K_CONV_MMA_BX2_FWD_S)
+                          : which == BX_WGRAD_R   ? (l ? NC_CL_K_CONV_MMA_BXR_WGRAD_L : NC_CL_K_CONV_MMA_BXR_WGRAD_S)
+                          : which == BX_WGRAD_RF  ? (l ? NC_CL_K_CONV_MMA_BXRF_WGRAD_L : NC_CL_K_CONV_MMA_BXRF_WGRAD_S)
                                                   : (l ? NC_CL_K_CONV_MMA_BX_FWD_L : NC_CL_K_CONV_MMA_BX_FWD_S);
   return dev->info.bf16_mma && nc_cl_tensor_core_kernel(dev, slot, BX_MODE, 2, &cd->mma_conv_bx, k);
 }
@@ -184,6 +186,16 @@ static bool bx_kernel(nc_device *dev, int64_t m, bx_which which, const nc_cl_han
  * 8) and the word pairs of the forward (stride 1 along x, even widths). */
 static bool bx_wgrad_fits(const cl_convi *g) {
   return g->kh * g->kw > 1 && (g->oh * g->ow) % 8 == 0 && g->sw == 1 && g->w % 2 == 0 && g->ow % 2 == 0;
+}
+
+/* Whether the weight gradient by image rows (conv_mma_wgrad_bxr, bxrf) takes geometry g, which
+ * bx_wgrad_fits already does: K tiles of whole image rows or 16 pixels of one (ow a multiple of
+ * 16, or 4 or 8; oh ow a multiple of 16), and a stage's segments within 768 words (conv_mma.cl). */
+static bool bx_wgrad_rows(const cl_convi *g) {
+  const int64_t l = g->ow < 16 ? g->ow : 16, r = 16 / l, pp = g->pw & 1;
+  const int64_t wps = (l + (int64_t)(g->kw - 1) * g->dw + pp + 1) / 2;
+  return (g->ow % 16 == 0 || g->ow == 4 || g->ow == 8) && (g->oh * g->ow) % 16 == 0 &&
+         ((MMA_BN - 1) / g->kw + 2) * r * wps <= 768;
 }
 
 /* Which forward kernel takes geometry g (BX_FWD, BX_FWD2), or BX_SUM where none does: X's width
@@ -331,7 +343,9 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   int64_t bm_, bn_, items;
   /* a bfloat16 X (nc_cl_conv2d_storage), with dY and dW bfloat16, or both float32 */
   const bool bx = x->dtype == NC_BFLOAT16, bx16 = bx && dy->dtype == NC_BFLOAT16;
-  if (bx && !(bx_wgrad_fits(&g) && bx_kernel(dev, m, bx16 ? BX_WGRAD : BX_WGRAD_F32, &k) &&
+  const bool rows = bx && bx_wgrad_fits(&g) && bx_wgrad_rows(&g);
+  if (bx && !(bx_wgrad_fits(&g) &&
+              bx_kernel(dev, m, rows ? (bx16 ? BX_WGRAD_R : BX_WGRAD_RF) : bx16 ? BX_WGRAD : BX_WGRAD_F32, &k) &&
               (!bx16 || bx_kernel(dev, m, BX_SUM, &round_bf16))))
     return nc_error(NC_ERR_UNSUPPORTED, "conv2d weight gradient of bfloat16 tensors: no kernel for this geometry on this device");
   if (bx) {
