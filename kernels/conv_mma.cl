@@ -402,12 +402,15 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
 #define CM_WX_LOAD_L(st, kt, A_K, B_K) CM_WX_LOAD(128, st, kt, CM_WX_A16)
 #define CM_WF_LOAD_S(st, kt, A_K, B_K) CM_WX_LOAD(64, st, kt, CM_WX_A32)
 #define CM_WF_LOAD_L(st, kt, A_K, B_K) CM_WX_LOAD(128, st, kt, CM_WX_A32)
+/* Stage st's A and B as words, at sa_ and sb_ */
+#define CM_STAGE_WORDS(BM, st)                                                                     \
+  __local const uint *sa_ = (__local const uint *)(smem + (st) * CM_STAGE(BM));                   \
+  __local const uint *sb_ = (__local const uint *)(smem + (st) * CM_STAGE(BM) + (BM) * TC_BK);
 /* Stage st's fragments: fa2[2i + h] row wm 64 + 16 i + 8 h + g's words 2t, 2t + 1; fb4[2 s + v] of
  * chunk hh (columns 4 ch .. 4 ch + 3, ch = wn 16 + 8 hh + g), row pair 2t + s: unit 2 ch + v. */
 #define CM_WX_READ(BM, st, READ_A)                                                                 \
   {                                                                                              \
-    __local const uint *sa_ = (__local const uint *)(smem + (st) * CM_STAGE(BM));                 \
-    __local const uint *sb_ = (__local const uint *)(smem + (st) * CM_STAGE(BM) + (BM) * TC_BK);  \
+    CM_STAGE_WORDS(BM, st)                                                                       \
     READ_A                                                                                       \
     _Pragma("unroll") for (int u_ = 0; u_ < TC_FJ; u_++) {                                       \
       const int hh_ = u_ / 4, rp_ = 2 * t + ((u_ >> 1) & 1), ch_ = wn * (TC_WN / 4) + hh_ * 8 + g; \
@@ -448,14 +451,18 @@ inline void cm_copy_pair(__local uint *dst, __global const uint *src, const int 
 #if TC_FJ != 8
 #error "conv_mma.cl: the bfloat16 build's fragment reads assume two warps along N"
 #endif
-#define CM_WX_BODY(BM, LOAD, READ)                                                                 \
+/* The bfloat16 weight gradients' start: the work-item's place, its split of K, A's words. */
+#define CM_WX_START(BM)                                                                            \
   CM_START(BM)                                                                                   \
   const int M = p.o, N = p.c * khw, split = get_group_id(2);                                     \
   const int kbeg = split * kchunk, kend = min(p.n * ohw, kbeg + kchunk);                        \
   const int ntiles = (kend - kbeg + TC_BK - 1) / TC_BK;                                          \
   __global const float *Abase = (__global const float *)DY; /* A's zero-fill address */        \
   __global const uint *X2 = (__global const uint *)X;                                            \
-  uint2 fa2[8];                                                                                  \
+  uint2 fa2[8];
+
+#define CM_WX_BODY(BM, LOAD, READ)                                                                 \
+  CM_WX_START(BM)                                                                                \
   uint4 fb4[TC_FJ];                                                                              \
   int wd[2 * TC_BN / (BM)], ry[2 * TC_BN / (BM)], rx[2 * TC_BN / (BM)], tofs[2 * TC_BN / (BM)], par[2 * TC_BN / (BM)]; \
   _Pragma("unroll") for (int u = 0; u < 2 * TC_BN / (BM); u++) {                                 \
@@ -563,8 +570,7 @@ CM_KERNELS(conv_mma_wgrad_bxf, CM_WF_ARGS, CM_WX_BODY, CM_WF)
 /* Stage st's fragments: A as the word-pair kernels'; fragment j's two words of B in fw[j]. */
 #define CM_WR_READ(BM, st, READ_A)                                                                 \
   {                                                                                              \
-    __local const uint *sa_ = (__local const uint *)(smem + (st) * CM_STAGE(BM));                 \
-    __local const uint *sb_ = (__local const uint *)(smem + (st) * CM_STAGE(BM) + (BM) * TC_BK);  \
+    CM_STAGE_WORDS(BM, st)                                                                       \
     READ_A                                                                                       \
     _Pragma("unroll") for (int j_ = 0; j_ < TC_FJ; j_++) {                                       \
       const uint w0_ = sb_[fo[j_]], w1_ = sb_[fo[j_] + 1], w2_ = sb_[fo[j_] + 2];                \
@@ -589,13 +595,7 @@ CM_KERNELS(conv_mma_wgrad_bxf, CM_WF_ARGS, CM_WX_BODY, CM_WF)
  * the tile's first pixel (b, oy, ox) at (c, 0, 0) of X, sy and sx its row's and first element's
  * offsets from (oy sh, ox) (sx past the image where the slot is past the stage's words). */
 #define CM_WR_BODY(BM, LOAD, READ)                                                                 \
-  CM_START(BM)                                                                                   \
-  const int M = p.o, N = p.c * khw, split = get_group_id(2);                                     \
-  const int kbeg = split * kchunk, kend = min(p.n * ohw, kbeg + kchunk);                        \
-  const int ntiles = (kend - kbeg + TC_BK - 1) / TC_BK;                                          \
-  __global const float *Abase = (__global const float *)DY; /* A's zero-fill address */        \
-  __global const uint *X2 = (__global const uint *)X;                                            \
-  uint2 fa2[8];                                                                                  \
+  CM_WX_START(BM)                                                                                \
   uint fw[TC_FJ][2];                                                                             \
   const int L = min(p.ow, 16), R = 16 / L, pp = p.pw & 1, xb = -p.pw - pp;                       \
   const int wps = (L + (p.kw - 1) * p.dw + pp + 1) / 2, ci0 = n0 / p.kw;                          \
