@@ -198,6 +198,14 @@ static bool bx_wgrad_rows(const cl_convi *g) {
          ((MMA_BN - 1) / g->kw + 2) * r * wps <= 768;
 }
 
+/* The bfloat16 weight gradient's kernel for geometry g (m = g->o rows) with a bfloat16 dY (bf16)
+ * or a float32 one: by image rows where they fit, else word pairs; false where none runs. */
+static bool bx_wgrad_kernel(nc_device *dev, const cl_convi *g, bool bf16, const nc_cl_handle **k) {
+  if (!bx_wgrad_fits(g)) return false;
+  const bool rows = bx_wgrad_rows(g);
+  return bx_kernel(dev, g->o, rows ? (bf16 ? BX_WGRAD_R : BX_WGRAD_RF) : bf16 ? BX_WGRAD : BX_WGRAD_F32, k);
+}
+
 /* Which forward kernel takes geometry g (BX_FWD, BX_FWD2), or BX_SUM where none does: X's width
  * even, and either stride 1 along x with ow even (word pairs: conv_mma.cl) or an even stride (a
  * word per pixel); the A rows 16-byte aligned (c kh kw a multiple of 4). */
@@ -343,10 +351,7 @@ static nc_status fast_backward_weight(const nc_conv2d_desc *p, const nc_tensor *
   int64_t bm_, bn_, items;
   /* a bfloat16 X (nc_cl_conv2d_storage), with dY and dW bfloat16, or both float32 */
   const bool bx = x->dtype == NC_BFLOAT16, bx16 = bx && dy->dtype == NC_BFLOAT16;
-  const bool rows = bx && bx_wgrad_fits(&g) && bx_wgrad_rows(&g);
-  if (bx && !(bx_wgrad_fits(&g) &&
-              bx_kernel(dev, m, rows ? (bx16 ? BX_WGRAD_R : BX_WGRAD_RF) : bx16 ? BX_WGRAD : BX_WGRAD_F32, &k) &&
-              (!bx16 || bx_kernel(dev, m, BX_SUM, &round_bf16))))
+  if (bx && !(bx_wgrad_kernel(dev, &g, bx16, &k) && (!bx16 || bx_kernel(dev, m, BX_SUM, &round_bf16))))
     return nc_error(NC_ERR_UNSUPPORTED, "conv2d weight gradient of bfloat16 tensors: no kernel for this geometry on this device");
   if (bx) {
     bm_ = items = mma_bm(m), bn_ = MMA_BN;
@@ -397,7 +402,7 @@ bool nc_cl_conv2d_storage(nc_device *dev, nc_op op, const nc_conv2d_desc *p, nc_
   const cl_convi g = geometry_i(p);
   if (op == NC_OP_CONV2D) return bx_fits(dev, &g, &k);
   if (op == NC_OP_CONV2D_BWD_WEIGHT)
-    return bx_wgrad_fits(&g) && bx_kernel(dev, g.o, BX_WGRAD, &k) && bx_kernel(dev, g.o, BX_WGRAD_F32, &k);
+    return bx_wgrad_kernel(dev, &g, true, &k) && bx_wgrad_kernel(dev, &g, false, &k);
   if (op != NC_OP_CONV2D_BWD_INPUT || !by_phases(p)) return false;
   for (int py = 0; py < g.sh; py++)
     for (int px = 0; px < g.sw; px++) {
