@@ -94,10 +94,10 @@ static nc_status unary_rule(nc_ag_ctx *c, nc_tensor *g, nc_tensor **gi) {
   if (op == NC_OP_NEG) {
     gi[0] = ag_keep(&S, ag_un(&S, NC_OP_NEG, ag_widen(&S, g)));
   } else if (op == NC_OP_RELU) {
-    /* g where y > 0, else 0: two passes (the comparison reads y in its own dtype, bfloat16 too),
-     * not a derivative tensor times g; 0 where y <= 0 whatever g holds, as PyTorch's */
-    nc_tensor *pos = ag_bin(&S, NC_OP_GT, AG_T(ag_saved(&S, c, 0)), AG_F(0.0));
-    gi[0] = ag_keep(&S, ag_where(&S, pos, AG_T(ag_widen(&S, g)), AG_F(0.0)));
+    /* 0 where y <= 0 whatever g holds, else g (PyTorch's threshold_backward): one pass of the
+     * fused op, which reads y in its own dtype (bfloat16 too) */
+    nc_tensor *gw = ag_widen(&S, g), *r = NULL;
+    if (ag_ok(&S)) gi[0] = ag_keep(&S, ag_take(&S, nc_relu_backward(gw, ag_saved(&S, c, 0), &r), &r));
   } else if (!what) {
     gi[0] = ag_keep(&S, ag_zeros_like(&S, ag_widen(&S, g)));
   } else {

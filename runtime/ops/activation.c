@@ -1,6 +1,6 @@
 /* Activations defined by their op-table rows (netcl/table_ops.h): elu, softplus, mish and
- * leaky_relu. Each checks its input and numbers, takes x contiguous (x itself when it already is,
- * at any offset) and writes a new tensor of x's shape and dtype through its backend kernel, in
+ * leaky_relu, and relu's gradient relu_backward (last). Each checks its input and numbers, takes
+ * x contiguous (x itself when it already is, at any offset) and writes a new tensor of x's shape and dtype through its backend kernel, in
  * chunks of ACT_CHUNK elements: one OpenCL work-group per chunk. A storage-dtype x (bfloat16,
  * float16) goes through the float32 kernel: x widened (exactly), the float32 result rounded once
  * into x's dtype, as the elementwise families compute those dtypes. */
@@ -79,4 +79,54 @@ nc_status nc_mish(nc_tensor *x, nc_tensor **out) { return activation(NC_OP_MISH,
 nc_status nc_leaky_relu(nc_tensor *x, double negative_slope, nc_tensor **out) {
   NC_TRY(check_finite("negative_slope", negative_slope));
   return activation(NC_OP_LEAKY_RELU, x, 1, &negative_slope, out);
+}
+
+/* t contiguous in dtype dt: t itself (retained) when it already is, else a copy. */
+static nc_status contiguous_as(nc_tensor *t, nc_dtype dt, nc_tensor **out) {
+  if (t->dtype == dt) return nc_contiguous(t, out);
+  return nc_to(t, nc_tensor_device(t), dt, out);
+}
+
+/* relu_backward's kernels take dy float32 or float64 with y of dy's dtype, or a storage y beside a
+ * float32 dy, as it is. Other pairs get there exactly: a storage dy is widened (the result rounded
+ * back into its dtype: exact, it holds dy's values and zeros), and dy and y of float32 and float64
+ * both go to float64 (a float64 y keeps its sign and zeros). */
+nc_status nc_relu_backward(nc_tensor *dy, nc_tensor *y, nc_tensor **out) {
+  if (!dy || !y) return nc_error(NC_ERR_ARG, "relu_backward needs dy and y");
+  if (!nc_dtype_is_float(dy->dtype) || !nc_dtype_is_float(y->dtype))
+    return nc_error(NC_ERR_DTYPE, "relu_backward takes float tensors, got dy %s and y %s", nc_dtype_name(dy->dtype),
+                    nc_dtype_name(y->dtype));
+  nc_device *dev = nc_tensor_device(dy);
+  if (nc_tensor_device(y) != dev) return nc_error(NC_ERR_DEVICE, "relu_backward: dy and y are on different devices");
+  bool same = dy->ndim == y->ndim;
+  for (int i = 0; same && i < dy->ndim; i++) same = dy->shape[i] == y->shape[i];
+  if (!same) {
+    char a[96], b[96];
+    return nc_error(NC_ERR_SHAPE, "relu_backward: dy %s and y %s differ in shape",
+                    nc_shape_str(dy->ndim, dy->shape, a, sizeof a), nc_shape_str(y->ndim, y->shape, b, sizeof b));
+  }
+  /* the dtypes the kernel reads dy and y in */
+  const nc_dtype gd = dy->dtype == NC_FLOAT64 || y->dtype == NC_FLOAT64 ? NC_FLOAT64 : NC_FLOAT32;
+  const nc_dtype yd = nc_dtype_is_storage(y->dtype) && gd == NC_FLOAT32 ? y->dtype : gd;
+  const int64_t n = nc_tensor_numel(dy);
+  nc_tensor *g = NULL, *yc = NULL, *dx = NULL;
+  nc_status s = contiguous_as(dy, gd, &g);
+  if (s == NC_OK) s = contiguous_as(y, yd, &yc);
+  if (s == NC_OK) s = nc_tensor_empty(dev, gd, dy->ndim, dy->shape, 0, &dx);
+  if (s == NC_OK && n > 0) {
+    nc_kernel_call k = {.op = NC_OP_RELU_BWD,
+                        .nt = 3,
+                        .t = {g, yc, dx},
+                        .ni = 2,
+                        .i = {n, ACT_CHUNK},
+                        .rows = (n + ACT_CHUNK - 1) / ACT_CHUNK};
+    s = nc_bk_kernel(&k);
+  }
+  nc_tensor_release(g);
+  nc_tensor_release(yc);
+  if (s != NC_OK) {
+    nc_tensor_release(dx);
+    return s;
+  }
+  return nc_round_result(NC_OK, dx, dy->dtype, out);
 }

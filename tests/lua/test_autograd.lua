@@ -60,16 +60,17 @@ function TestTape:test_explicit_gradient_for_a_non_scalar_output()
   H.assert_close(x.grad, {{2, 0}, {3, 16}}, 1e-12)
 end
 
--- relu passes g where its output is positive and 0 elsewhere, whatever g holds there (as
--- PyTorch's threshold_backward: an infinite or NaN g at a negative input gives 0, not NaN), in
--- float64 and on bfloat16 values (whose gradients are float32) on the device under test.
+-- relu passes g where its output is not <= 0 and 0 elsewhere, whatever g holds there (as
+-- PyTorch's threshold_backward: an infinite or NaN g at a negative input gives 0, not NaN; a NaN
+-- input, whose output is NaN, passes g), in float64 and on bfloat16 values (whose gradients are
+-- float32) on the device under test.
 function TestTape:test_relu_gradient_is_g_where_positive()
-  local x = ag.param(f64({-2, -0.5, 0, 0.25, 3}))
+  local x = ag.param(f64({-2, -0.5, 0, 0.25, 3, 0 / 0}))
   local tape = ag.Tape()
   local y = tape:record(function() return x:relu() end)
-  tape:backward(y, f64({math.huge, 0 / 0, 5, 7, -1}))
+  tape:backward(y, f64({math.huge, 0 / 0, 5, 7, -1, 4}))
   local g = x.grad:tolist()
-  lu.assertEquals({g[1], g[2], g[3], g[4], g[5]}, {0, 0, 0, 7, -1})
+  lu.assertEquals({g[1], g[2], g[3], g[4], g[5], g[6]}, {0, 0, 0, 7, -1, 4})
   local xb = ag.param(nc.tensor({-1.5, 2.5, 0.75, -3}, {device = dev}):to("bfloat16"))
   tape = ag.Tape()
   y = tape:record(function() return (xb:relu() * 2):sum() end)

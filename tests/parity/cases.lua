@@ -422,6 +422,34 @@ function K.activation(case, size, dtype, H)
   return one_input_trials(case, size, dtype, H, function(ins) return nc[case.name](ins[1], case.opts) end)
 end
 
+-- nc.nn_ops.relu_backward(dy, y): both in every layout, nan and infinities in either, and a bfloat16 or
+-- float16 y beside a float32 dy (the kernels' storage build reads it as it is), at offsets that
+-- are and are not multiples of 4 (the vector and the scalar loops).
+function K.relu_backward(case, size, dtype, H)
+  local shape = H.SHAPES[size]
+  local dy = H.values(shape, dtype, {-3, 3}, key(case, size, dtype, "dy"))
+  local y = H.values(shape, dtype, {-3, 3}, key(case, size, dtype, "y"))
+  local call = function(ins) return nc.nn_ops.relu_backward(ins[1], ins[2]) end
+  local trials = {}
+  local function add(label, layouts, a, b)
+    trials[#trials + 1] = {label = label, layout = layouts[1], layouts = layouts, inputs = {a, b}, call = call}
+  end
+  add("contiguous", {"contiguous", "contiguous"}, dy, y)
+  add("transposed", {"transposed", "transposed"}, dy, y)
+  add("narrowed", {"narrowed", "narrowed"}, dy, y)
+  add("narrowed dy", {"narrowed", "contiguous"}, dy, y)
+  add("nan/inf dy", {"contiguous", "contiguous"}, H.specials(dy:clone()), y)
+  add("nan/inf y", {"contiguous", "contiguous"}, dy, H.specials(y:clone()))
+  if dtype == "float32" then
+    for _, s in ipairs({"bfloat16", "float16"}) do
+      add("y " .. s, {"contiguous", "contiguous"}, dy, y:to(s))
+      add("y " .. s .. " narrowed", {"contiguous", "narrowed"}, dy, y:to(s))
+      add("y " .. s .. " transposed", {"transposed", "transposed"}, dy, y:to(s))
+    end
+  end
+  return trials
+end
+
 local function act(name, domain, opts)
   return {name = name, trials = K.activation, dtypes = F, domain = domain, opts = opts}
 end
@@ -464,6 +492,7 @@ return {
   act("softplus", nil, {beta = -0.5, threshold = 1}),
   act("mish", {-30, 30}), act("mish", {-3, 3}),
   act("leaky_relu"), act("leaky_relu", nil, {negative_slope = -0.5}),
+  {name = "relu_backward", trials = K.relu_backward, dtypes = F},
   -- elementwise: binary and comparisons
   b("add", {dtypes = ALL}), b("sub", {dtypes = NUM}), b("mul", {dtypes = ALL}),
   b("div", {dtypes = {"float32", "float64", "int32", "int64"}, domain_b = {0.25, 3}, scalar_int = 3}),

@@ -75,7 +75,8 @@ H.SIZES = {1, 7, 33, 1000, 65537}
 H.SHAPES = {[1] = {1}, [7] = {7}, [33] = {3, 11}, [1000] = {10, 10, 10}, [65537] = {65537}}
 H.FLOATS = {float32 = true, float64 = true}
 local SENTINEL = {float32 = -7777.25, float64 = -7777.25, int32 = 77777, int64 = 77777, uint8 = 77, bool = true}
-local INPUT_SENTINEL = {float32 = 0 / 0, float64 = 0 / 0, int32 = 99, int64 = 99, uint8 = 99, bool = true}
+local INPUT_SENTINEL = {float32 = 0 / 0, float64 = 0 / 0, bfloat16 = 0 / 0, float16 = 0 / 0, int32 = 99, int64 = 99,
+                        uint8 = 99, bool = true}
 local THRESHOLD = {float32 = 1e-5, float64 = 1e-12}
 
 local function hash(s)

@@ -1,9 +1,11 @@
 /* CPU activations (op-table KERNEL rows elu, softplus, mish, leaky_relu): t = {x, y}, contiguous,
  * float32 or float64; i = {n, chunk} (the chunk only shapes OpenCL's launch); f = the op's
  * numbers. Each op is one loop over the elements in x's precision (tgmath.h picks expf, log1pf,
- * ... for float32); the expressions match kernels/activation.cl term for term. */
+ * ... for float32); the expressions match kernels/activation.cl term for term. relu_backward,
+ * last, takes three tensors. */
 #include <tgmath.h>
 #include "cpu_backend.h"
+#include "netcl/half.h"
 #include "strided.h"
 
 static inline void *elems(const nc_tensor *t) {
@@ -64,5 +66,29 @@ nc_status nc_cpu_mish(const nc_kernel_call *k) {
 
 nc_status nc_cpu_leaky_relu(const nc_kernel_call *k) { /* f = {negative_slope} */
   ACT_MAP(k, v > 0 ? v : p0 * v);
+  return NC_OK;
+}
+
+/* relu_backward: t = {dy, y, dx}, contiguous; dx = y <= 0 ? 0 : dy (torch's threshold_backward at
+ * 0: a nan y passes dy). dy and dx float32 or float64; y of their dtype, or a storage dtype beside
+ * float32 (widened exactly, one element at a time). */
+#define RELU_BWD_LOOP(T, Y, READ)                                                   \
+  do {                                                                              \
+    const T *restrict g_ = elems(k->t[0]);                                          \
+    const Y *restrict y_ = elems(k->t[1]);                                          \
+    T *restrict d_ = elems(k->t[2]);                                                \
+    _Pragma("omp parallel for simd if (n > NC_CPU_PARALLEL_MIN)") for (int64_t i = 0; i < n; i++) \
+      d_[i] = READ(y_[i]) <= 0 ? (T)0 : g_[i];                                      \
+  } while (0)
+#define RELU_BWD_SAME(v) (v)
+
+nc_status nc_cpu_relu_backward(const nc_kernel_call *k) {
+  const int64_t n = k->i[0];
+  switch (k->t[1]->dtype) {
+    case NC_FLOAT64: RELU_BWD_LOOP(double, double, RELU_BWD_SAME); break;
+    case NC_BFLOAT16: RELU_BWD_LOOP(float, uint16_t, nc_bf16_to_f32); break;
+    case NC_FLOAT16: RELU_BWD_LOOP(float, uint16_t, nc_f16_to_f32); break;
+    default: RELU_BWD_LOOP(float, float, RELU_BWD_SAME); break;
+  }
   return NC_OK;
 }

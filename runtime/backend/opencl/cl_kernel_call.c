@@ -1,7 +1,8 @@
 /* The generic launcher of the ops defined by their op-table row (KERNEL(name, sig)): the row's
  * kernel column names "<program>.cl:<kernel>", built for the first tensor's dtype (REAL is
- * double for float64; its handle resolved once, by op id), and the arguments follow one convention (cl_backend.h), so such an op
- * needs no host code of its own. */
+ * double for float64), or for the storage dtype of a tensor the row reads as it is; its handle is
+ * resolved once, by op id and that dtype. The arguments follow one convention (cl_backend.h), so
+ * such an op needs no host code of its own. */
 #include "cl_linalg.h"
 #include "core/check.h"
 
@@ -14,7 +15,12 @@ nc_status nc_cl_kernel_call(const nc_kernel_call *c) {
   const nc_tensor *first = NULL;
   for (int i = 0; i < c->nt && !first; i++) first = c->t[i];
   nc_device *dev = nc_tensor_device(first);
-  NC_TRY(nc_cl_check_real(dev, first->dtype));
+  /* The build: REAL for the first tensor's dtype, or a storage dtype's build ("half+<program>",
+   * REAL float) where a row takes a tensor of that dtype as it is (relu_backward's y). */
+  nc_dtype build = first->dtype;
+  for (int i = 0; i < c->nt; i++)
+    if (c->t[i] && nc_dtype_is_storage(c->t[i]->dtype)) build = c->t[i]->dtype;
+  NC_TRY(nc_cl_check_real(dev, nc_dtype_is_storage(build) ? NC_FLOAT32 : first->dtype));
   nc_cl_arg args[2 * NC_KERNEL_MAX_TENSORS + 2 * NC_KERNEL_MAX_SCALARS];
   cl_mem mem[NC_KERNEL_MAX_TENSORS];
   cl_long off[NC_KERNEL_MAX_TENSORS], ints[NC_KERNEL_MAX_SCALARS];
@@ -46,7 +52,7 @@ nc_status nc_cl_kernel_call(const nc_kernel_call *c) {
     size_t global = (size_t)groups * ls;
     return nc_cl_launch_nd(dev, h->kernel, na, args, 1, &global, &ls);
   }
-  NC_TRY(nc_cl_handle_get(dev, c->op, first->dtype, &h));
+  NC_TRY(nc_cl_handle_get(dev, c->op, build, &h));
   ls = nc_cl_group_size(dev);
   size_t global = (size_t)c->rows * ls;
   return nc_cl_launch_nd(dev, h->kernel, na, args, 1, &global, &ls);

@@ -350,6 +350,13 @@ nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *optio
     name[klen] = 0;
     program = prog;
     opts = real_options(dt);
+    if (nc_dtype_is_storage(dt)) { /* a row that reads a storage dtype as it is: relu_backward's y */
+      char base[sizeof prog - 5]; /* "half+" fits before it */
+      if (plen >= sizeof base) return nc_error(NC_ERR_ARG, "%s: program name too long", o->name);
+      memcpy(base, prog, plen + 1);
+      storage_build(base, dt, prog, sizeof prog, sopts, sizeof sopts);
+      opts = sopts;
+    }
   } else if (slot < NC_OP_COUNT) {
     snprintf(name, sizeof name, "%s_%s", nc_op_get((nc_op)slot)->name, nc_dtype_name(dt));
   } else {
@@ -434,15 +441,22 @@ nc_status nc_cl_build_all(nc_device *dev) {
     pthread_mutex_unlock(&cd->programs_lock);
     NC_TRY(s);
   }
-  /* The storage dtypes' builds of the REAL16 slots' programs, once per program. */
+  /* The storage dtypes' builds of the REAL16 slots' programs and of the programs of the op rows
+   * that take those dtypes (KERNEL rows: activation.cl), once per program. */
   const char *done = NULL;
-  for (int r = 0; r < NC_CL_SLOT_COUNT - NC_OP_COUNT; r++) {
-    if (slots[r].naming != REAL16 || (done && strcmp(done, slots[r].program) == 0)) continue;
-    done = slots[r].program;
+  for (int i = 0; i < NC_CL_SLOT_COUNT; i++) {
+    const char *p = NULL;
+    if (i < NC_OP_COUNT) {
+      if (nc_op_get((nc_op)i)->dtypes & NC_DT_STORAGE) p = op_program((nc_op)i, op_names[i], sizeof op_names[i]);
+    } else if (slots[i - NC_OP_COUNT].naming == REAL16) {
+      p = slots[i - NC_OP_COUNT].program;
+    }
+    if (!p || (done && strcmp(done, p) == 0)) continue;
+    done = p;
     static const nc_dtype storage[2] = {NC_BFLOAT16, NC_FLOAT16};
     for (int k = 0; k < 2; k++) {
       char prog[32], opts[96];
-      storage_build(slots[r].program, storage[k], prog, sizeof prog, opts, sizeof opts);
+      storage_build(p, storage[k], prog, sizeof prog, opts, sizeof opts);
       pthread_mutex_lock(&cd->programs_lock);
       nc_cl_program *entry;
       nc_status s = build_program(dev, cd, prog, opts, &entry);

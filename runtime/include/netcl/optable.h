@@ -260,6 +260,13 @@ typedef enum {
   X(LEAKY_RELU, "leaky_relu", ACTIVATION, 1, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME,                             \
     KERNEL(leaky_relu, (tensor(x), number(negative_slope, 0.01))), DIFF(nc_ag_leaky_relu),         \
     "activation.cl:leaky_relu_fwd", "cpu_leaky_relu")                                              \
+  /* relu_backward(dy, y): dy where y > 0, else 0: relu's input gradient from its output y, in   \
+   * one pass (torch's threshold_backward: 0 wherever y <= 0, whatever dy holds). dy float32 or   \
+   * float64; y of dy's shape and device, in any float dtype: a bfloat16 or float16 y beside a    \
+   * float32 dy is read as it is (the kernels' storage build). The result has dy's dtype. */      \
+  X(RELU_BWD, "relu_backward", ACTIVATION, 2, NC_DT_FLOAT | NC_DT_STORAGE, NC_RES_SAME,            \
+    KERNEL(relu_backward, (tensor(dy), const_tensor(y))), NODIFF, "activation.cl:relu_bwd",        \
+    "cpu_relu_backward")                                                                           \
   /* Image transforms (netcl.data.transforms), one set of parameters per sample, on float32 or    \
    * float64 batches x [N, C, H, W]; parameter tensors have x's dtype and device.                \
    * resized_crop: y [N, C, height, width] is the box {top, left, box_height, box_width, flip} of  \
