@@ -95,4 +95,33 @@ HALF_VEC4(float16)
 
 HALF_ALL(bfloat16, float16)
 HALF_ALL(float16, bfloat16)
+
+/* Contiguous conversions between storage dtype N and float32, copy's path for contiguous tensors
+ * (half_widen_<N>: float32 from N; half_narrow_<N>: N from float32). The host launches about
+ * n / 4 items: when both element offsets are multiples of 4 (buffers are aligned), item q converts
+ * elements 4q .. 4q + 3 (an 8-byte and a 16-byte access) and then 4(q + G) .. while any are left,
+ * and items q < n % 4 the rest; otherwise single elements, strided by the grid. */
+#define HALF_FAST_K(N)                                                                             \
+  __kernel void half_widen_##N(__global float *d, long doff, __global const ushort *s, long soff, long n) { \
+    const long g = get_global_size(0);                                                             \
+    if (((doff | soff) & 3) == 0) {                                                                \
+      const long nv = n >> 2;                                                                      \
+      for (long q = get_global_id(0); q < nv; q += g) vstore4(nc_load4_##N(s + soff + 4 * q), 0, d + doff + 4 * q); \
+      for (long q = get_global_id(0); q < (n & 3); q += g) d[doff + 4 * nv + q] = READ_##N(s[soff + 4 * nv + q]); \
+    } else {                                                                                       \
+      NC_GRID_LOOP(i, n) d[doff + i] = READ_##N(s[soff + i]);                                      \
+    }                                                                                              \
+  }                                                                                                \
+  __kernel void half_narrow_##N(__global ushort *d, long doff, __global const float *s, long soff, long n) { \
+    const long g = get_global_size(0);                                                             \
+    if (((doff | soff) & 3) == 0) {                                                                \
+      const long nv = n >> 2;                                                                      \
+      for (long q = get_global_id(0); q < nv; q += g) nc_store4_##N(d + doff + 4 * q, vload4(0, s + soff + 4 * q)); \
+      for (long q = get_global_id(0); q < (n & 3); q += g) d[doff + 4 * nv + q] = WRITE_##N(s[soff + 4 * nv + q]); \
+    } else {                                                                                       \
+      NC_GRID_LOOP(i, n) d[doff + i] = WRITE_##N(s[soff + i]);                                     \
+    }                                                                                              \
+  }
+HALF_FAST_K(bfloat16)
+HALF_FAST_K(float16)
 #endif

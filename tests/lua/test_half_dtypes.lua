@@ -150,6 +150,29 @@ function TestConvert.test_every_pattern_widens_exactly()
   end
 end
 
+-- Contiguous conversions to and from float32 at every offset mod 4 and length mod 4 (the device's
+-- vector path and its scalar rest, and the unaligned path), into fresh tensors and into views.
+function TestConvert.test_contiguous_conversions_at_any_offset()
+  local n = 1031
+  local x = nc.randn({n}, {device = cpu}) * 3
+  for name in pairs(FORMATS) do
+    local xs = x:to(name)
+    for off = 1, 4 do
+      for _, len in ipairs({1, 2, 3, 4, 5, 6, 7, 1021, 1022, 1023, 1024}) do
+        local what = string.format("%s offset %d length %d", name, off - 1, len)
+        local narrow = x:to(dev):narrow(1, off, len):to(name)
+        lu.assertEquals(narrow:bytes(), xs:narrow(1, off, len):contiguous():bytes(), what .. " narrowing")
+        local wide = xs:to(dev):narrow(1, off, len):float()
+        lu.assertEquals(wide:bytes(), xs:narrow(1, off, len):float():bytes(), what .. " widening")
+        local into = nc.zeros({n}, {dtype = name, device = dev})
+        into:narrow(1, 5 - off, len):copy_(x:to(dev):narrow(1, off, len))
+        lu.assertEquals(into:narrow(1, 5 - off, len):bytes(), xs:narrow(1, off, len):contiguous():bytes(),
+          what .. " narrowing into a view")
+      end
+    end
+  end
+end
+
 -- Every other dtype to and from both storage dtypes, strided sources included, device vs CPU.
 function TestConvert.test_other_dtypes_match_cpu()
   local base = nc.tensor({{-3.75, 0, 1.5, 255}, {7, -0.5, 100000, 2.5}, {1e-3, -2, 3, 65519}})

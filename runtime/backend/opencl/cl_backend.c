@@ -196,7 +196,17 @@ nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
     if (s != NC_ERR_UNSUPPORTED) return s;
   }
   const nc_cl_handle *k;
-  /* copies with a storage dtype on either side are half.cl's */
+  /* contiguous float32 from a storage dtype and back: half.cl's vector conversions */
+  const bool widen = dst->dtype == NC_FLOAT32 && nc_dtype_is_storage(src->dtype),
+             narrow = src->dtype == NC_FLOAT32 && nc_dtype_is_storage(dst->dtype);
+  if ((widen || narrow) && nc_tensor_is_contiguous(dst) && nc_tensor_is_contiguous(src)) {
+    NC_TRY(nc_cl_handle_get(dev, widen ? NC_CL_K_HALF_WIDEN : NC_CL_K_HALF_NARROW, widen ? src->dtype : dst->dtype, &k));
+    cl_mem dm = nc_cl_mem(dst), sm = nc_cl_mem(src);
+    cl_long doff = dst->offset, soff = src->offset;
+    nc_cl_arg args[] = {NC_CL_ARG(dm), NC_CL_ARG(doff), NC_CL_ARG(sm), NC_CL_ARG(soff), NC_CL_ARG(n)};
+    return nc_cl_launch(dev, k->kernel, 5, args, nc_cl_grid(dev, (n + 3) / 4), k->local);
+  }
+  /* other copies with a storage dtype on either side are half.cl's */
   const int from = nc_dtype_is_storage(dst->dtype) || nc_dtype_is_storage(src->dtype) ? NC_CL_K_HALF_FROM_FLOAT32
                                                                                        : NC_CL_K_COPY_FROM_FLOAT32;
   NC_TRY(nc_cl_handle_get(dev, from + (int)src->dtype, dst->dtype, &k));

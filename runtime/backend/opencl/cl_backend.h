@@ -60,6 +60,8 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(HALF_FROM_BOOL, "half", "bool", COPY)                                    \
   X(HALF_FROM_BFLOAT16, "half", "bfloat16", COPY)                            \
   X(HALF_FROM_FLOAT16, "half", "float16", COPY)                              \
+  X(HALF_WIDEN, "half", "half_widen", TYPED)                                 \
+  X(HALF_NARROW, "half", "half_narrow", TYPED)                               \
   X(REDUCE_ROWS, "reduce", "reduce_rows", TYPED)                             \
   X(REDUCE_SUM, "reduce", "reduce_sum", TYPED)                               \
   X(REDUCE_GROUPS, "reduce", "reduce_groups", TYPED)                         \
