@@ -309,7 +309,8 @@ print(y.dtype, dx.dtype, dw.dtype, dw32.dtype, y2.dtype, dw12.dtype)
   lu.assertEquals(calls("conv_mma_wgrad_bxr_s"), 1, out) -- by image rows (ow 8)
   lu.assertEquals(calls("conv_mma_wgrad_bxrf_s"), 1, out)
   lu.assertEquals(calls("conv_mma_wgrad_bxf_s"), 1, out) -- word pairs (ow 12)
-  lu.assertEquals(calls("copy_float32_bfloat16"), 3, out) -- the weights, widened for the forwards and dX
+  lu.assertEquals(calls("half_widen_bfloat16"), 3, out) -- the weights, widened for the
+  -- forwards and dX (contiguous: the vector conversion)
 end
 
 -- float64 never changes precision.
