@@ -3,9 +3,12 @@
  * the optimizer's parameter-group table, which netcl.optim has already checked and completed;
  * its keys are checked again here (nc_lua_checkopts), so an option misspelt in a group edited
  * after construction (opt.param_groups[1].momentun = ...) is an error, not ignored.
- *   _optim.sgd_step(param, grad, momentum_buffer|nil, first, group)
- *   _optim.rmsprop_step(param, grad, square_avg, grad_avg|nil, momentum_buffer|nil, group)
- *   _optim.adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq|nil, step, decoupled, group)
+ *   _optim.sgd_step(param, grad, momentum_buffer|nil, first, group, rounded|nil)
+ *   _optim.rmsprop_step(param, grad, square_avg, grad_avg|nil, momentum_buffer|nil, group, rounded|nil)
+ *   _optim.adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq|nil, step, decoupled, group,
+ *                    rounded|nil)
+ * rounded: a bfloat16 or float16 tensor that receives the updated float32 param rounded (the
+ * parameter of a master copy), in the update's pass (netcl/optim.h).
  *   _optim.clip_grad_norm({grad, ...}, max_norm) -> total_norm
  *   _optim.state_new(like) -> zero-filled Tensor (persistent pool) */
 #include "l_common.h"
@@ -62,6 +65,7 @@ static int l_sgd_step(lua_State *L) {
       .dampening = num_field(L, 5, "dampening"),
       .weight_decay = num_field(L, 5, "weight_decay"),
       .nesterov = bool_field(L, 5, "nesterov"),
+      .rounded = opt_tensor(L, 6),
   };
   NC_LUA_CHECK(L, FNAME, nc_sgd_step(p, g, b, first, &o));
   return 0;
@@ -78,6 +82,7 @@ static int l_rmsprop_step(lua_State *L) {
       .weight_decay = num_field(L, 6, "weight_decay"),
       .momentum = num_field(L, 6, "momentum"),
       .centered = bool_field(L, 6, "centered"),
+      .rounded = opt_tensor(L, 7),
   };
   NC_LUA_CHECK(L, FNAME, nc_rmsprop_step(p, g, sq, ga, b, &o));
   return 0;
@@ -86,7 +91,7 @@ static int l_rmsprop_step(lua_State *L) {
 static int l_adam_step(lua_State *L) {
   nc_tensor *p = nc_lua_checktensor_f(L, 1, FNAME), *g = nc_lua_checktensor_f(L, 2, FNAME);
   nc_tensor *m1 = nc_lua_checktensor_f(L, 3, FNAME), *m2 = nc_lua_checktensor_f(L, 4, FNAME),
-            *mx = opt_tensor(L, 5);
+            *mx = opt_tensor(L, 5), *rounded = opt_tensor(L, 9); /* before betas is pushed */
   const lua_Integer step = nc_lua_checkinteger(L, 6, FNAME);
   const bool decoupled = lua_toboolean(L, 7);
   check_group(L, 8, "params lr betas eps weight_decay amsgrad");
@@ -103,6 +108,7 @@ static int l_adam_step(lua_State *L) {
       .decoupled = decoupled,
       .amsgrad = bool_field(L, 8, "amsgrad"),
       .step = step,
+      .rounded = rounded,
   };
   NC_LUA_CHECK(L, FNAME, nc_adam_step(p, g, m1, m2, mx, &o));
   return 0;

@@ -1,11 +1,18 @@
 /* Fused optimizer updates and the sum of squares behind clip_grad_norm; the same element code,
- * operation for operation, as runtime/backend/cpu/optim.c. Param, grad and state are contiguous
- * (from element offsets po, go, ...); hyper-parameters arrive as arguments of the tensor's type
+ * operation for operation, as runtime/backend/cpu/optim.c. Built after half.cl ("half+optim"):
+ * an update may also write its param rounded to bfloat16 or float16 (OPTIM_ROUND). Param, grad
+ * and state are contiguous (from element offsets po, go, ...); hyper-parameters arrive as arguments of the tensor's type
  * and flags as ints, so one build serves every setting. A state buffer whose flag is off is a
  * stand-in that is never touched. */
 
 #define NC_SLOCAL 256
 #define NC_SUM_SQUARES_PARTS 64 /* as runtime/core/device_impl.h */
+
+/* The updates' rounded copy (rfmt 1: bfloat16, 2: float16, 0: none; the host passes one only
+ * beside a float32 param): element i of r gets the new param v rounded once, half.cl's rounding
+ * (this program is built after half.cl). */
+#define OPTIM_ROUND(r, ro, i, rfmt, v)                                                                        \
+  if (rfmt) (r)[(ro) + (i)] = (rfmt) == 1 ? nc_to_bf16((float)(v)) : nc_to_f16((float)(v))
 
 #define OPTIM_K(N, T)                                                                                         \
   inline T lerp_##N(T self, T end, T w) {                                                                     \
@@ -14,7 +21,8 @@
                                                                                                               \
   /* mode: 0 no momentum, 1 first update (buf = d), 2 buf = momentum * buf + (1 - dampening) * d */          \
   __kernel void sgd_##N(__global T *p, long po, __global const T *g, long go, __global T *b, long bo, long n,  \
-                        T neg_lr, T wd, T mom, T omd, int use_wd, int mode, int nesterov) {                   \
+                        T neg_lr, T wd, T mom, T omd, int use_wd, int mode, int nesterov,                     \
+                        __global ushort *r, long ro, int rfmt) {                                              \
     NC_GRID_LOOP(i, n) {                                                                                      \
       T d = g[go + i];                                                                                        \
       if (use_wd) d = d + wd * p[po + i];                                                                     \
@@ -23,13 +31,16 @@
         b[bo + i] = nb;                                                                                       \
         d = nesterov ? d + mom * nb : nb;                                                                     \
       }                                                                                                       \
-      p[po + i] = p[po + i] + neg_lr * d;                                                                     \
+      const T np = p[po + i] + neg_lr * d;                                                                    \
+      p[po + i] = np;                                                                                         \
+      OPTIM_ROUND(r, ro, i, rfmt, np);                                                                        \
     }                                                                                                         \
   }                                                                                                           \
                                                                                                               \
   __kernel void rmsprop_##N(__global T *p, long po, __global const T *g, long go, __global T *sq, long so,     \
                             __global T *ga, long gao, __global T *b, long bo, long n, T neg_lr, T wd, T alpha, \
-                            T oma, T eps, T mom, int use_wd, int centered, int use_momentum) {                \
+                            T oma, T eps, T mom, int use_wd, int centered, int use_momentum,                  \
+                            __global ushort *r, long ro, int rfmt) {                                          \
     NC_GRID_LOOP(i, n) {                                                                                      \
       T gi = g[go + i];                                                                                       \
       if (use_wd) gi = gi + wd * p[po + i];                                                                   \
@@ -51,13 +62,15 @@
       } else {                                                                                                \
         p[po + i] = p[po + i] + neg_lr * (gi / avg);                                                          \
       }                                                                                                       \
+      OPTIM_ROUND(r, ro, i, rfmt, p[po + i]);                                                                 \
     }                                                                                                         \
   }                                                                                                           \
                                                                                                               \
   /* decay: 0 none, 1 L2 (Adam: added to the gradient), 2 decoupled (AdamW: param scaled) */                  \
   __kernel void adam_##N(__global T *p, long po, __global const T *g, long go, __global T *m1, long m1o,       \
                          __global T *m2, long m2o, __global T *mx, long mxo, long n, T neg_step, T wd,         \
-                         T dec, T omb1, T beta2, T omb2, T eps, T bc2s, int decay, int amsgrad) {             \
+                         T dec, T omb1, T beta2, T omb2, T eps, T bc2s, int decay, int amsgrad,               \
+                         __global ushort *r, long ro, int rfmt) {                                             \
     NC_GRID_LOOP(i, n) {                                                                                      \
       T pi = p[po + i], gi = g[go + i];                                                                       \
       if (decay == 2) pi = pi * dec;                                                                          \
@@ -72,7 +85,9 @@
         mx[mxo + i] = v;                                                                                      \
       }                                                                                                       \
       const T denom = sqrt(v) / bc2s + eps;                                                                   \
-      p[po + i] = pi + neg_step * (m / denom);                                                                \
+      const T np = pi + neg_step * (m / denom);                                                               \
+      p[po + i] = np;                                                                                         \
+      OPTIM_ROUND(r, ro, i, rfmt, np);                                                                        \
     }                                                                                                         \
   }                                                                                                           \
                                                                                                               \

@@ -45,17 +45,22 @@ enum { NC_RANDOM_UNIFORM = 0, NC_RANDOM_NORMAL = 1 };
 typedef struct {
   double neg_lr, weight_decay, momentum, one_minus_dampening;
   bool use_weight_decay, use_momentum, first, nesterov;
+  /* NULL, or a contiguous bfloat16 or float16 tensor of the float32 param's shape that receives
+   * the updated param rounded to its dtype (half.h's rounding), in the same pass */
+  nc_tensor *rounded;
 } nc_sgd_kernel_args;
 
 typedef struct {
   double neg_lr, weight_decay, alpha, one_minus_alpha, eps, momentum;
   bool use_weight_decay, centered, use_momentum;
+  nc_tensor *rounded; /* as nc_sgd_kernel_args' */
 } nc_rmsprop_kernel_args;
 
 typedef struct {
   double neg_step_size, weight_decay, decay, one_minus_beta1, beta2, one_minus_beta2, eps,
       bias_correction2_sqrt;
   bool use_weight_decay, decoupled, amsgrad;
+  nc_tensor *rounded; /* as nc_sgd_kernel_args' */
 } nc_adam_kernel_args;
 
 /* Partial sums each backend's sum_squares writes per tensor (fixed, so results do not depend on

@@ -77,6 +77,48 @@ static void bump_all(written_set *w) {
   for (int i = 0; i < w->n; i++) nc_storage_bump_version(w->t[i]->storage);
 }
 
+/* The rounded copy an update may also write (the options' rounded): a bfloat16 or float16 tensor
+ * of the float32 param's shape and device, apart from every written tensor. *direct: the kernel
+ * writes it (contiguous); otherwise finish_rounded copies param into it after the update. */
+static nc_status check_rounded(const char *op, const written_set *w, const nc_tensor *grad, nc_tensor *r,
+                               nc_tensor **direct) {
+  *direct = NULL;
+  if (!r) return NC_OK;
+  const nc_tensor *param = w->t[0];
+  if (param->dtype != NC_FLOAT32)
+    return nc_error(NC_ERR_DTYPE, "%s: a rounded copy needs a float32 parameter (the master copy), got %s", op,
+                    nc_dtype_name(param->dtype));
+  if (!nc_dtype_is_storage(r->dtype))
+    return nc_error(NC_ERR_DTYPE, "%s: the rounded copy must be bfloat16 or float16, got %s", op,
+                    nc_dtype_name(r->dtype));
+  char a[128], b[128];
+  bool same = r->ndim == param->ndim;
+  for (int i = 0; same && i < r->ndim; i++) same = r->shape[i] == param->shape[i];
+  if (!same)
+    return nc_error(NC_ERR_SHAPE, "%s: the rounded copy has shape %s but the parameter has shape %s", op,
+                    nc_shape_str(r->ndim, r->shape, a, sizeof a), nc_shape_str(param->ndim, param->shape, b, sizeof b));
+  nc_tensor *ts[1] = {r};
+  if (nc_check_devices(nc_tensor_device(param), 1, ts) != NC_OK)
+    return nc_error_prefix(NC_ERR_DEVICE, "%s: the rounded copy", op);
+  NC_TRY(nc_check_writable(r));
+  for (int i = 0; i < w->n; i++)
+    if (nc_tensors_overlap(w->t[i], r))
+      return nc_error(NC_ERR_ARG, "%s: %s and the rounded copy share memory", op, w->name[i]);
+  if (nc_tensors_overlap(grad, r)) return nc_error(NC_ERR_ARG, "%s: grad and the rounded copy share memory", op);
+  if (nc_tensor_is_contiguous(r)) *direct = r;
+  return NC_OK;
+}
+
+/* After an update that ran (s): the rounded copy the kernel did not write, copied from param. */
+static nc_status finish_rounded(nc_status s, nc_tensor *param, nc_tensor *r, const nc_tensor *direct) {
+  if (s != NC_OK || !r) return s;
+  if (direct) {
+    nc_storage_bump_version(r->storage);
+    return NC_OK;
+  }
+  return nc_copy(r, param);
+}
+
 /* Fails before any state is touched when dev's backend lacks the update. */
 static nc_status backend_entry(const char *op, nc_device *dev, nc_op entry) {
   nc_backend_fn fn;
@@ -101,6 +143,8 @@ nc_status nc_sgd_step(nc_tensor *param, nc_tensor *grad, nc_tensor *momentum_buf
   nc_tensor *g = NULL;
   NC_TRY(prepare(op, &w, param, grad, &g));
   nc_status s = add_written(op, &w, "momentum_buffer", momentum_buffer, use_momentum, "momentum is 0");
+  nc_tensor *direct = NULL;
+  if (s == NC_OK) s = check_rounded(op, &w, grad, o->rounded, &direct);
   nc_device *dev = nc_tensor_device(param);
   if (s == NC_OK) s = backend_entry(op, dev, NC_OP_SGD_STEP);
   if (s == NC_OK && nc_tensor_numel(param) > 0) {
@@ -113,9 +157,10 @@ nc_status nc_sgd_step(nc_tensor *param, nc_tensor *grad, nc_tensor *momentum_buf
         .use_momentum = use_momentum,
         .first = first,
         .nesterov = o->nesterov,
+        .rounded = direct,
     };
     bump_all(&w);
-    s = nc_bk_sgd_step(param, g, momentum_buffer, &a);
+    s = finish_rounded(nc_bk_sgd_step(param, g, momentum_buffer, &a), param, o->rounded, direct);
   }
   nc_tensor_release(g);
   return s;
@@ -136,6 +181,8 @@ nc_status nc_rmsprop_step(nc_tensor *param, nc_tensor *grad, nc_tensor *square_a
   nc_status s = add_written(op, &w, "square_avg", square_avg, true, "");
   if (s == NC_OK) s = add_written(op, &w, "grad_avg", grad_avg, o->centered, "centered is false");
   if (s == NC_OK) s = add_written(op, &w, "momentum_buffer", momentum_buffer, use_momentum, "momentum is 0");
+  nc_tensor *direct = NULL;
+  if (s == NC_OK) s = check_rounded(op, &w, grad, o->rounded, &direct);
   nc_device *dev = nc_tensor_device(param);
   if (s == NC_OK) s = backend_entry(op, dev, NC_OP_RMSPROP_STEP);
   if (s == NC_OK && nc_tensor_numel(param) > 0) {
@@ -149,9 +196,11 @@ nc_status nc_rmsprop_step(nc_tensor *param, nc_tensor *grad, nc_tensor *square_a
         .use_weight_decay = o->weight_decay != 0,
         .centered = o->centered,
         .use_momentum = use_momentum,
+        .rounded = direct,
     };
     bump_all(&w);
-    s = nc_bk_rmsprop_step(param, g, square_avg, grad_avg, momentum_buffer, &a);
+    s = finish_rounded(nc_bk_rmsprop_step(param, g, square_avg, grad_avg, momentum_buffer, &a), param,
+                       o->rounded, direct);
   }
   nc_tensor_release(g);
   return s;
@@ -174,6 +223,8 @@ nc_status nc_adam_step(nc_tensor *param, nc_tensor *grad, nc_tensor *exp_avg, nc
   nc_status s = add_written(op, &w, "exp_avg", exp_avg, true, "");
   if (s == NC_OK) s = add_written(op, &w, "exp_avg_sq", exp_avg_sq, true, "");
   if (s == NC_OK) s = add_written(op, &w, "max_exp_avg_sq", max_exp_avg_sq, o->amsgrad, "amsgrad is false");
+  nc_tensor *direct = NULL;
+  if (s == NC_OK) s = check_rounded(op, &w, grad, o->rounded, &direct);
   nc_device *dev = nc_tensor_device(param);
   if (s == NC_OK) s = backend_entry(op, dev, NC_OP_ADAM_STEP);
   if (s == NC_OK && nc_tensor_numel(param) > 0) {
@@ -192,9 +243,11 @@ nc_status nc_adam_step(nc_tensor *param, nc_tensor *grad, nc_tensor *exp_avg, nc
         .use_weight_decay = o->weight_decay != 0,
         .decoupled = o->decoupled,
         .amsgrad = o->amsgrad,
+        .rounded = direct,
     };
     bump_all(&w);
-    s = nc_bk_adam_step(param, g, exp_avg, exp_avg_sq, max_exp_avg_sq, &a);
+    s = finish_rounded(nc_bk_adam_step(param, g, exp_avg, exp_avg_sq, max_exp_avg_sq, &a), param, o->rounded,
+                       direct);
   }
   nc_tensor_release(g);
   return s;

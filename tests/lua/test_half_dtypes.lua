@@ -380,7 +380,8 @@ function TestOptim.test_master_copy_trains()
   local y = x:matmul(nc.randn({8, 1}))
   for _, dt in ipairs({"bfloat16", "float16"}) do
     for _, make in ipairs({function(p) return optim.SGD(p, {lr = 0.05, momentum = 0.9}) end,
-                           function(p) return optim.Adam(p, {lr = 0.05}) end}) do
+                           function(p) return optim.Adam(p, {lr = 0.05}) end,
+                           function(p) return optim.RMSprop(p, {lr = 0.02}) end}) do
       local w = ag.param(nc.zeros({8, 1}, {dtype = dt}))
       local opt = make({w})
       local first, last
@@ -409,6 +410,50 @@ function TestOptim.test_master_copy_trains()
       lu.assertEquals(opt2.state[1].master.dtype, "float32")
     end
   end
+end
+
+-- The fused updates' rounded copy (the parameter of a master, written in the update's pass on
+-- the device under test): the same bits as rounding the updated master afterwards, into a
+-- contiguous tensor (the kernel writes it) and a strided one (copied after the update); and the
+-- cases it refuses.
+function TestOptim.test_updates_write_the_rounded_master()
+  local C = nc._optim
+  local n = 1037
+  local steps = {
+    sgd = function(p, g, st, r) C.sgd_step(p, g, st[1], false, {lr = 0.1, momentum = 0.9, dampening = 0,
+      weight_decay = 0.01, nesterov = true}, r) end,
+    rmsprop = function(p, g, st, r) C.rmsprop_step(p, g, st[1], st[2], st[3], {lr = 0.01, alpha = 0.99, eps = 1e-8,
+      weight_decay = 0, momentum = 0.5, centered = true}, r) end,
+    adam = function(p, g, st, r) C.adam_step(p, g, st[1], st[2], nil, 3, true, {lr = 0.01, betas = {0.9, 0.999},
+      eps = 1e-8, weight_decay = 0.1, amsgrad = false}, r) end,
+  }
+  for name, step in pairs(steps) do
+    for _, dt in ipairs({"bfloat16", "float16"}) do
+      for _, strided in ipairs({false, true}) do
+        local what = string.format("%s into %s%s", name, dt, strided and " (strided)" or "")
+        nc.manual_seed(3)
+        local p = nc.randn({n}, {device = dev})
+        local g = nc.randn({n}, {device = dev})
+        local st = {nc.rand({n}, {device = dev}), nc.randn({n}, {device = dev}) * 0.1, nc.randn({n}, {device = dev})}
+        local r = strided and nc.zeros({n, 2}, {dtype = dt, device = dev}):select(2, 2)
+          or nc.zeros({n}, {dtype = dt, device = dev})
+        step(p, g, st, r)
+        lu.assertEquals(r:contiguous():bytes(), p:to(dt):bytes(), what)
+        if strided then lu.assertEquals(r:to(cpu):float():sum():item() ~= 0, true, what) end
+      end
+    end
+  end
+  local p, g, r = nc.zeros({4}, {device = dev}), nc.ones({4}, {device = dev}), nc.zeros({4}, {dtype = "bfloat16", device = dev})
+  local o = {lr = 1, momentum = 0, dampening = 0, weight_decay = 0}
+  H.assert_error(function() C.sgd_step(p, g, nil, false, o, nc.zeros({4}, {device = dev})) end,
+    "sgd: the rounded copy must be bfloat16 or float16, got float32")
+  H.assert_error(function() C.sgd_step(p, g, nil, false, o, nc.zeros({3}, {dtype = "bfloat16", device = dev})) end,
+    "sgd: the rounded copy has shape [3] but the parameter has shape [4]")
+  if pcall(function() return nc.zeros({1}, {dtype = "float64", device = dev}) end) then
+    H.assert_error(function() C.sgd_step(p:double(), g:double(), nil, false, o, r) end,
+      "sgd: a rounded copy needs a float32 parameter (the master copy), got float64")
+  end
+  lu.assertEquals(p:to(cpu):tolist(), {0, 0, 0, 0}, "nothing written on failure")
 end
 
 function TestOptim.test_node_conversion_gradient()

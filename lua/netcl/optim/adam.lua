@@ -32,13 +32,14 @@ local function define(name, decoupled, weight_decay)
     state = needed,
     all_state = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
     counts_steps = true,
-    update = function(value, grad, st, o)
+    update = function(value, grad, st, o, rounded)
       for _, n in ipairs(needed(o)) do
         if st[n] == nil then st[n] = C.state_new(value) end
       end
       C.adam_step(value, grad, st.exp_avg, st.exp_avg_sq, o.amsgrad and st.max_exp_avg_sq or nil, st.step + 1,
-        decoupled, o)
+        decoupled, o, rounded)
       st.step = st.step + 1
+      return rounded ~= nil
     end,
   }
 end

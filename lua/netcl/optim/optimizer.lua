@@ -135,8 +135,11 @@ end
 --   state     function(group) -> names of the state tensors every updated parameter has under
 --             the group's options (checked by load_state_dict)
 --   all_state names of every state tensor the optimizer may keep
---   update    function(value, grad, st, group): one fused update; st is the parameter's state
---             table ({step = 0} or {} at first), which update fills
+--   update    function(value, grad, st, group, rounded): one fused update; st is the parameter's
+--             state table ({step = 0} or {} at first), which update fills. For a storage-dtype
+--             parameter value is its float32 master and rounded the parameter itself: an update
+--             that writes the new master rounded into it (the fused kernels' rounded argument)
+--             returns true; otherwise the master is copied into it afterwards
 --   counts_steps  whether the state has a step count (all but SGD)
 function M.class(spec)
   local cls = class("netcl.optim." .. spec.name, Optimizer)
@@ -223,8 +226,9 @@ local function run_updates(self, at)
             st.master:copy_(value)
           end
           if grad.dtype ~= "float32" then grad = grad:float() end
-          cls.update(st.master, grad, st, group)
-          value:copy_(st.master)
+          -- an update that takes the parameter as its fifth argument writes the rounded master
+          -- in its own pass (and says so); others leave the copy to us
+          if not cls.update(st.master, grad, st, group, value) then value:copy_(st.master) end
         else
           cls.update(value, grad, st, group)
         end

@@ -21,12 +21,13 @@ return Optimizer.class {
   state = needed,
   all_state = {"square_avg", "momentum_buffer", "grad_avg"},
   counts_steps = true,
-  update = function(value, grad, st, o)
+  update = function(value, grad, st, o, rounded)
     for _, name in ipairs(needed(o)) do
       if st[name] == nil then st[name] = C.state_new(value) end
     end
     C.rmsprop_step(value, grad, st.square_avg, o.centered and st.grad_avg or nil,
-      o.momentum > 0 and st.momentum_buffer or nil, o)
+      o.momentum > 0 and st.momentum_buffer or nil, o, rounded)
     st.step = st.step + 1
+    return rounded ~= nil
   end,
 }

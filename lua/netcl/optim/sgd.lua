@@ -21,7 +21,7 @@ return Optimizer.class {
   -- parameter without one simply starts there; nothing is required.
   state = function() return {} end,
   all_state = {"momentum_buffer"},
-  update = function(value, grad, st, o)
+  update = function(value, grad, st, o, rounded)
     local buf, first = nil, false
     if o.momentum ~= 0 then
       buf = st.momentum_buffer
@@ -31,6 +31,7 @@ return Optimizer.class {
         first = true
       end
     end
-    C.sgd_step(value, grad, buf, first, o)
+    C.sgd_step(value, grad, buf, first, o, rounded)
+    return rounded ~= nil
   end,
 }

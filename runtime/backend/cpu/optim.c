@@ -245,12 +245,21 @@ enum { DECAY_NONE, DECAY_L2, DECAY_DECOUPLED };
 OPTIM_CPU(f32, float, sqrtf, fabsf)
 OPTIM_CPU(f64, double, sqrt, fabs)
 
+/* The updated float32 param rounded into the storage-dtype tensor r (contiguous), if any. */
+static void round_into(const nc_tensor *param, nc_tensor *r) {
+  if (!r) return;
+  const float *p = (const float *)nc_storage_host_ptr(param->storage) + param->offset;
+  uint16_t *d = (uint16_t *)nc_storage_host_ptr(r->storage) + r->offset;
+  nc_cpu_f32_to_half(r->dtype, d, 1, p, 1, nc_tensor_numel(param));
+}
+
 nc_status nc_cpu_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf,
                           const nc_sgd_kernel_args *a) {
   if (param->dtype == NC_FLOAT32)
     sgd_f32(param, grad, buf, a);
   else
     sgd_f64(param, grad, buf, a);
+  round_into(param, a->rounded);
   return NC_OK;
 }
 
@@ -260,6 +269,7 @@ nc_status nc_cpu_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor
     rmsprop_f32(param, grad, square_avg, grad_avg, buf, a);
   else
     rmsprop_f64(param, grad, square_avg, grad_avg, buf, a);
+  round_into(param, a->rounded);
   return NC_OK;
 }
 
@@ -269,6 +279,7 @@ nc_status nc_cpu_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *e
     adam_f32(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, a);
   else
     adam_f64(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, a);
+  round_into(param, a->rounded);
   return NC_OK;
 }
 

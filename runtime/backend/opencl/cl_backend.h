@@ -76,10 +76,10 @@ typedef struct nc_cl_staging nc_cl_staging;
   X(SORT_STEP, "sort", "sort_step", TYPED)                                   \
   X(BERNOULLI, "random", "bernoulli", TYPED)                                 \
   X(RANDINT, "random", "randint", TYPED)                                     \
-  X(SGD, "optim", "sgd", TYPED)                                              \
-  X(RMSPROP, "optim", "rmsprop", TYPED)                                      \
-  X(ADAM, "optim", "adam", TYPED)                                            \
-  X(SUM_SQUARES, "optim", "sum_squares", TYPED)                              \
+  X(SGD, "half+optim", "sgd", TYPED)                                         \
+  X(RMSPROP, "half+optim", "rmsprop", TYPED)                                 \
+  X(ADAM, "half+optim", "adam", TYPED)                                       \
+  X(SUM_SQUARES, "half+optim", "sum_squares", TYPED)                         \
   X(BATCH_NORM_FWD, "norm", "batch_norm_fwd", REAL16)                        \
   X(BATCH_NORM_BWD, "norm", "batch_norm_bwd", REAL16)                        \
   X(BN_STATS, "norm", "bn_stats", REAL16)                                    \

@@ -28,6 +28,17 @@ static buf_arg buf_of(const nc_tensor *t) { return (buf_arg){nc_cl_mem(t), t->of
  * touches (its flag is off). */
 static buf_arg state_of(const nc_tensor *t, const nc_tensor *param) { return buf_of(t ? t : param); }
 
+/* The rounded copy's arguments (buffer, offset, format: 1 bfloat16, 2 float16, 0 none, when the
+ * param's buffer stands in). */
+typedef struct {
+  buf_arg b;
+  cl_int fmt;
+} round_arg;
+
+static round_arg round_of(const nc_tensor *r, const nc_tensor *param) {
+  return (round_arg){state_of(r, param), !r ? 0 : r->dtype == NC_BFLOAT16 ? 1 : 2};
+}
+
 static nc_status kernel(nc_device *dev, nc_cl_slot slot, nc_dtype dt, const nc_cl_handle **k) {
   NC_TRY(nc_cl_check_dtype(dev, dt));
   return nc_cl_handle_get(dev, slot, dt, k);
@@ -42,6 +53,7 @@ nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf
   buf_arg p = buf_of(param), g = buf_of(grad), b = state_of(buf, param);
   cl_long n = nc_tensor_numel(param);
   cl_int use_wd = a->use_weight_decay, mode = !a->use_momentum ? 0 : a->first ? 1 : 2, nest = a->nesterov;
+  round_arg ro = round_of(a->rounded, param);
   real_arg r[4];
   nc_cl_arg args[] = {NC_CL_ARG(p.mem),
                       NC_CL_ARG(p.off),
@@ -56,7 +68,10 @@ nc_status nc_cl_sgd_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *buf
                       real(dt, a->one_minus_dampening, &r[3]),
                       NC_CL_ARG(use_wd),
                       NC_CL_ARG(mode),
-                      NC_CL_ARG(nest)};
+                      NC_CL_ARG(nest),
+                      NC_CL_ARG(ro.b.mem),
+                      NC_CL_ARG(ro.b.off),
+                      NC_CL_ARG(ro.fmt)};
   return nc_cl_launch(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }
@@ -71,6 +86,7 @@ nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor 
           b = state_of(buf, param);
   cl_long n = nc_tensor_numel(param);
   cl_int use_wd = a->use_weight_decay, centered = a->centered, use_mom = a->use_momentum;
+  round_arg ro = round_of(a->rounded, param);
   real_arg r[6];
   nc_cl_arg args[] = {NC_CL_ARG(p.mem),
                       NC_CL_ARG(p.off),
@@ -91,7 +107,10 @@ nc_status nc_cl_rmsprop_step(nc_tensor *param, const nc_tensor *grad, nc_tensor 
                       real(dt, a->momentum, &r[5]),
                       NC_CL_ARG(use_wd),
                       NC_CL_ARG(centered),
-                      NC_CL_ARG(use_mom)};
+                      NC_CL_ARG(use_mom),
+                      NC_CL_ARG(ro.b.mem),
+                      NC_CL_ARG(ro.b.off),
+                      NC_CL_ARG(ro.fmt)};
   return nc_cl_launch(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }
@@ -106,6 +125,7 @@ nc_status nc_cl_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *ex
           mx = state_of(max_exp_avg_sq, param);
   cl_long n = nc_tensor_numel(param);
   cl_int decay = !a->use_weight_decay ? 0 : a->decoupled ? 2 : 1, ams = a->amsgrad;
+  round_arg ro = round_of(a->rounded, param);
   real_arg r[8];
   nc_cl_arg args[] = {NC_CL_ARG(p.mem),
                       NC_CL_ARG(p.off),
@@ -127,7 +147,10 @@ nc_status nc_cl_adam_step(nc_tensor *param, const nc_tensor *grad, nc_tensor *ex
                       real(dt, a->eps, &r[6]),
                       real(dt, a->bias_correction2_sqrt, &r[7]),
                       NC_CL_ARG(decay),
-                      NC_CL_ARG(ams)};
+                      NC_CL_ARG(ams),
+                      NC_CL_ARG(ro.b.mem),
+                      NC_CL_ARG(ro.b.off),
+                      NC_CL_ARG(ro.fmt)};
   return nc_cl_launch(dev, k->kernel, (int)(sizeof args / sizeof args[0]), args, nc_cl_global_size(dev, n),
                       nc_cl_local_size(dev));
 }

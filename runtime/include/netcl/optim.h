@@ -31,6 +31,10 @@ extern "C" {
 typedef struct {
   double lr, momentum, dampening, weight_decay;
   bool nesterov;
+  /* NULL, or a bfloat16 or float16 tensor of param's shape and device (param float32, the master
+   * copy of a storage-dtype parameter): it receives the updated param rounded once to its dtype,
+   * in the update's pass where it is contiguous (else copied after it). */
+  nc_tensor *rounded;
 } nc_sgd_options;
 
 nc_status nc_sgd_step(nc_tensor *param, nc_tensor *grad, nc_tensor *momentum_buffer, bool first,
@@ -45,6 +49,7 @@ nc_status nc_sgd_step(nc_tensor *param, nc_tensor *grad, nc_tensor *momentum_buf
 typedef struct {
   double lr, alpha, eps, weight_decay, momentum;
   bool centered;
+  nc_tensor *rounded; /* as nc_sgd_options' */
 } nc_rmsprop_options;
 
 nc_status nc_rmsprop_step(nc_tensor *param, nc_tensor *grad, nc_tensor *square_avg, nc_tensor *grad_avg,
@@ -62,6 +67,7 @@ typedef struct {
   double lr, beta1, beta2, eps, weight_decay;
   bool decoupled, amsgrad;
   int64_t step;
+  nc_tensor *rounded; /* as nc_sgd_options' */
 } nc_adam_options;
 
 nc_status nc_adam_step(nc_tensor *param, nc_tensor *grad, nc_tensor *exp_avg, nc_tensor *exp_avg_sq,
