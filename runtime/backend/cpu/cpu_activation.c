@@ -77,8 +77,10 @@ nc_status nc_cpu_leaky_relu(const nc_kernel_call *k) { /* f = {negative_slope} *
     const T *restrict g_ = elems(k->t[0]);                                          \
     const Y *restrict y_ = elems(k->t[1]);                                          \
     T *restrict d_ = elems(k->t[2]);                                                \
-    _Pragma("omp parallel for simd if (n > NC_CPU_PARALLEL_MIN)") for (int64_t i = 0; i < n; i++) \
-      d_[i] = READ(y_[i]) <= 0 ? (T)0 : g_[i];                                      \
+    _Pragma("omp parallel for simd if (n > NC_CPU_PARALLEL_MIN)") for (int64_t i = 0; i < n; i++) { \
+      const T g = g_[i]; /* read whatever y holds: a select, not a branch */       \
+      d_[i] = READ(y_[i]) <= 0 ? (T)0 : g;                                          \
+    }                                                                               \
   } while (0)
 #define RELU_BWD_SAME(v) (v)
 

@@ -274,11 +274,12 @@ enum { TYPED, BYTES, COPY, REAL, REAL16, TILED };
 #define EW_STORAGE_PROGRAM "half+elementwise"
 #define EW_STORAGE_OPTIONS "-DNC_EW_STORAGE=1 -DNC_HALF_CONVERSIONS_ONLY=1"
 
-/* A REAL16 slot's build for a storage dtype: "half+<program>" with -DNC_STORAGE=<dtype> (and
- * half.cl's conversions only), into prog and opts. */
+/* A storage dtype's build of a REAL16 slot's program or of an op row's (activation.cl):
+ * "half+<program>" with -DNC_STORAGE=<dtype> (and half.cl's conversions only), into prog and
+ * opts. Program names are short; nprog holds "half+" and 26 characters of one. */
 static void storage_build(const char *program, nc_dtype dt, char *prog, size_t nprog, char *opts,
                           size_t nopts) {
-  snprintf(prog, nprog, "half+%s", program);
+  snprintf(prog, nprog, "half+%.26s", program);
   snprintf(opts, nopts, "-DNC_STORAGE=%s -DNC_HALF_CONVERSIONS_ONLY=1", nc_dtype_name(dt));
 }
 
@@ -351,7 +352,7 @@ nc_status nc_cl_resolve(nc_device *dev, int slot, nc_dtype dt, const char *optio
     program = prog;
     opts = real_options(dt);
     if (nc_dtype_is_storage(dt)) { /* a row that reads a storage dtype as it is: relu_backward's y */
-      char base[sizeof prog - 5]; /* "half+" fits before it */
+      char base[27];
       if (plen >= sizeof base) return nc_error(NC_ERR_ARG, "%s: program name too long", o->name);
       memcpy(base, prog, plen + 1);
       storage_build(base, dt, prog, sizeof prog, sopts, sizeof sopts);
