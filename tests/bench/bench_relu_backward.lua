@@ -26,7 +26,7 @@ for _, ydt in ipairs({"float32", "bfloat16"}) do
 end
 
 -- PyTorch's threshold_backward on the same shapes, for reference.
-local gpu = dev.spec ~= "cpu" and dev.type == "gpu"
+local gpu = dev.is_gpu == true
 local script = string.format([[
 import json, sys, time
 try:
