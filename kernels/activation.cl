@@ -1,11 +1,10 @@
 /* Activations defined by their op-table rows (elu, softplus, mish, leaky_relu, and relu's
- * gradient relu_backward, last), through the
- * generic launcher's convention: each tensor as (buffer, element offset), then the integers
- * (n elements, chunk), then the op's reals. x and y are contiguous; work-group g handles the
- * elements [g * chunk, min((g + 1) * chunk, n)), its work-items striding by the local size, so
- * consecutive work-items touch consecutive elements. No local memory, no barriers. The
- * expressions match runtime/backend/cpu/cpu_activation.c term for term. -DREAL=double for
- * float64. */
+ * gradient relu_backward, last), through the generic launcher's convention: each tensor as
+ * (buffer, element offset), then the integers (n elements, chunk), then the op's reals. The
+ * tensors are contiguous; work-group g handles the elements [g * chunk, min((g + 1) * chunk, n)),
+ * its work-items striding by the local size, so consecutive work-items touch consecutive
+ * elements. No local memory, no barriers. The expressions match
+ * runtime/backend/cpu/cpu_activation.c term for term. -DREAL=double for float64. */
 #ifndef REAL
 #define REAL float
 #endif
