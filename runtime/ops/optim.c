@@ -13,7 +13,9 @@ static nc_status check_nonneg(const char *op, const char *name, double v) {
   return NC_OK;
 }
 
-static nc_status check_same(const char *op, const char *what, const nc_tensor *param, const nc_tensor *t) {
+/* t has param's shape and device, and (same_dtype) its dtype. */
+static nc_status check_like(const char *op, const char *what, const nc_tensor *param, const nc_tensor *t,
+                            bool same_dtype) {
   char a[128], b[128];
   bool same = t->ndim == param->ndim;
   for (int i = 0; same && i < t->ndim; i++) same = t->shape[i] == param->shape[i];
@@ -21,13 +23,17 @@ static nc_status check_same(const char *op, const char *what, const nc_tensor *p
     return nc_error(NC_ERR_SHAPE, "%s: %s has shape %s but the parameter has shape %s", op, what,
                     nc_shape_str(t->ndim, t->shape, a, sizeof a),
                     nc_shape_str(param->ndim, param->shape, b, sizeof b));
-  if (t->dtype != param->dtype)
+  if (same_dtype && t->dtype != param->dtype)
     return nc_error(NC_ERR_DTYPE, "%s: %s is %s but the parameter is %s", op, what, nc_dtype_name(t->dtype),
                     nc_dtype_name(param->dtype));
   nc_tensor *ts[1] = {(nc_tensor *)t};
   if (nc_check_devices(nc_tensor_device(param), 1, ts) != NC_OK)
     return nc_error_prefix(NC_ERR_DEVICE, "%s: %s", op, what);
   return NC_OK;
+}
+
+static nc_status check_same(const char *op, const char *what, const nc_tensor *param, const nc_tensor *t) {
+  return check_like(op, what, param, t, true);
 }
 
 /* The tensors an update writes: param and its state. */
@@ -91,15 +97,7 @@ static nc_status check_rounded(const char *op, const written_set *w, const nc_te
   if (!nc_dtype_is_storage(r->dtype))
     return nc_error(NC_ERR_DTYPE, "%s: the rounded copy must be bfloat16 or float16, got %s", op,
                     nc_dtype_name(r->dtype));
-  char a[128], b[128];
-  bool same = r->ndim == param->ndim;
-  for (int i = 0; same && i < r->ndim; i++) same = r->shape[i] == param->shape[i];
-  if (!same)
-    return nc_error(NC_ERR_SHAPE, "%s: the rounded copy has shape %s but the parameter has shape %s", op,
-                    nc_shape_str(r->ndim, r->shape, a, sizeof a), nc_shape_str(param->ndim, param->shape, b, sizeof b));
-  nc_tensor *ts[1] = {r};
-  if (nc_check_devices(nc_tensor_device(param), 1, ts) != NC_OK)
-    return nc_error_prefix(NC_ERR_DEVICE, "%s: the rounded copy", op);
+  NC_TRY(check_like(op, "the rounded copy", param, r, false));
   NC_TRY(nc_check_writable(r));
   for (int i = 0; i < w->n; i++)
     if (nc_tensors_overlap(w->t[i], r))
