@@ -106,8 +106,10 @@ HALF_ALL(float16, bfloat16)
     const long g = get_global_size(0);                                                             \
     if (((doff | soff) & 3) == 0) {                                                                \
       const long nv = n >> 2;                                                                      \
-      for (long q = get_global_id(0); q < nv; q += g) vstore4(nc_load4_##N(s + soff + 4 * q), 0, d + doff + 4 * q); \
-      for (long q = get_global_id(0); q < (n & 3); q += g) d[doff + 4 * nv + q] = READ_##N(s[soff + 4 * nv + q]); \
+      for (long q = get_global_id(0); q < nv; q += g)                                              \
+        vstore4(nc_load4_##N(s + soff + 4 * q), 0, d + doff + 4 * q);                              \
+      for (long q = get_global_id(0); q < (n & 3); q += g)                                         \
+        d[doff + 4 * nv + q] = READ_##N(s[soff + 4 * nv + q]);                                     \
     } else {                                                                                       \
       NC_GRID_LOOP(i, n) d[doff + i] = READ_##N(s[soff + i]);                                      \
     }                                                                                              \
@@ -116,8 +118,10 @@ HALF_ALL(float16, bfloat16)
     const long g = get_global_size(0);                                                             \
     if (((doff | soff) & 3) == 0) {                                                                \
       const long nv = n >> 2;                                                                      \
-      for (long q = get_global_id(0); q < nv; q += g) nc_store4_##N(d + doff + 4 * q, vload4(0, s + soff + 4 * q)); \
-      for (long q = get_global_id(0); q < (n & 3); q += g) d[doff + 4 * nv + q] = WRITE_##N(s[soff + 4 * nv + q]); \
+      for (long q = get_global_id(0); q < nv; q += g)                                              \
+        nc_store4_##N(d + doff + 4 * q, vload4(0, s + soff + 4 * q));                              \
+      for (long q = get_global_id(0); q < (n & 3); q += g)                                         \
+        d[doff + 4 * nv + q] = WRITE_##N(s[soff + 4 * nv + q]);                                    \
     } else {                                                                                       \
       NC_GRID_LOOP(i, n) d[doff + i] = WRITE_##N(s[soff + i]);                                     \
     }                                                                                              \

@@ -1,9 +1,9 @@
 /* Fused optimizer updates and the sum of squares behind clip_grad_norm; the same element code,
  * operation for operation, as runtime/backend/cpu/optim.c. Built after half.cl ("half+optim"):
  * an update may also write its param rounded to bfloat16 or float16 (OPTIM_ROUND). Param, grad
- * and state are contiguous (from element offsets po, go, ...); hyper-parameters arrive as arguments of the tensor's type
- * and flags as ints, so one build serves every setting. A state buffer whose flag is off is a
- * stand-in that is never touched. */
+ * and state are contiguous (from element offsets po, go, ...); hyper-parameters arrive as
+ * arguments of the tensor's type and flags as ints, so one build serves every setting. A state
+ * buffer whose flag is off is a stand-in that is never touched. */
 
 #define NC_SLOCAL 256
 #define NC_SUM_SQUARES_PARTS 64 /* as runtime/core/device_impl.h */

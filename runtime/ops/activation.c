@@ -1,9 +1,10 @@
 /* Activations defined by their op-table rows (netcl/table_ops.h): elu, softplus, mish and
  * leaky_relu, and relu's gradient relu_backward (last). Each checks its input and numbers, takes
- * x contiguous (x itself when it already is, at any offset) and writes a new tensor of x's shape and dtype through its backend kernel, in
- * chunks of ACT_CHUNK elements: one OpenCL work-group per chunk. A storage-dtype x (bfloat16,
- * float16) goes through the float32 kernel: x widened (exactly), the float32 result rounded once
- * into x's dtype, as the elementwise families compute those dtypes. */
+ * x contiguous (x itself when it already is, at any offset) and writes a new tensor of x's shape
+ * and dtype through its backend kernel, in chunks of ACT_CHUNK elements: one OpenCL work-group
+ * per chunk. A storage-dtype x (bfloat16, float16) goes through the float32 kernel: x widened
+ * (exactly), the float32 result rounded once into x's dtype, as the elementwise families compute
+ * those dtypes. */
 #include <math.h>
 #include "backend/dispatch.h"
 #include "core/check.h"
@@ -21,6 +22,17 @@ static nc_status check_finite(const char *what, double v) {
 }
 
 static nc_status activation(nc_op op, nc_tensor *x, int nf, const double *f, nc_tensor **out);
+
+/* op's kernel over the n elements of the contiguous tensors t[0 .. nt) (inputs, then the
+ * output), in chunks of ACT_CHUNK, with the numbers f[0 .. nf). */
+static nc_status run_chunks(nc_op op, int nt, nc_tensor *const *t, int64_t n, int nf, const double *f) {
+  if (n == 0) return NC_OK;
+  nc_kernel_call k = {
+      .op = op, .nt = nt, .ni = 2, .i = {n, ACT_CHUNK}, .nf = nf, .rows = (n + ACT_CHUNK - 1) / ACT_CHUNK};
+  for (int i = 0; i < nt; i++) k.t[i] = t[i];
+  for (int i = 0; i < nf; i++) k.f[i] = f[i];
+  return nc_bk_kernel(&k);
+}
 
 /* The storage dtypes: op on x as float32, rounded once into x's dtype (ops/support.h). */
 static nc_status activation_storage(nc_op op, nc_tensor *x, int nf, const double *f, nc_tensor **out) {
@@ -41,17 +53,7 @@ static nc_status activation(nc_op op, nc_tensor *x, int nf, const double *f, nc_
   nc_tensor *xc, *y = NULL;
   NC_TRY(nc_contiguous(x, &xc));
   nc_status s = nc_tensor_empty(nc_tensor_device(x), x->dtype, x->ndim, x->shape, 0, &y);
-  if (s == NC_OK && n > 0) {
-    nc_kernel_call k = {.op = op,
-                        .nt = 2,
-                        .t = {xc, y},
-                        .ni = 2,
-                        .i = {n, ACT_CHUNK},
-                        .nf = nf,
-                        .rows = (n + ACT_CHUNK - 1) / ACT_CHUNK};
-    for (int i = 0; i < nf; i++) k.f[i] = f[i];
-    s = nc_bk_kernel(&k);
-  }
+  if (s == NC_OK) s = run_chunks(op, 2, (nc_tensor *[]){xc, y}, n, nf, f);
   nc_tensor_release(xc);
   if (s != NC_OK) {
     nc_tensor_release(y);
@@ -94,16 +96,18 @@ static nc_status contiguous_as(nc_tensor *t, nc_dtype dt, nc_tensor **out) {
 nc_status nc_relu_backward(nc_tensor *dy, nc_tensor *y, nc_tensor **out) {
   if (!dy || !y) return nc_error(NC_ERR_ARG, "relu_backward needs dy and y");
   if (!nc_dtype_is_float(dy->dtype) || !nc_dtype_is_float(y->dtype))
-    return nc_error(NC_ERR_DTYPE, "relu_backward takes float tensors, got dy %s and y %s", nc_dtype_name(dy->dtype),
-                    nc_dtype_name(y->dtype));
+    return nc_error(NC_ERR_DTYPE, "relu_backward takes float tensors, got dy %s and y %s",
+                    nc_dtype_name(dy->dtype), nc_dtype_name(y->dtype));
   nc_device *dev = nc_tensor_device(dy);
-  if (nc_tensor_device(y) != dev) return nc_error(NC_ERR_DEVICE, "relu_backward: dy and y are on different devices");
+  if (nc_tensor_device(y) != dev)
+    return nc_error(NC_ERR_DEVICE, "relu_backward: dy and y are on different devices");
   bool same = dy->ndim == y->ndim;
   for (int i = 0; same && i < dy->ndim; i++) same = dy->shape[i] == y->shape[i];
   if (!same) {
     char a[96], b[96];
     return nc_error(NC_ERR_SHAPE, "relu_backward: dy %s and y %s differ in shape",
-                    nc_shape_str(dy->ndim, dy->shape, a, sizeof a), nc_shape_str(y->ndim, y->shape, b, sizeof b));
+                    nc_shape_str(dy->ndim, dy->shape, a, sizeof a),
+                    nc_shape_str(y->ndim, y->shape, b, sizeof b));
   }
   /* the dtypes the kernel reads dy and y in */
   const nc_dtype gd = dy->dtype == NC_FLOAT64 || y->dtype == NC_FLOAT64 ? NC_FLOAT64 : NC_FLOAT32;
@@ -113,15 +117,7 @@ nc_status nc_relu_backward(nc_tensor *dy, nc_tensor *y, nc_tensor **out) {
   nc_status s = contiguous_as(dy, gd, &g);
   if (s == NC_OK) s = contiguous_as(y, yd, &yc);
   if (s == NC_OK) s = nc_tensor_empty(dev, gd, dy->ndim, dy->shape, 0, &dx);
-  if (s == NC_OK && n > 0) {
-    nc_kernel_call k = {.op = NC_OP_RELU_BWD,
-                        .nt = 3,
-                        .t = {g, yc, dx},
-                        .ni = 2,
-                        .i = {n, ACT_CHUNK},
-                        .rows = (n + ACT_CHUNK - 1) / ACT_CHUNK};
-    s = nc_bk_kernel(&k);
-  }
+  if (s == NC_OK) s = run_chunks(NC_OP_RELU_BWD, 3, (nc_tensor *[]){g, yc, dx}, n, 0, NULL);
   nc_tensor_release(g);
   nc_tensor_release(yc);
   if (s != NC_OK) {

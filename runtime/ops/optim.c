@@ -92,8 +92,8 @@ static nc_status check_rounded(const char *op, const written_set *w, const nc_te
   if (!r) return NC_OK;
   const nc_tensor *param = w->t[0];
   if (param->dtype != NC_FLOAT32)
-    return nc_error(NC_ERR_DTYPE, "%s: a rounded copy needs a float32 parameter (the master copy), got %s", op,
-                    nc_dtype_name(param->dtype));
+    return nc_error(NC_ERR_DTYPE, "%s: a rounded copy needs a float32 parameter (the master copy), got %s",
+                    op, nc_dtype_name(param->dtype));
   if (!nc_dtype_is_storage(r->dtype))
     return nc_error(NC_ERR_DTYPE, "%s: the rounded copy must be bfloat16 or float16, got %s", op,
                     nc_dtype_name(r->dtype));
@@ -102,7 +102,8 @@ static nc_status check_rounded(const char *op, const written_set *w, const nc_te
   for (int i = 0; i < w->n; i++)
     if (nc_tensors_overlap(w->t[i], r))
       return nc_error(NC_ERR_ARG, "%s: %s and the rounded copy share memory", op, w->name[i]);
-  if (nc_tensors_overlap(grad, r)) return nc_error(NC_ERR_ARG, "%s: grad and the rounded copy share memory", op);
+  if (nc_tensors_overlap(grad, r))
+    return nc_error(NC_ERR_ARG, "%s: grad and the rounded copy share memory", op);
   if (nc_tensor_is_contiguous(r)) *direct = r;
   return NC_OK;
 }

@@ -200,7 +200,8 @@ nc_status nc_cl_copy(nc_tensor *dst, const nc_tensor *src) {
   const bool widen = dst->dtype == NC_FLOAT32 && nc_dtype_is_storage(src->dtype),
              narrow = src->dtype == NC_FLOAT32 && nc_dtype_is_storage(dst->dtype);
   if ((widen || narrow) && nc_tensor_is_contiguous(dst) && nc_tensor_is_contiguous(src)) {
-    NC_TRY(nc_cl_handle_get(dev, widen ? NC_CL_K_HALF_WIDEN : NC_CL_K_HALF_NARROW, widen ? src->dtype : dst->dtype, &k));
+    const int slot = widen ? NC_CL_K_HALF_WIDEN : NC_CL_K_HALF_NARROW;
+    NC_TRY(nc_cl_handle_get(dev, slot, widen ? src->dtype : dst->dtype, &k));
     cl_mem dm = nc_cl_mem(dst), sm = nc_cl_mem(src);
     cl_long doff = dst->offset, soff = src->offset;
     nc_cl_arg args[] = {NC_CL_ARG(dm), NC_CL_ARG(doff), NC_CL_ARG(sm), NC_CL_ARG(soff), NC_CL_ARG(n)};

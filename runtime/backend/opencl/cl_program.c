@@ -448,7 +448,8 @@ nc_status nc_cl_build_all(nc_device *dev) {
   for (int i = 0; i < NC_CL_SLOT_COUNT; i++) {
     const char *p = NULL;
     if (i < NC_OP_COUNT) {
-      if (nc_op_get((nc_op)i)->dtypes & NC_DT_STORAGE) p = op_program((nc_op)i, op_names[i], sizeof op_names[i]);
+      if (nc_op_get((nc_op)i)->dtypes & NC_DT_STORAGE)
+        p = op_program((nc_op)i, op_names[i], sizeof op_names[i]);
     } else if (slots[i - NC_OP_COUNT].naming == REAL16) {
       p = slots[i - NC_OP_COUNT].program;
     }
